@@ -1,0 +1,38 @@
+# aobench_add_plugin(<name> SOURCES ... [CUDA_SOURCES ...])
+# Builds libaobench_<name>.so next to the aobench binary. Plugins export only the two C symbols of
+# harness/plugin_api.h (AOBENCH_PLUGIN); everything else is hidden.
+function(aobench_add_plugin name)
+  cmake_parse_arguments(P "" "" "SOURCES;CUDA_SOURCES" ${ARGN})
+  set(srcs ${P_SOURCES})
+  if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)
+    list(APPEND srcs ${P_CUDA_SOURCES})
+  endif()
+  # default.json (flavours) is compiled in: aobench_plugin_default_json() returns its text.
+  aobench_embed_json(default_src ${CMAKE_CURRENT_SOURCE_DIR}/default.json aobench_plugin_default_json)
+  add_library(aobench_${name} MODULE ${srcs} ${default_src})
+  set_target_properties(aobench_${name} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
+                        VISIBILITY_INLINES_HIDDEN ON)
+  target_link_libraries(aobench_${name} PRIVATE aobench_core aobench_plugin_common)
+  if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)
+    target_compile_definitions(aobench_${name} PRIVATE AOBENCH_WITH_CUDA=1)
+  endif()
+  target_precompile_headers(aobench_${name} REUSE_FROM aobench_core)
+  aobench_warnings(aobench_${name})
+  set_property(GLOBAL APPEND PROPERTY AOBENCH_PLUGINS aobench_${name})
+
+  # Plugin-specific tests: <folder>/*_test.cpp compiled with the plugin's own sources.
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp)
+  if(AOBENCH_BUILD_TESTS AND tests)
+    find_package(GTest REQUIRED)
+    include(GoogleTest)
+    add_executable(test_plugin_${name} ${srcs} ${tests} ${CMAKE_SOURCE_DIR}/tests/test_main.cpp ${default_src})
+    target_link_libraries(test_plugin_${name} PRIVATE aobench_core aobench_plugin_common GTest::gtest)
+    target_include_directories(test_plugin_${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+    target_compile_definitions(test_plugin_${name} PRIVATE AOBENCH_TEST_DATA="${CMAKE_SOURCE_DIR}/tests/data"
+                               AOBENCH_PLUGIN_DIR="${CMAKE_CURRENT_SOURCE_DIR}" AOBENCH_BINARY="$<TARGET_FILE:aobench>")
+    target_precompile_headers(test_plugin_${name} REUSE_FROM aobench_core)
+    aobench_warnings(test_plugin_${name})
+    gtest_discover_tests(test_plugin_${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                         PROPERTIES ENVIRONMENT "AOBENCH_PLUGIN_PATH=${CMAKE_BINARY_DIR}")
+  endif()
+endfunction()

@@ -1,0 +1,53 @@
+// Implements: CLI helpers (see cli.h) and the command table.
+#include "harness/cli.h"
+
+#include <iostream>
+
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/errors.h"
+
+namespace aobench {
+
+std::vector<Command>& command_table() {
+  static std::vector<Command> table;
+  return table;
+}
+
+bool parse_options(const std::string& usage, po::options_description& desc, const std::vector<std::string>& args,
+                   po::variables_map& vm, po::positional_options_description* positional) {
+  desc.add_options()("help,h", "show this help");
+  try {
+    auto parser = po::command_line_parser(args).options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(std::string("command line: ") + e.what(), "usage: " + usage);
+  }
+  return true;
+}
+
+void add_config_options(po::options_description& desc) {
+  desc.add_options()
+      ("config,c", po::value<std::string>(), "experiment/config JSON file")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override one key: --set train.max_iters=200 (repeatable)");
+}
+
+nlohmann::json config_from_options(const po::variables_map& vm) {
+  nlohmann::json experiment = nlohmann::json::object();
+  std::string origin = "--set";
+  if (vm.count("config")) {
+    origin = vm["config"].as<std::string>();
+    experiment = load_json_file(origin);
+  }
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  return resolve_config(experiment, sets, origin);
+}
+
+}  // namespace aobench

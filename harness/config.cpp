@@ -1,0 +1,212 @@
+// Implements: layered, strictly checked JSON configs (see config.h).
+#include "harness/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "harness/errors.h"
+#include "harness/registry.h"
+
+extern "C" const char* aobench_base_config_json();
+
+namespace aobench {
+namespace {
+
+std::string join_path(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+const char* type_name(const json& j) {
+  if (j.is_number_integer()) return "integer";
+  if (j.is_number_float()) return "number";
+  return j.type_name();
+}
+
+// May `value` replace `current`? Integers fill floats; integral floats fill integers.
+bool compatible(const json& current, const json& value) {
+  if (current.is_null()) return true;
+  if (current.is_number_float()) return value.is_number();
+  if (current.is_number_integer()) {
+    if (value.is_number_integer()) return true;
+    if (value.is_number_float()) {
+      double d = value.get<double>();
+      return std::isfinite(d) && std::floor(d) == d;
+    }
+    return false;
+  }
+  return current.type() == value.type();
+}
+
+std::vector<std::string> keys_of(const json& obj) {
+  std::vector<std::string> keys;
+  for (auto it = obj.begin(); it != obj.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
+}  // namespace
+
+json load_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot open config file '" + path + "'", "check the path; configs live in configs/");
+  try {
+    return json::parse(in, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw ConfigError("invalid JSON in '" + path + "': " + e.what(),
+                      "fix the syntax at the byte offset given (trailing commas are not JSON)");
+  }
+}
+
+const json& base_config() {
+  static const json base = json::parse(aobench_base_config_json(), nullptr, true, true);
+  return base;
+}
+
+void merge_strict(json& target, const json& patch, const std::string& origin, const std::string& path) {
+  if (!patch.is_object())
+    throw ConfigError(origin + ": '" + (path.empty() ? "<root>" : path) + "' must be an object, got " +
+                      type_name(patch));
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    const std::string key_path = join_path(path, it.key());
+    if (path.empty() && (it.key() == "description" || it.key() == "expected")) {
+      if (!it.value().is_string())
+        throw ConfigError(origin + ": '" + key_path + "' must be a string");
+      target[it.key()] = it.value();
+      continue;
+    }
+    if (!target.contains(it.key())) {
+      const std::string near = closest_name(it.key(), keys_of(target));
+      throw ConfigError(origin + ": unknown key '" + key_path + "'",
+                        near.empty() ? "remove it; valid keys here: " + join_names(keys_of(target))
+                                     : "did you mean '" + join_path(path, near) + "'?");
+    }
+    json& cur = target[it.key()];
+    if (cur.is_object() && it.value().is_object() && !cur.empty()) {
+      merge_strict(cur, it.value(), origin, key_path);
+    } else if (cur.is_object() && cur.empty()) {
+      cur = it.value();  // open section (filled by a plugin later)
+    } else {
+      if (!compatible(cur, it.value()))
+        throw ConfigError(origin + ": '" + key_path + "' must be " + type_name(cur) + ", got " +
+                              type_name(it.value()) + " (" + it.value().dump() + ")",
+                          "default value is " + cur.dump());
+      cur = (cur.is_number_integer() && it.value().is_number_float())
+                ? json(static_cast<int64_t>(it.value().get<double>()))
+                : it.value();
+    }
+  }
+}
+
+static json parse_set_value(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error&) {
+    return json(text);
+  }
+}
+
+static json set_to_patch(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set '" + assignment + "' is not of the form key.path=value",
+                      "example: --set train.learning_rate=3e-4");
+  const std::string path = assignment.substr(0, eq);
+  json patch = parse_set_value(assignment.substr(eq + 1));
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) patch = json{{*it, patch}};
+  return patch;
+}
+
+void apply_set(json& config, const std::string& assignment) {
+  merge_strict(config, set_to_patch(assignment), "--set " + assignment);
+}
+
+json resolve_config(const json& experiment, const std::vector<std::string>& sets,
+                    const std::string& experiment_origin) {
+  // Which plugin and flavour? Experiment first, then --set model.plugin / model.flavour.
+  std::string plugin = "gpt", flavour = "debug";
+  if (experiment.contains("model") && experiment["model"].is_object()) {
+    const json& m = experiment["model"];
+    if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
+    if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
+  }
+  for (const auto& s : sets) {
+    if (s.rfind("model.plugin=", 0) == 0) plugin = s.substr(13);
+    if (s.rfind("model.flavour=", 0) == 0) flavour = s.substr(14);
+  }
+  json config = base_config();
+  config["model"] = flavour_defaults(plugin, flavour);
+  merge_strict(config, experiment, experiment_origin);
+  for (const auto& s : sets) apply_set(config, s);
+  return config;
+}
+
+const json& at_path(const json& config, const std::string& dotted_path) {
+  const json* cur = &config;
+  std::stringstream ss(dotted_path);
+  for (std::string part; std::getline(ss, part, '.');) {
+    if (!cur->is_object() || !cur->contains(part))
+      throw ConfigError("missing config key '" + dotted_path + "'", "add it to the config or --set it");
+    cur = &(*cur)[part];
+  }
+  return *cur;
+}
+
+double get_number(const json& config, const std::string& path) {
+  const json& v = at_path(config, path);
+  if (!v.is_number()) throw ConfigError("config '" + path + "' must be a number, got " + v.dump());
+  return v.get<double>();
+}
+
+int64_t get_int(const json& config, const std::string& path) {
+  const json& v = at_path(config, path);
+  if (!v.is_number_integer()) throw ConfigError("config '" + path + "' must be an integer, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+std::string get_string(const json& config, const std::string& path) {
+  const json& v = at_path(config, path);
+  if (!v.is_string()) throw ConfigError("config '" + path + "' must be a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+bool get_bool(const json& config, const std::string& path) {
+  const json& v = at_path(config, path);
+  if (!v.is_boolean()) throw ConfigError("config '" + path + "' must be true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+double get_number_in(const json& config, const std::string& path, double lo, double hi) {
+  const double v = get_number(config, path);
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    std::ostringstream msg;
+    msg << "config '" << path << "' = " << v << " is out of range [" << lo << ", " << hi << "]";
+    throw ConfigError(msg.str(), "NaN, infinite and negative hyper-parameters are rejected");
+  }
+  return v;
+}
+
+static void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), join_path(prefix, it.key()), out);
+  } else {
+    out.emplace_back(prefix, j.dump());
+  }
+}
+
+std::string config_table(const json& config) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  flatten(config, "", rows);
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  std::ostringstream out;
+  for (const auto& r : rows) {
+    if (r.first == "description") continue;
+    out << "  " << r.first << std::string(width - r.first.size(), ' ') << " = " << r.second << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace aobench

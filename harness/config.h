@@ -1,0 +1,46 @@
+// Implements: layered JSON configs (style.md lesson 5):
+//   configs/base.json (embedded) → plugin flavour defaults (model.*) → experiment file → --set a.b=c.
+// A key absent from the defaults or a value of another JSON type is a ConfigError naming the path.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aobench {
+
+using json = nlohmann::json;
+
+// Parses a JSON file (// and /* */ comments allowed). Errors name the file, line and column.
+json load_json_file(const std::string& path);
+
+// The harness defaults (configs/base.json, compiled into the binary).
+const json& base_config();
+
+// Merges `patch` into `target` in place. Every key of `patch` must exist in `target` with a compatible
+// type (an integer may fill a float; objects merge recursively). Keys listed in `free_keys` at the top
+// level (e.g. "description") are accepted as strings. `origin` names the file or flag in errors.
+void merge_strict(json& target, const json& patch, const std::string& origin, const std::string& path = "");
+
+// Applies one "--set a.b.c=value" override. value is parsed as JSON when it parses, else taken as a
+// string ("lr=3e-4" → 0.0003, "model.flavour=tiny" → "tiny").
+void apply_set(json& config, const std::string& assignment);
+
+// Full resolution. `experiment` may be empty. Returns the resolved config with model.plugin and
+// model.flavour set. Uses the plugin registry to fetch flavour defaults.
+json resolve_config(const json& experiment, const std::vector<std::string>& sets,
+                    const std::string& experiment_origin = "config");
+
+// Typed getters with errors that name the path: get<double>(cfg, "train.learning_rate").
+const json& at_path(const json& config, const std::string& dotted_path);
+double get_number(const json& config, const std::string& path);
+int64_t get_int(const json& config, const std::string& path);
+std::string get_string(const json& config, const std::string& path);
+bool get_bool(const json& config, const std::string& path);
+// Finite and ≥ lo (and ≤ hi): guards NaN, negative or absurd hyper-parameters.
+double get_number_in(const json& config, const std::string& path, double lo, double hi);
+
+// Pretty table of the resolved config (one "key = value" per leaf), printed at start.
+std::string config_table(const json& config);
+
+}  // namespace aobench

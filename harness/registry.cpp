@@ -1,0 +1,169 @@
+// Implements: plugin registry (see registry.h).
+#include "harness/registry.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "harness/errors.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+std::vector<ParamGroup> ModelPlugin::param_groups() {
+  ParamGroup decay, no_decay;
+  no_decay.decay = false;
+  for (auto& p : module().parameters()) {
+    if (!p.requires_grad()) continue;
+    (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  }
+  return {decay, no_decay};
+}
+
+NllOutput ModelPlugin::elbo(const torch::Tensor&, int64_t, at::Generator&) {
+  throw PluginError("plugin '" + info().name + "' has no diffusion ELBO",
+                    "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
+}
+
+torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  throw PluginError("plugin '" + info().name + "' cannot condition on arbitrary target positions",
+                    "context-order ensembles need an any-order decoder (sigma_gpt, ao_gpt)");
+}
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = distance(name, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  return out.str();
+}
+
+CreatePluginFn load_plugin_library(const std::string& path) {
+  // Never unloaded: intentionally leaked so plugin code outlives every object it created.
+  auto* lib = new boost::dll::shared_library();
+  try {
+    lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    delete lib;
+    throw PluginError("cannot load plugin library '" + path + "': " + e.what(),
+                      "rebuild it with the harness (cmake --build build), or remove it from the plugin directory");
+  }
+  if (!lib->has("aobench_plugin_api_version") || !lib->has("aobench_create_plugin"))
+    throw PluginError("'" + path + "' is not an aobench plugin (no aobench_plugin_api_version symbol)",
+                      "plugins end with AOBENCH_PLUGIN(YourClass); see README 'Adding a plugin'");
+  const uint32_t version = lib->get<uint32_t()>("aobench_plugin_api_version")();
+  if (version != kPluginApiVersion)
+    throw PluginError("plugin '" + path + "' was built against plugin API version " + std::to_string(version) +
+                          ", this harness has API version " + std::to_string(kPluginApiVersion),
+                      "rebuild the plugin against this harness's harness/plugin_api.h");
+  if (lib->has("aobench_plugin_fingerprint")) {
+    const std::string fp = lib->get<const char*()>("aobench_plugin_fingerprint")();
+    if (fp != build_fingerprint())
+      throw PluginError("plugin '" + path + "' was built with [" + fp + "], the harness with [" +
+                            build_fingerprint() + "]",
+                        "rebuild plugin and harness with the same compiler and LibTorch");
+  }
+  return lib->get<ModelPlugin*()>("aobench_create_plugin");
+}
+
+PluginRegistry& PluginRegistry::instance() {
+  static PluginRegistry registry;
+  return registry;
+}
+
+std::vector<std::string> PluginRegistry::search_dirs() const {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("AOBENCH_PLUGIN_PATH"); env && *env) {
+    std::stringstream ss(env);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) dirs.push_back(d);
+  } else {
+    dirs.push_back(boost::dll::program_location().parent_path().string());
+  }
+  return dirs;
+}
+
+void PluginRegistry::scan() {
+  scanned_ = true;
+  const auto dirs = search_dirs();
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw PluginError("plugin directory '" + dir + "' does not exist",
+                        "set AOBENCH_PLUGIN_PATH to the folder holding libaobench_<name>.so (normally build/)");
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string f = e.path().filename().string();
+      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so" && f != "libaobench_core.so")
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      const std::string stem = f.stem().string();  // libaobench_<name>
+      const std::string name = stem.substr(std::string("libaobench_").size());
+      if (std::any_of(entries_.begin(), entries_.end(), [&](const PluginEntry& p) { return p.name == name; }))
+        continue;  // earlier directories win
+      CreatePluginFn create = load_plugin_library(f.string());
+      std::unique_ptr<ModelPlugin> probe(create());
+      entries_.push_back({name, f.string(), probe->info()});
+    }
+  }
+}
+
+const std::vector<PluginEntry>& PluginRegistry::plugins() {
+  if (!scanned_) scan();
+  return entries_;
+}
+
+std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) {
+  for (const auto& e : plugins())
+    if (e.name == name) return std::unique_ptr<ModelPlugin>(load_plugin_library(e.path)());
+  std::vector<std::string> names;
+  for (const auto& e : entries_) names.push_back(e.name);
+  const std::string near = closest_name(name, names);
+  throw PluginError("unknown plugin '" + name + "'",
+                    (near.empty() ? std::string() : "did you mean '" + near + "'? ") + "available: " +
+                        (names.empty() ? "(none found in " + join_names(search_dirs()) + ")" : join_names(names)));
+}
+
+nlohmann::json flavour_defaults(const std::string& plugin, const std::string& flavour) {
+  auto model = PluginRegistry::instance().create(plugin);
+  const nlohmann::json defaults = model->default_config();
+  const auto& flavours = defaults.at("flavours");
+  if (!flavours.contains(flavour)) {
+    std::vector<std::string> names;
+    for (auto it = flavours.begin(); it != flavours.end(); ++it) names.push_back(it.key());
+    const std::string near = closest_name(flavour, names);
+    throw ConfigError("plugin '" + plugin + "' has no flavour '" + flavour + "' (model.flavour)",
+                      (near.empty() ? std::string() : "did you mean '" + near + "'? ") + "flavours: " + join_names(names));
+  }
+  nlohmann::json m = flavours[flavour];
+  m["plugin"] = plugin;
+  m["flavour"] = flavour;
+  return m;
+}
+
+}  // namespace aobench

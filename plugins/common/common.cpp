@@ -1,0 +1,2 @@
+// Implements: shared plugin blocks (filled as plugins need them).
+namespace aobench::common {}
