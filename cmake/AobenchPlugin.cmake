@@ -10,7 +10,7 @@ function(aobench_add_plugin name)
   # default.json (flavours) is compiled in: aobench_plugin_default_json() returns its text.
   aobench_embed_json(default_src ${CMAKE_CURRENT_SOURCE_DIR}/default.json aobench_plugin_default_json)
   add_library(aobench_${name} MODULE ${srcs} ${default_src})
-  set_target_properties(aobench_${name} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
+  set_target_properties(aobench_${name} PROPERTIES PREFIX "lib" DEFINE_SYMBOL "" CXX_VISIBILITY_PRESET hidden
                         VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(aobench_${name} PRIVATE aobench_core aobench_plugin_common)
   if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)

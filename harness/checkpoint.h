@@ -1,0 +1,52 @@
+// Implements: training checkpoints (DESIGN.md §3, issue G): one directory per checkpoint,
+//   <run>/checkpoints/step_<N>/model.safetensors   module() parameters and buffers (raw weights)
+//                               ema.safetensors     EMA shadow weights (when EMA is on)
+//                               optim.safetensors   AdamW moments and per-parameter step counts
+//                               state.json          format_version, plugin, flavour, step, tokens seen,
+//                                                   RNG states (hex), EMA update count, resolved config,
+//                                                   sha256 of every file above
+// written to a temporary directory, fsynced and renamed, then <run>/checkpoints/latest updated
+// atomically. Loading verifies the checksums and that plugin and flavour match.
+#pragma once
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/safetensors.h"
+
+namespace aobench {
+
+class ModelPlugin;
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+struct CheckpointData {
+  nlohmann::json state;     // state.json contents (see above)
+  TensorMap model;          // module() named parameters + buffers
+  TensorMap ema;            // empty when EMA is off
+  TensorMap optimizer;      // "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step"
+};
+
+// Path of the newest complete checkpoint of a run directory, if any.
+std::optional<std::string> latest_checkpoint(const std::string& run_dir);
+
+// Loads and verifies (checksums, format_version). Throws CheckpointError naming the file.
+CheckpointData load_checkpoint(const std::string& checkpoint_dir);
+
+// Builds the plugin described by a run directory's latest checkpoint (or an explicit checkpoint
+// directory), loads weights — EMA weights when present and `prefer_ema` — and returns it in eval mode
+// together with the resolved config saved in the checkpoint.
+struct LoadedModel {
+  std::unique_ptr<ModelPlugin> model;
+  nlohmann::json config;
+  int64_t step = 0;
+  bool ema_weights = false;
+};
+LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch::Device device, bool prefer_ema = true);
+
+// Copies tensors into module() by name; throws CheckpointError listing missing/unexpected/mis-shaped names.
+void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin);
+TensorMap module_state(const torch::nn::Module& module);   // named parameters + buffers, CPU copies
+
+}  // namespace aobench
