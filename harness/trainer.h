@@ -1,0 +1,29 @@
+// Implements: the training loop (DESIGN.md §3; spec-ao-gpt §2.2–2.3; spec-sedd-radd §2.6): AdamW with
+// decay / no-decay groups, warmup + cosine (or constant) LR, gradient clipping and accumulation, bf16
+// autocast on GPU, EMA with the (1+n)/(10+n) warm-up, periodic validation, atomic checkpoints and exact
+// resume, SIGINT/SIGTERM → checkpoint and clean exit, NaN policy, DDP over c10d when WORLD_SIZE > 1.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace aobench {
+
+struct TrainSummary {
+  std::string run_dir;
+  int64_t steps = 0;             // optimizer steps completed (total, including resumed ones)
+  double final_train_loss = 0;   // last logged training loss
+  double final_val_loss = 0;     // last validation loss (NaN when no validation data)
+  bool interrupted = false;      // stopped by a signal after writing a checkpoint
+};
+
+// Trains the model described by a resolved config (config.h resolve_config). Writes
+// <train.out_dir>/config.resolved.json, metrics.jsonl, checkpoints/. With `resume`, continues from the
+// newest checkpoint of train.out_dir (error if none, or if its plugin/flavour/config differ).
+TrainSummary run_training(const nlohmann::json& config, bool resume);
+
+// LR at optimizer step `it` (0-based) for the train section (nanoGPT get_lr; "constant" = warmup then flat).
+double learning_rate_at(const nlohmann::json& train_config, int64_t it);
+
+}  // namespace aobench
