@@ -1,2 +1,0 @@
-// Implements: shared plugin blocks (filled as plugins need them).
-namespace aobench::common {}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds aobench on the GPU machine, which has CUDA, PyTorch 2.11, GoogleTest, Google Benchmark and
+# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 headers.
+# Route: the Debian packages in .debs/ (fetched on a networked machine with scripts/fetch_gpu_debs.sh)
+# are unpacked into a private prefix that CMake and the loader are pointed at.
+# Usage (on the GPU machine, repo root):  source scripts/gpu_build.sh   → build/aobench, LD_LIBRARY_PATH set.
+set -eo pipefail
+PREFIX=${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}
+if [[ ! -d .debs ]] || ! ls .debs/*.deb >/dev/null 2>&1; then
+  echo "gpu_build: no .debs/*.deb here; run scripts/fetch_gpu_debs.sh on a networked machine and carry .debs" >&2
+  return 1 2>/dev/null || exit 1
+fi
+mkdir -p "$PREFIX"
+for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
+LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
+# The .pc file says prefix=/usr; point it at the private prefix.
+sed -i "s|^prefix=.*|prefix=$PREFIX/usr|" "$LIBDIR/pkgconfig/libpcre2-8.pc"
+export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+TORCH_PREFIX=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
+cmake -S . -B "${AOBENCH_BUILD_DIR:-build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython3_EXECUTABLE="$(command -v python3)" \
+  -DBoost_ROOT="$PREFIX/usr" -DBoost_NO_SYSTEM_PATHS=ON \
+  -DCMAKE_PREFIX_PATH="$PREFIX/usr;$TORCH_PREFIX" \
+  -DCMAKE_CUDA_ARCHITECTURES=90 ${AOBENCH_CMAKE_ARGS:-} > "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" 2>&1 \
+  || { cat "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}"; return 1 2>/dev/null || exit 1; }
+cmake --build "${AOBENCH_BUILD_DIR:-build}" -j "${AOBENCH_JOBS:-16}" ${AOBENCH_TARGETS:+--target $AOBENCH_TARGETS}
