@@ -28,6 +28,16 @@ struct CheckpointData {
   TensorMap optimizer;      // "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step"
 };
 
+// Writes <run_dir>/checkpoints/step_<step> atomically: files go to checkpoints/.tmp_step_<step>, are
+// fsynced, the directory is renamed to step_<step>, then checkpoints/latest is replaced atomically.
+// Fills state["format_version"], state["step"] and state["sha256"] {file: hex}; keeps only the newest
+// `keep` step_* directories (keep ≤ 0 keeps all). Returns the checkpoint directory.
+std::string save_checkpoint(const std::string& run_dir, int64_t step, CheckpointData data, int64_t keep);
+
+// SHA-256 of a byte string / of a file's contents, lowercase hex (FIPS 180-4; used for checkpoints).
+std::string sha256_hex(const std::string& bytes);
+std::string sha256_file(const std::string& path);
+
 // Path of the newest complete checkpoint of a run directory, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 

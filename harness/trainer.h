@@ -16,6 +16,8 @@ struct TrainSummary {
   double final_train_loss = 0;   // last logged training loss
   double final_val_loss = 0;     // last validation loss (NaN when no validation data)
   bool interrupted = false;      // stopped by a signal after writing a checkpoint
+  int signal = 0;                // SIGINT / SIGTERM when interrupted (exit code 128 + signal)
+  int64_t nan_skips = 0;         // batches skipped under train.nan_policy = "skip"
 };
 
 // Trains the model described by a resolved config (config.h resolve_config). Writes

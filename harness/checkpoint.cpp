@@ -1,0 +1,284 @@
+// Implements: training checkpoints (see checkpoint.h; DESIGN.md §3, issue G): atomic step_<N>
+// directories with a state.json sidecar holding format_version and the SHA-256 of every file, verified
+// on load; a small FIPS 180-4 SHA-256 lives here because OpenSSL is not a dependency.
+#include "harness/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "harness/registry.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------------
+// SHA-256 (FIPS 180-4 §6.2). Streaming: update() over chunks, then digest().
+namespace {
+
+class Sha256 {
+ public:
+  void update(const uint8_t* p, size_t n) {
+    total_ += n;
+    while (n > 0) {
+      const size_t take = std::min(n, size_t(64) - fill_);
+      std::memcpy(buf_.data() + fill_, p, take);
+      fill_ += take, p += take, n -= take;
+      if (fill_ == 64) block(buf_.data()), fill_ = 0;
+    }
+  }
+  std::string hex() {
+    const uint64_t bits = total_ * 8;
+    const uint8_t pad = 0x80, zero = 0;
+    update(&pad, 1);
+    while (fill_ != 56) update(&zero, 1);
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = uint8_t(bits >> (56 - 8 * i));
+    update(len, 8);
+    std::ostringstream out;
+    for (uint32_t w : h_)
+      for (int s = 24; s >= 0; s -= 8) out << "0123456789abcdef"[(w >> (s + 4)) & 15] << "0123456789abcdef"[(w >> s) & 15];
+    return out.str();
+  }
+
+ private:
+  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void block(const uint8_t* p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
+  }
+  std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<uint8_t, 64> buf_{};
+  size_t fill_ = 0;
+  uint64_t total_ = 0;
+};
+
+void fsync_path(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd < 0) throw CheckpointError("cannot open '" + p.string() + "' to fsync: " + std::strerror(errno));
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// step_<N> → N; −1 for anything else (".tmp_step_3", "latest").
+int64_t step_of(const std::string& name) {
+  if (name.rfind("step_", 0) != 0 || name.size() == 5) return -1;
+  const std::string digits = name.substr(5);
+  if (!std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoll(digits);
+}
+
+std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const int64_t s = step_of(e.path().filename().string());
+    if (s >= 0 && fs::exists(e.path() / "state.json")) out.emplace_back(s, e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::string sha256_hex(const std::string& bytes) {
+  Sha256 h;
+  h.update(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return h.hex();
+}
+
+std::string sha256_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError("cannot read '" + path + "'", "the checkpoint is incomplete; use an older one");
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), std::streamsize(buf.size()));
+    h.update(reinterpret_cast<const uint8_t*>(buf.data()), size_t(in.gcount()));
+  }
+  return h.hex();
+}
+
+// ---------------------------------------------------------------------------------------------------
+std::string save_checkpoint(const std::string& run_dir, int64_t step, CheckpointData data, int64_t keep) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  const std::string name = "step_" + std::to_string(step);
+  const fs::path tmp = root / (".tmp_" + name), final_dir = root / name;
+  fs::create_directories(root);
+  fs::remove_all(tmp);  // a crash mid-write leaves a stale tmp dir: never trusted, always replaced
+  fs::create_directories(tmp);
+
+  json sums = json::object();
+  auto put = [&](const std::string& file, const TensorMap& tensors) {
+    write_safetensors((tmp / file).string(), tensors);
+    sums[file] = sha256_file((tmp / file).string());
+  };
+  put("model.safetensors", data.model);
+  if (!data.ema.empty()) put("ema.safetensors", data.ema);
+  put("optim.safetensors", data.optimizer);
+  data.state["format_version"] = kCheckpointFormatVersion;
+  data.state["step"] = step;
+  data.state["sha256"] = sums;
+  write_file_atomic((tmp / "state.json").string(), data.state.dump(2) + "\n");
+  fsync_path(tmp);
+
+  if (fs::exists(final_dir)) fs::remove_all(final_dir);  // re-saving a step (e.g. resumed then stopped)
+  fs::rename(tmp, final_dir);
+  fsync_path(root);
+  write_file_atomic((root / "latest").string(), name + "\n");
+
+  if (keep > 0) {
+    auto all = complete_checkpoints(root);
+    for (size_t i = 0; i + size_t(keep) < all.size(); ++i)
+      if (all[i].second != final_dir) fs::remove_all(all[i].second);
+  }
+  return final_dir.string();
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  std::ifstream latest(root / "latest");
+  std::string name;
+  if (latest && std::getline(latest, name) && step_of(name) >= 0 && fs::exists(root / name / "state.json"))
+    return (root / name).string();
+  // `latest` missing or stale (crash between rename and its update): newest complete step_* wins.
+  auto all = complete_checkpoints(root);
+  if (all.empty()) return std::nullopt;
+  return all.back().second.string();
+}
+
+CheckpointData load_checkpoint(const std::string& checkpoint_dir) {
+  const fs::path dir(checkpoint_dir);
+  const fs::path state_path = dir / "state.json";
+  CheckpointData data;
+  {
+    std::ifstream in(state_path);
+    if (!in) throw CheckpointError("checkpoint '" + checkpoint_dir + "' has no state.json",
+                                   "the directory is not a complete checkpoint");
+    try {
+      data.state = json::parse(in);
+    } catch (const json::parse_error& e) {
+      throw CheckpointError("corrupt '" + state_path.string() + "': " + e.what(), "use an older checkpoint");
+    }
+  }
+  const int version = data.state.value("format_version", -1);
+  if (version != kCheckpointFormatVersion)
+    throw CheckpointError("checkpoint '" + state_path.string() + "' has format_version " + std::to_string(version) +
+                              ", this build reads " + std::to_string(kCheckpointFormatVersion),
+                          "use the aobench version that wrote it");
+  if (!data.state.contains("sha256") || !data.state["sha256"].is_object())
+    throw CheckpointError("'" + state_path.string() + "' lists no sha256 checksums", "the checkpoint is incomplete");
+  for (auto it = data.state["sha256"].begin(); it != data.state["sha256"].end(); ++it) {
+    const std::string file = (dir / it.key()).string();
+    const std::string got = sha256_file(file);
+    if (got != it.value().get<std::string>())
+      throw CheckpointError("checksum mismatch for '" + file + "': expected sha256 " +
+                                it.value().get<std::string>() + ", file has " + got,
+                            "the file is corrupt or was modified; resume from an older checkpoint");
+    TensorMap tensors = read_safetensors(file).tensors;
+    if (it.key() == "model.safetensors") data.model = std::move(tensors);
+    else if (it.key() == "ema.safetensors") data.ema = std::move(tensors);
+    else if (it.key() == "optim.safetensors") data.optimizer = std::move(tensors);
+  }
+  return data;
+}
+
+TensorMap module_state(const torch::nn::Module& module) {
+  TensorMap out;
+  for (const auto& p : module.named_parameters()) out[p.key()] = p.value().detach().to(torch::kCPU).clone();
+  for (const auto& b : module.named_buffers()) out[b.key()] = b.value().detach().to(torch::kCPU).clone();
+  return out;
+}
+
+void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::string> missing, mis_shaped, unexpected;
+  std::map<std::string, torch::Tensor> targets;
+  for (auto& p : module.named_parameters()) targets[p.key()] = p.value();
+  for (auto& b : module.named_buffers()) targets[b.key()] = b.value();
+  for (const auto& [name, t] : targets) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) missing.push_back(name);
+    else if (it->second.sizes() != t.sizes()) mis_shaped.push_back(name);
+  }
+  for (const auto& kv : tensors)
+    if (!targets.count(kv.first)) unexpected.push_back(kv.first);
+  if (!missing.empty() || !mis_shaped.empty() || !unexpected.empty()) {
+    std::ostringstream msg;
+    msg << "weights in '" << origin << "' do not match the model:";
+    if (!missing.empty()) msg << " missing [" << join_names(missing) << "]";
+    if (!unexpected.empty()) msg << " unexpected [" << join_names(unexpected) << "]";
+    if (!mis_shaped.empty()) msg << " wrong shape [" << join_names(mis_shaped) << "]";
+    throw CheckpointError(msg.str(), "the checkpoint was written by a different model configuration");
+  }
+  for (auto& [name, t] : targets) t.copy_(tensors.at(name));
+}
+
+LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch::Device device, bool prefer_ema) {
+  std::string dir = run_or_checkpoint_dir;
+  if (!fs::exists(fs::path(dir) / "state.json")) {
+    auto latest = latest_checkpoint(dir);
+    if (!latest)
+      throw CheckpointError("no checkpoint in '" + dir + "'",
+                            "pass a run directory written by `aobench train` or a checkpoints/step_N directory");
+    dir = *latest;
+  }
+  CheckpointData data = load_checkpoint(dir);
+  LoadedModel out;
+  out.config = data.state.at("config");
+  out.step = data.state.value("step", int64_t(0));
+  out.model = PluginRegistry::instance().create(data.state.at("plugin").get<std::string>());
+  out.model->configure(out.config.at("model"));
+  out.model->build(device);
+  load_module_state(out.model->module(), data.model, dir + "/model.safetensors");
+  if (prefer_ema && !data.ema.empty()) {
+    // EMA shadows cover the trainable parameters only (buffers keep their model values).
+    torch::NoGradGuard no_grad;
+    for (auto& p : out.model->module().named_parameters()) {
+      auto it = data.ema.find(p.key());
+      if (it == data.ema.end())
+        throw CheckpointError("EMA weights in '" + dir + "' lack parameter '" + p.key() + "'",
+                              "pass prefer_ema=false to use the raw weights");
+      p.value().copy_(it->second);
+    }
+    out.ema_weights = true;
+  }
+  if (data.state.contains("extra_state")) out.model->load_extra_state(data.state["extra_state"]);
+  out.model->module().eval();
+  return out;
+}
+
+}  // namespace aobench

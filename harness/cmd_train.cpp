@@ -1,0 +1,26 @@
+// Implements: `aobench train --config F [--set k=v]... [--resume]` (DESIGN.md §4): resolves the config,
+// runs the trainer, and exits 130 / 143 after a SIGINT / SIGTERM (checkpoint written first).
+#include <iostream>
+
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/trainer.h"
+
+namespace aobench {
+
+static int cmd_train(const std::vector<std::string>& args) {
+  const std::string usage = "aobench train --config F [--set k=v]... [--resume]";
+  po::options_description desc("train options");
+  add_config_options(desc);
+  desc.add_options()("resume", "continue from the newest checkpoint of train.out_dir");
+  po::variables_map vm;
+  if (!parse_options(usage, desc, args, vm)) return 0;
+  const nlohmann::json config = config_from_options(vm);
+  const TrainSummary s = run_training(config, vm.count("resume") > 0);
+  return s.interrupted ? 128 + s.signal : 0;
+}
+
+AOBENCH_COMMAND("train", "aobench train --config F [--set k=v]... [--resume]",
+                "train one model (resumable; SIGINT writes a checkpoint)", cmd_train);
+
+}  // namespace aobench

@@ -1,0 +1,88 @@
+// Implements: device selection, autocast policy, peak-FLOPs table and memory stats (see device.h).
+#include "harness/device.h"
+
+#include <sys/resource.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "harness/errors.h"
+
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<ATen/cuda/CUDAContext.h>)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#define AOBENCH_HAVE_CUDA_HEADERS 1
+#endif
+
+namespace aobench {
+
+torch::Device select_device(const std::string& spec, const std::string& key) {
+  if (spec == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (spec == "cpu") return torch::kCPU;
+  if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
+    if (!torch::cuda::is_available())
+      throw ConfigError("config '" + key + "' = \"" + spec + "\" but CUDA is not available",
+                        "use \"auto\" or \"cpu\" on a machine without a GPU");
+    torch::Device d(spec);
+    if (d.has_index() && d.index() >= int(torch::cuda::device_count()))
+      throw ConfigError("config '" + key + "' = \"" + spec + "\" but only " +
+                        std::to_string(torch::cuda::device_count()) + " CUDA devices exist");
+    return d.has_index() ? d : torch::Device(torch::kCUDA, 0);
+  }
+  throw ConfigError("config '" + key + "' = \"" + spec + "\" is not a device", "use auto, cpu, cuda or cuda:N");
+}
+
+bool use_bf16_autocast(const std::string& dtype, torch::Device device, const std::string& key) {
+  if (dtype == "auto") return device.is_cuda();
+  if (dtype == "fp32") return false;
+  if (dtype == "bf16") {
+    if (!device.is_cuda())
+      throw ConfigError("config '" + key + "' = \"bf16\" needs a CUDA device (bf16 autocast runs on CUDA only)",
+                        "use \"auto\" or \"fp32\" on CPU");
+    return true;
+  }
+  throw ConfigError("config '" + key + "' = \"" + dtype + "\" is not a dtype", "use auto, fp32 or bf16");
+}
+
+std::string device_name(torch::Device device) {
+#ifdef AOBENCH_HAVE_CUDA_HEADERS
+  if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+#endif
+  return device.str();
+}
+
+double peak_bf16_flops(const std::string& name) {
+  if (const char* env = std::getenv("AOBENCH_PEAK_FLOPS")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end == env || !std::isfinite(v) || v <= 0)
+      throw ConfigError(std::string("AOBENCH_PEAK_FLOPS='") + env + "' is not a positive number",
+                        "example: AOBENCH_PEAK_FLOPS=989e12");
+    return v;
+  }
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("H200")) return 989e12;
+  if (has("H100")) return has("PCIe") ? 756e12 : 989e12;
+  if (has("A100")) return 312e12;
+  return 0.0;
+}
+
+double max_memory_gib(torch::Device device) {
+#ifdef AOBENCH_HAVE_CUDA_HEADERS
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    return double(stats.allocated_bytes[size_t(c10::CachingAllocator::StatType::AGGREGATE)].peak) / (1 << 30);
+  }
+#endif
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_maxrss) * 1024.0 / (1 << 30);  // ru_maxrss is KiB on Linux
+}
+
+void reset_peak_memory(torch::Device device) {
+#ifdef AOBENCH_HAVE_CUDA_HEADERS
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+#endif
+}
+
+}  // namespace aobench

@@ -1,0 +1,25 @@
+// Implements: device and precision selection for training (DESIGN.md §3): "auto" = CUDA when available,
+// bf16 autocast on CUDA only; the peak-FLOPs table behind MFU (dense bf16, per GPU) and memory stats.
+// Unknown devices report no peak (MFU "n/a"), never a guess; AOBENCH_PEAK_FLOPS overrides the table.
+#pragma once
+#include <string>
+
+#include <torch/torch.h>
+
+namespace aobench {
+
+// "auto" | "cpu" | "cuda" | "cuda:N". ConfigError (naming `key`) for unknown values or absent CUDA.
+torch::Device select_device(const std::string& spec, const std::string& key = "train.device");
+// dtype "auto" | "fp32" | "bf16" → whether to run the forward under bf16 autocast (CUDA only).
+bool use_bf16_autocast(const std::string& dtype, torch::Device device, const std::string& key = "train.dtype");
+
+std::string device_name(torch::Device device);      // "NVIDIA H100 80GB HBM3", "cpu"
+// Dense bf16 peak FLOP/s for a device name (H100 SXM 989e12, H100 PCIe 756e12, H200 989e12,
+// A100 312e12); 0 when unknown. AOBENCH_PEAK_FLOPS (a number) overrides.
+double peak_bf16_flops(const std::string& name);
+
+// Peak memory since the last reset, GiB: CUDA max allocated; on CPU the process's max RSS.
+double max_memory_gib(torch::Device device);
+void reset_peak_memory(torch::Device device);
+
+}  // namespace aobench

@@ -1,0 +1,555 @@
+// Implements: the training loop (see trainer.h; DESIGN.md §3; spec-ao-gpt §2.2–2.3; spec-sedd-radd §2.6).
+// One readable nanoGPT-style loop: sample → (order) → loss/accum → backward, clip, AdamW step, EMA update,
+// then logging, validation (EMA weights), checkpoints. Exact resume restores every RNG the loop draws from.
+#include "harness/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <ATen/autocast_mode.h>
+
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
+#include "harness/config.h"
+#include "harness/device.h"
+#include "harness/distributed.h"
+#include "harness/ema.h"
+#include "harness/errors.h"
+#include "harness/registry.h"
+#include "harness/run_dir.h"
+
+namespace aobench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kHuge = 1e15;   // "absurd" upper bound for counts
+constexpr uint64_t kEvalSeed = 1234;  // validation batches and orders are the same at every evaluation
+
+// ---------------------------------------------------------------------------------------------------
+// Hyper-parameters of the `train` section, validated once (every number through get_number_in).
+struct TrainParams {
+  std::string out_dir, device, dtype, lr_schedule, nan_policy;
+  uint64_t seed = 0;
+  int64_t batch_size = 0, accum = 0, max_iters = 0, warmup_iters = 0, lr_decay_iters = 0;
+  double max_seconds = 0, learning_rate = 0, min_lr = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
+  double grad_clip = 0, ema = 0;
+  int64_t log_interval = 0, eval_interval = 0, eval_iters = 0, checkpoint_interval = 0, keep_checkpoints = 0;
+};
+
+int64_t get_count(const nlohmann::json& c, const std::string& path, double lo, double hi = kHuge) {
+  const double v = get_number_in(c, path, lo, hi);
+  if (std::floor(v) != v) throw ConfigError("config '" + path + "' must be a whole number, got " + std::to_string(v));
+  return int64_t(v);
+}
+
+TrainParams parse_train(const nlohmann::json& c) {
+  TrainParams p;
+  p.out_dir = get_string(c, "train.out_dir");
+  if (p.out_dir.empty()) throw ConfigError("config 'train.out_dir' is empty", "set a run directory");
+  p.device = get_string(c, "train.device");
+  p.dtype = get_string(c, "train.dtype");
+  p.seed = uint64_t(get_count(c, "train.seed", 0, 9.0e15));
+  p.batch_size = get_count(c, "train.batch_size", 1, 1e7);
+  p.accum = get_count(c, "train.gradient_accumulation_steps", 1, 1e6);
+  p.max_iters = get_count(c, "train.max_iters", 0);
+  p.max_seconds = get_number_in(c, "train.max_seconds", 0, 1e9);
+  p.learning_rate = get_number_in(c, "train.learning_rate", 0, 10);
+  p.min_lr = get_number_in(c, "train.min_lr", 0, 10);
+  p.warmup_iters = get_count(c, "train.warmup_iters", 0);
+  p.lr_decay_iters = get_count(c, "train.lr_decay_iters", 0);
+  p.lr_schedule = get_string(c, "train.lr_schedule");
+  p.weight_decay = get_number_in(c, "train.weight_decay", 0, 10);
+  p.beta1 = get_number_in(c, "train.beta1", 0, 0.999999999);
+  p.beta2 = get_number_in(c, "train.beta2", 0, 0.999999999);
+  p.eps = get_number_in(c, "train.eps", 0, 1);
+  p.grad_clip = get_number_in(c, "train.grad_clip", 0, 1e6);
+  p.ema = get_number_in(c, "train.ema", 0, 0.999999999);
+  p.log_interval = get_count(c, "train.log_interval", 1);
+  p.eval_interval = get_count(c, "train.eval_interval", 0);
+  p.eval_iters = get_count(c, "train.eval_iters", 0);
+  p.checkpoint_interval = get_count(c, "train.checkpoint_interval", 0);
+  p.keep_checkpoints = get_count(c, "train.keep_checkpoints", 0, 1e6);
+  p.nan_policy = get_string(c, "train.nan_policy");
+  if (p.lr_schedule != "cosine" && p.lr_schedule != "constant")
+    throw ConfigError("config 'train.lr_schedule' = \"" + p.lr_schedule + "\" is not a schedule",
+                      "use \"cosine\" (nanoGPT warmup + cosine) or \"constant\" (warmup then flat, SEDD/RADD)");
+  if (p.nan_policy != "stop" && p.nan_policy != "skip")
+    throw ConfigError("config 'train.nan_policy' = \"" + p.nan_policy + "\" is not a policy", "use stop or skip");
+  if (p.lr_schedule == "cosine" && p.lr_decay_iters < p.warmup_iters)
+    throw ConfigError("config 'train.lr_decay_iters' = " + std::to_string(p.lr_decay_iters) +
+                          " is below 'train.warmup_iters' = " + std::to_string(p.warmup_iters),
+                      "the cosine decay starts after warm-up; raise lr_decay_iters");
+  if (p.min_lr > p.learning_rate)
+    throw ConfigError("config 'train.min_lr' exceeds 'train.learning_rate'", "min_lr is the floor of the schedule");
+  return p;
+}
+
+double lr_at(const TrainParams& p, int64_t it) {
+  if (p.lr_schedule == "constant") {
+    // SEDD/RADD: lr·min(step/warmup, 1) with step counted from 1.
+    if (p.warmup_iters > 0 && it < p.warmup_iters) return p.learning_rate * double(it + 1) / double(p.warmup_iters);
+    return p.learning_rate;
+  }
+  // nanoGPT get_lr.
+  if (it < p.warmup_iters) return p.learning_rate * double(it + 1) / double(p.warmup_iters + 1);
+  if (it > p.lr_decay_iters) return p.min_lr;
+  if (p.lr_decay_iters == p.warmup_iters) return p.learning_rate;
+  const double ratio = double(it - p.warmup_iters) / double(p.lr_decay_iters - p.warmup_iters);  // in [0, 1]
+  const double coeff = 0.5 * (1.0 + std::cos(kPi * ratio));
+  return p.min_lr + coeff * (p.learning_rate - p.min_lr);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Signals: the handler only sets a flag; the loop finishes its step, checkpoints and returns.
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+struct SignalGuard {
+  struct sigaction old_int {}, old_term {};
+  SignalGuard() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+// bf16 autocast for the forward on CUDA (fp32 master weights, no GradScaler: spec-ao-gpt §2.2).
+struct AutocastGuard {
+  bool on, prev_enabled = false;
+  at::ScalarType prev_dtype = at::kFloat;
+  explicit AutocastGuard(bool enable) : on(enable) {
+    if (!on) return;
+    prev_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
+    prev_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  }
+  ~AutocastGuard() {
+    if (!on) return;
+    at::autocast::set_autocast_enabled(at::kCUDA, prev_enabled);
+    at::autocast::set_autocast_dtype(at::kCUDA, prev_dtype);
+    at::autocast::clear_cache();
+  }
+};
+
+// RNG / sampler states travel as hex strings in state.json.
+std::string to_hex(const torch::Tensor& bytes) {
+  const torch::Tensor b = bytes.to(torch::kCPU).contiguous();
+  TORCH_CHECK(b.scalar_type() == torch::kUInt8, "RNG state must be uint8");
+  const uint8_t* p = b.data_ptr<uint8_t>();
+  std::string out;
+  out.reserve(size_t(b.numel()) * 2);
+  for (int64_t i = 0; i < b.numel(); ++i) out += "0123456789abcdef"[p[i] >> 4], out += "0123456789abcdef"[p[i] & 15];
+  return out;
+}
+
+torch::Tensor from_hex(const std::string& hex, const std::string& what) {
+  if (hex.size() % 2) throw CheckpointError("checkpoint RNG state '" + what + "' has odd hex length");
+  torch::Tensor t = torch::empty({int64_t(hex.size() / 2)}, torch::kUInt8);
+  uint8_t* p = t.data_ptr<uint8_t>();
+  auto nib = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw CheckpointError("checkpoint RNG state '" + what + "' is not hex");
+  };
+  for (size_t i = 0; i < hex.size() / 2; ++i) p[i] = uint8_t(nib(hex[2 * i]) << 4 | nib(hex[2 * i + 1]));
+  return t;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string human_rate(double tok_s) {
+  if (tok_s >= 1e6) return fmt("%.2fM", tok_s / 1e6);
+  if (tok_s >= 1e3) return fmt("%.1fk", tok_s / 1e3);
+  return fmt("%.0f", tok_s);
+}
+
+std::string human_time(double s) {
+  const int64_t t = int64_t(s + 0.5);
+  std::ostringstream o;
+  if (t >= 3600) o << t / 3600 << "h" << (t % 3600) / 60 << "m";
+  else if (t >= 60) o << t / 60 << "m" << t % 60 << "s";
+  else o << t << "s";
+  return o.str();
+}
+
+// First differing leaf between two model sections, as "key: a vs b" ("" when equal).
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string p = path + "." + it.key();
+      if (!b.contains(it.key())) return p + ": " + it.value().dump() + " (checkpoint) vs absent (config)";
+      std::string d = first_difference(it.value(), b[it.key()], p);
+      if (!d.empty()) return d;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key())) return path + "." + it.key() + ": absent (checkpoint) vs " + it.value().dump() + " (config)";
+    return "";
+  }
+  if (a != b) return path + ": " + a.dump() + " (checkpoint) vs " + b.dump() + " (config)";
+  return "";
+}
+
+// AdamW moments by parameter name: "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step".
+TensorMap optimizer_state(torch::optim::AdamW& opt, torch::nn::Module& module) {
+  TensorMap out;
+  for (auto& p : module.named_parameters()) {
+    auto it = opt.state().find(p.value().unsafeGetTensorImpl());
+    if (it == opt.state().end()) continue;  // never stepped (e.g. frozen)
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    out[p.key() + ".exp_avg"] = s.exp_avg().detach().to(torch::kCPU).clone();
+    out[p.key() + ".exp_avg_sq"] = s.exp_avg_sq().detach().to(torch::kCPU).clone();
+    out[p.key() + ".step"] = torch::tensor(s.step(), torch::kInt64);
+  }
+  return out;
+}
+
+void load_optimizer_state(torch::optim::AdamW& opt, torch::nn::Module& module, const TensorMap& m,
+                          const std::string& origin) {
+  for (auto& p : module.named_parameters()) {
+    auto a = m.find(p.key() + ".exp_avg"), b = m.find(p.key() + ".exp_avg_sq"), s = m.find(p.key() + ".step");
+    if (a == m.end() && b == m.end() && s == m.end()) continue;
+    if (a == m.end() || b == m.end() || s == m.end() || a->second.sizes() != p.value().sizes() ||
+        b->second.sizes() != p.value().sizes())
+      throw CheckpointError("optimizer state in '" + origin + "' is incomplete or mis-shaped for '" + p.key() + "'",
+                            "the checkpoint was written by a different model configuration");
+    auto st = std::make_unique<torch::optim::AdamWParamState>();
+    st->step(s->second.item<int64_t>());
+    st->exp_avg(a->second.to(p.value().device(), p.value().scalar_type()).clone());
+    st->exp_avg_sq(b->second.to(p.value().device(), p.value().scalar_type()).clone());
+    opt.state()[p.value().unsafeGetTensorImpl()] = std::move(st);
+  }
+}
+
+}  // namespace
+
+double learning_rate_at(const nlohmann::json& train_config, int64_t it) {
+  return lr_at(parse_train(nlohmann::json{{"train", train_config}}), it);
+}
+
+// ---------------------------------------------------------------------------------------------------
+TrainSummary run_training(const nlohmann::json& config, bool resume) {
+  const TrainParams hp = parse_train(config);
+  const DistEnv dist = dist_env_from_environment();
+  require_single_process(dist);
+  const bool main_rank = dist.is_main();
+  const torch::Device device = select_device(hp.device);
+  const bool bf16 = use_bf16_autocast(hp.dtype, device);
+
+  // Model. The global torch generator (weight init, dropout) is seeded per rank, as nanoGPT does.
+  torch::manual_seed(hp.seed + uint64_t(dist.rank));
+  const std::string plugin_name = get_string(config, "model.plugin");
+  const std::string flavour = get_string(config, "model.flavour");
+  std::unique_ptr<ModelPlugin> model = PluginRegistry::instance().create(plugin_name);
+  model->configure(config.at("model"));
+  model->build(device);
+  torch::nn::Module& net = model->module();
+  const PluginInfo info = model->info();
+  const int64_t T = model->block_size(), B = hp.batch_size;
+
+  // Data: windows of T tokens; the model's vocabulary must cover the file's.
+  const std::string train_path = get_string(config, "data.train"), val_path = get_string(config, "data.val");
+  if (train_path.empty())
+    throw ConfigError("config 'data.train' is empty", "set it to a token file made by `aobench prepare`");
+  auto open_checked = [&](const std::string& path, const std::string& key) {
+    auto f = std::make_shared<TokenFile>(path);
+    if (f->header().vocab_size > model->vocab_size())
+      throw ConfigError(key + " '" + path + "' has vocab_size " + std::to_string(f->header().vocab_size) +
+                            " but model." + "vocab_size of " + plugin_name + "/" + flavour + " is " +
+                            std::to_string(model->vocab_size()),
+                        "use a model whose vocabulary covers the tokenizer, or re-tokenize the data");
+    if (f->size() < T + 1)
+      throw DataError(key + " '" + path + "' has " + std::to_string(f->size()) + " tokens, fewer than one window of " +
+                          std::to_string(T),
+                      "use more data or a smaller model.block_size");
+    return f;
+  };
+  auto train_file = open_checked(train_path, "data.train");
+  std::shared_ptr<TokenFile> val_file = val_path.empty() ? nullptr : open_checked(val_path, "data.val");
+  BatchSampler sampler(train_file, T, hp.seed, dist.rank, dist.world);
+  // One CPU generator for orders and the plugin's noise; the sampler owns the data generator.
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(hp.seed + uint64_t(dist.rank));
+  const bool decoder = info.paradigm != Paradigm::kMaskedDiffusionEncoder;
+  const OrderSpec order_spec = OrderSpec::from_json(config.at("train").at("order"), "train.order");
+
+  // Optimizer: AdamW with decay / no-decay groups.
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (auto& g : model->param_groups()) {
+    if (g.params.empty()) continue;
+    auto opts = std::make_unique<torch::optim::AdamWOptions>(hp.learning_rate);
+    opts->betas({hp.beta1, hp.beta2}).eps(hp.eps).weight_decay(g.decay ? hp.weight_decay : 0.0);
+    groups.emplace_back(g.params, std::move(opts));
+  }
+  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(hp.learning_rate));
+  std::vector<torch::Tensor> params;
+  for (auto& g : optimizer.param_groups())
+    for (auto& p : g.params()) params.push_back(p);
+  std::unique_ptr<Ema> ema = hp.ema > 0 ? std::make_unique<Ema>(net, hp.ema) : nullptr;
+
+  RunDir run(hp.out_dir);
+  int64_t step = 0, tokens_seen = 0, nan_skips = 0;
+  double time_offset = 0;   // wall seconds of earlier (resumed) segments
+  if (resume) {
+    auto ckpt = latest_checkpoint(run.path());
+    if (!ckpt)
+      throw CheckpointError("--resume: no checkpoint in '" + run.path() + "/checkpoints'",
+                            "start without --resume, or point train.out_dir at an earlier run");
+    CheckpointData data = load_checkpoint(*ckpt);
+    const auto& st = data.state;
+    if (st.value("plugin", "") != plugin_name || st.value("flavour", "") != flavour)
+      throw CheckpointError("checkpoint '" + *ckpt + "' is " + st.value("plugin", "?") + "/" + st.value("flavour", "?") +
+                                " but the config asks for " + plugin_name + "/" + flavour,
+                            "resume with the config the run was started with, or use a fresh train.out_dir");
+    const std::string diff = first_difference(st.at("config").at("model"), config.at("model"), "model");
+    if (!diff.empty())
+      throw CheckpointError("checkpoint '" + *ckpt + "' has a different model config: " + diff,
+                            "resume with the model config the run was started with");
+    load_module_state(net, data.model, *ckpt + "/model.safetensors");
+    load_optimizer_state(optimizer, net, data.optimizer, *ckpt + "/optim.safetensors");
+    if (ema) {
+      if (data.ema.empty())
+        throw CheckpointError("checkpoint '" + *ckpt + "' has no EMA weights but train.ema = " + std::to_string(hp.ema),
+                              "resume with train.ema=0, as the run was started");
+      ema->load_state(data.ema, st.at("ema_updates").get<int64_t>(), *ckpt + "/ema.safetensors");
+    }
+    step = st.at("step").get<int64_t>();
+    tokens_seen = st.at("tokens").get<int64_t>();
+    nan_skips = st.value("nan_skips", int64_t(0));
+    time_offset = st.value("time_s", 0.0);
+    const auto& rng = st.at("rng");
+    sampler.set_state(from_hex(rng.at("data").get<std::string>(), "data"));
+    gen.set_state(from_hex(rng.at("order").get<std::string>(), "order"));
+    at::Generator cpu_default = at::detail::getDefaultCPUGenerator();   // shares the global generator's state
+    cpu_default.set_state(from_hex(rng.at("torch_cpu").get<std::string>(), "torch_cpu"));
+    if (device.is_cuda() && rng.contains("cuda")) {
+      at::Generator cuda_default = at::globalContext().defaultGenerator(device);
+      cuda_default.set_state(from_hex(rng.at("cuda").get<std::string>(), "cuda"));
+    }
+    if (st.contains("extra_state")) model->load_extra_state(st["extra_state"]);
+    if (main_rank) run.truncate_metrics_after(step);
+    if (main_rank) std::cout << "resumed from " << *ckpt << " at step " << step << "\n";
+  } else if (main_rank) {
+    if (latest_checkpoint(run.path()))
+      throw ConfigError("train.out_dir '" + run.path() + "' already holds checkpoints",
+                        "pass --resume to continue that run, or choose another train.out_dir");
+    run.truncate_metrics_after(-1);
+  }
+  if (main_rank) {
+    run.write_config(config);
+    std::cout << "config:\n" << config_table(config);
+    std::cout << "model " << plugin_name << "/" << flavour << " (" << to_string(info.paradigm) << ") on "
+              << device_name(device) << (bf16 ? " bf16 autocast" : " fp32") << "; run dir " << run.path() << "\n";
+  }
+
+  const double peak = peak_bf16_flops(device_name(device));
+  const double flops_tok = model->flops_per_token(T);
+  const bool tty = main_rank && ::isatty(STDOUT_FILENO);
+  bool progress_shown = false;
+
+  auto draw_batch = [&](BatchSampler& s, at::Generator& g) {
+    TrainBatch batch;
+    batch.tokens = s.next(B).to(device);                                 // (B, T)
+    if (decoder) batch.order = order_spec.draw(B, T, g, device);         // (B, T)
+    return batch;
+  };
+
+  // Validation loss on fixed batches (fixed-seed sampler and order generator), EMA weights when present.
+  auto evaluate = [&]() -> double {
+    if (!val_file || hp.eval_iters == 0) return std::nan("");
+    torch::NoGradGuard no_grad;
+    net.eval();
+    if (ema) ema->swap_in();
+    BatchSampler vs(val_file, T, kEvalSeed, dist.rank, dist.world);
+    at::Generator vg = at::make_generator<at::CPUGeneratorImpl>(kEvalSeed);
+    double sum = 0;
+    for (int64_t i = 0; i < hp.eval_iters; ++i) {
+      TrainBatch batch = draw_batch(vs, vg);
+      AutocastGuard ac(bf16);
+      sum += model->loss(batch, vg).loss.item<double>();
+    }
+    if (ema) ema->swap_out();
+    net.train();
+    return sum / double(hp.eval_iters);
+  };
+
+  auto checkpoint = [&](double elapsed) -> std::string {
+    if (!main_rank) return "";
+    CheckpointData data;
+    data.model = module_state(net);
+    if (ema) data.ema = ema->state();
+    data.optimizer = optimizer_state(optimizer, net);
+    nlohmann::json rng = {{"data", to_hex(sampler.get_state())},
+                          {"order", to_hex(gen.get_state())},
+                          {"torch_cpu", to_hex(at::detail::getDefaultCPUGenerator().get_state())}};
+    if (device.is_cuda()) rng["cuda"] = to_hex(at::globalContext().defaultGenerator(device).get_state());
+    data.state = {{"plugin", plugin_name}, {"flavour", flavour}, {"plugin_version", info.version},
+                  {"tokens", tokens_seen}, {"time_s", elapsed}, {"nan_skips", nan_skips},
+                  {"ema_updates", ema ? ema->num_updates() : 0}, {"ema_decay", hp.ema}, {"rng", rng},
+                  {"extra_state", model->extra_state()}, {"config", config}};
+    return save_checkpoint(run.path(), step, std::move(data), hp.keep_checkpoints);
+  };
+
+  TrainSummary summary;
+  summary.run_dir = run.path();
+  summary.final_val_loss = std::nan("");
+  SignalGuard signals;
+  net.train();
+  reset_peak_memory(device);
+  const auto t_start = Clock::now();
+  auto t_log = t_start;
+  int64_t tokens_at_log = tokens_seen, last_ckpt_step = -1, last_eval_step = -1;
+  const int64_t tokens_per_step = B * T * hp.accum * dist.world;
+  const int64_t start_step = step;
+  auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
+
+  while (step < hp.max_iters) {
+    const double lr = lr_at(hp, step);
+    for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    optimizer.zero_grad(/*set_to_none=*/true);
+
+    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    std::map<std::string, double> extra;
+    for (int64_t micro = 0; micro < hp.accum; ++micro) {
+      TrainBatch batch = draw_batch(sampler, gen);
+      LossOutput out;
+      {
+        AutocastGuard ac(bf16);
+        out = model->loss(batch, gen);
+      }
+      (out.loss / double(hp.accum)).backward();   // mean over micro-batches (spec-ao-gpt §2.2)
+      loss_sum += out.loss.detach().to(torch::kFloat64) / double(hp.accum);
+      for (const auto& [k, v] : out.metrics) extra[k] += v / double(hp.accum);
+    }
+    const double loss = loss_sum.item<double>();
+    // Global-norm clipping; the logged norm is the pre-clip one. grad_clip 0 = measure only.
+    const double grad_norm =
+        torch::nn::utils::clip_grad_norm_(params, hp.grad_clip > 0 ? hp.grad_clip : 1e300, 2.0);
+
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      std::string culprit = "loss";
+      if (std::isfinite(loss)) {
+        culprit = "gradient norm";
+        for (auto& p : net.named_parameters())
+          if (p.value().grad().defined() && !torch::isfinite(p.value().grad()).all().item<bool>()) {
+            culprit = "gradient of parameter '" + p.key() + "'";
+            break;
+          }
+      }
+      if (hp.nan_policy == "stop") {
+        if (tty && progress_shown) std::cout << "\r\033[K" << std::flush;
+        throw TrainingError("non-finite " + culprit + " at step " + std::to_string(step) + " (loss " +
+                                fmt("%g", loss) + ", grad_norm " + fmt("%g", grad_norm) + "); no update made",
+                            "the last good checkpoint is in " + run.path() +
+                                "/checkpoints; lower train.learning_rate or set train.nan_policy=skip");
+      }
+      ++nan_skips;
+      optimizer.zero_grad(true);
+      if (main_rank)
+        std::cout << (tty && progress_shown ? "\r\033[K" : "") << "step " << step << ": non-finite " << culprit
+                  << ", batch skipped (" << nan_skips << " so far)\n";
+      progress_shown = false;
+    } else {
+      optimizer.step();
+      if (ema) ema->update();
+    }
+    ++step;
+    tokens_seen += tokens_per_step;
+    summary.final_train_loss = loss;
+
+    if (main_rank && (step % hp.log_interval == 0 || step == hp.max_iters)) {
+      const double dt = std::chrono::duration<double>(Clock::now() - t_log).count();
+      const double tok_s = dt > 0 ? double(tokens_seen - tokens_at_log) / dt : 0.0;
+      const double mfu = peak > 0 ? flops_tok * tok_s / (peak * dist.world) : std::nan("");
+      const double mem = max_memory_gib(device);
+      std::ostringstream line;
+      line << "step " << step << "/" << hp.max_iters << " | loss " << fmt("%.4f", loss) << " | lr "
+           << fmt("%.2e", lr) << " | grad_norm " << fmt("%.2f", grad_norm) << " | " << human_rate(tok_s)
+           << " tok/s | mfu " << (std::isfinite(mfu) ? fmt("%.1f%%", 100 * mfu) : std::string("n/a")) << " | mem "
+           << fmt("%.1f GiB", mem);
+      if (nan_skips) line << " | skipped " << nan_skips;
+      std::cout << (tty && progress_shown ? "\r\033[K" : "") << line.str() << "\n" << std::flush;
+      progress_shown = false;
+      nlohmann::json m = {{"step", step}, {"loss/train", loss}, {"lr", lr}, {"grad_norm", grad_norm},
+                          {"throughput/tok_s", tok_s}, {"mfu", std::isfinite(mfu) ? nlohmann::json(mfu) : nullptr},
+                          {device.is_cuda() ? "memory/max_allocated_gib" : "memory/max_rss_gib", mem},
+                          {"tokens", tokens_seen}, {"time_s", time_offset + elapsed_s()}, {"nan_skips", nan_skips}};
+      for (const auto& [k, v] : extra) m["train/" + k] = v;
+      run.append_metrics(m);
+      t_log = Clock::now();
+      tokens_at_log = tokens_seen;
+    } else if (tty) {
+      const double frac = double(step) / double(hp.max_iters);
+      const double eta = elapsed_s() / double(std::max<int64_t>(1, step - start_step)) * double(hp.max_iters - step);
+      std::cout << "\r  step " << step << "/" << hp.max_iters << " [" << fmt("%5.1f%%", 100 * frac) << "] loss "
+                << fmt("%.4f", loss) << " ETA " << human_time(eta) << "\033[K" << std::flush;
+      progress_shown = true;
+    }
+
+    if (hp.eval_interval > 0 && step % hp.eval_interval == 0 && val_file) {
+      summary.final_val_loss = evaluate();
+      last_eval_step = step;
+      if (main_rank && std::isfinite(summary.final_val_loss)) {
+        std::cout << (tty && progress_shown ? "\r\033[K" : "") << "step " << step << " | val loss "
+                  << fmt("%.4f", summary.final_val_loss) << (ema ? " (EMA weights)" : "") << "\n";
+        progress_shown = false;
+        run.append_metrics({{"step", step}, {"loss/val", summary.final_val_loss}});
+      }
+    }
+    if (hp.checkpoint_interval > 0 && step % hp.checkpoint_interval == 0) {
+      checkpoint(time_offset + elapsed_s());
+      last_ckpt_step = step;
+    }
+    if (g_signal != 0) break;
+    if (hp.max_seconds > 0 && elapsed_s() >= hp.max_seconds) {
+      if (main_rank)
+        std::cout << (tty && progress_shown ? "\r\033[K" : "") << "train.max_seconds = " << hp.max_seconds
+                  << " reached at step " << step << "\n";
+      progress_shown = false;
+      break;
+    }
+  }
+  if (tty && progress_shown) std::cout << "\r\033[K" << std::flush;
+
+  const bool interrupted = g_signal != 0;
+  if (!interrupted && val_file && hp.eval_interval > 0 && last_eval_step != step && step > 0) {
+    summary.final_val_loss = evaluate();
+    if (main_rank && std::isfinite(summary.final_val_loss)) {
+      std::cout << "step " << step << " | val loss " << fmt("%.4f", summary.final_val_loss) << "\n";
+      run.append_metrics({{"step", step}, {"loss/val", summary.final_val_loss}});
+    }
+  }
+  std::string ckpt_dir = run.path() + "/checkpoints/step_" + std::to_string(step);
+  if (last_ckpt_step != step) ckpt_dir = checkpoint(time_offset + elapsed_s());
+  summary.steps = step;
+  summary.nan_skips = nan_skips;
+  if (interrupted) {
+    summary.interrupted = true;
+    summary.signal = int(g_signal);
+    if (main_rank)
+      std::cout << "interrupted at step " << step << "; checkpoint written to " << ckpt_dir
+                << "; resume with: aobench train --config " << run.path() << "/config.resolved.json --resume\n";
+  } else if (main_rank) {
+    std::cout << "done: " << step << " steps, " << tokens_seen << " tokens, checkpoint " << ckpt_dir << "\n";
+  }
+  return summary;
+}
+
+}  // namespace aobench
