@@ -1,0 +1,343 @@
+// Implements: `aobench prepare` — text datasets → packed token files (spec-sedd-radd.md §4.2 detokenizers,
+// §4.3 tokenisation and packing). Rows are read per format, detokenized, encoded on all cores, packed
+// with EOS after every row, and written as an llm.c-style .bin plus a .bin.json sidecar.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "datasets/detokenizers.h"
+#include "datasets/packing.h"
+#include "datasets/token_file.h"
+#include "datasets/tokenizer.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/errors.h"
+
+namespace aobench {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kFormats = "text, lines, jsonl, wikitext, ptb, lm1b, lambada, fortune";
+
+// Whole file as bytes; `.xz` files go through `xz -dc`.
+std::string read_input(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0) {
+    const std::string cmd = "xz -dc '" + path + "' 2>/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) throw DataError("cannot run `xz -dc` on " + path, "install xz-utils");
+    std::string out;
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int rc = ::pclose(p);
+    if (rc != 0)
+      throw DataError("`xz -dc " + path + "` failed (exit status " + std::to_string(rc) + ")",
+                      "check the file is a complete .xz stream and that xz-utils is installed");
+    return out;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot open input " + path, "check the --input path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Lines without their "\n"; a final line without "\n" counts too.
+std::vector<std::string> split_lines(const std::string& text, bool keep_newline) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      out.push_back(text.substr(pos));
+      break;
+    }
+    out.push_back(text.substr(pos, nl - pos + (keep_newline ? 1 : 0)));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+bool only_space(const std::string& s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+// Documents separated by lines that are exactly `sep`. The newline before a separator belongs to it
+// (README of shared/data: split on "\n<|endoftext|>\n"); empty trailing documents are dropped.
+std::vector<std::string> split_docs(const std::string& text, const std::string& sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool any_sep = false, first = true;
+  for (auto& line : split_lines(text, false)) {
+    if (line == sep) {
+      any_sep = true;
+      out.push_back(cur);
+      cur.clear();
+      first = true;
+      continue;
+    }
+    if (!first) cur += "\n";
+    cur += line;
+    first = false;
+  }
+  if (!any_sep) return {text};  // a file without separators is one document
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, const std::string& format) {
+  std::vector<std::string> files;
+  for (const auto& in : inputs) {
+    if (fs::is_directory(in)) {
+      std::vector<std::string> sub;
+      for (const auto& e : fs::directory_iterator(in)) {
+        if (!e.is_regular_file()) continue;
+        const std::string name = e.path().filename().string();
+        if (name.empty() || name[0] == '.') continue;
+        if (format == "fortune" && name.find('.') != std::string::npos) continue;  // skip *.dat, *.u8
+        sub.push_back(e.path().string());
+      }
+      std::sort(sub.begin(), sub.end());
+      if (sub.empty())
+        throw DataError(
+            "input directory " + in + " holds no usable files",
+            format == "fortune" ? "fortune reads files whose names have no '.'" : "check --input");
+      files.insert(files.end(), sub.begin(), sub.end());
+    } else if (fs::is_regular_file(in)) {
+      files.push_back(in);
+    } else {
+      throw DataError("input " + in + " does not exist", "check the --input path");
+    }
+  }
+  return files;
+}
+
+// Rows of one file for `format`, before detokenization.
+std::vector<std::string> read_rows(const std::string& path, const std::string& format) {
+  const std::string text = read_input(path);
+  if (format == "text") return split_docs(text, "<|endoftext|>");
+  if (format == "fortune") {
+    std::vector<std::string> rows;
+    for (auto& d : split_docs(text, "%"))
+      if (!d.empty()) rows.push_back(d);
+    return rows;
+  }
+  if (format == "lines" || format == "lm1b") return split_lines(text, false);
+  if (format == "ptb") {  // HF ptb_text_only: each line stripped
+    std::vector<std::string> rows;
+    for (auto& l : split_lines(text, false)) {
+      size_t b = l.find_first_not_of(" \t\r"), e = l.find_last_not_of(" \t\r");
+      rows.push_back(b == std::string::npos ? "" : l.substr(b, e - b + 1));
+    }
+    return rows;
+  }
+  if (format == "wikitext") {  // HF wikitext loader: lines keep "\n"; whitespace-only lines become ""
+    auto rows = split_lines(text, true);
+    for (auto& r : rows)
+      if (only_space(r)) r.clear();
+    return rows;
+  }
+  if (format == "jsonl" || format == "lambada") {
+    std::vector<std::string> rows;
+    int64_t lineno = 0;
+    for (auto& l : split_lines(text, false)) {
+      ++lineno;
+      if (only_space(l)) continue;
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(l);
+      } catch (const std::exception& e) {
+        throw DataError(path + ":" + std::to_string(lineno) + ": invalid JSON (" + e.what() + ")",
+                        "each line must be one JSON object with a \"text\" field");
+      }
+      if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
+        throw DataError(path + ":" + std::to_string(lineno) + ": no string field \"text\"",
+                        "each line must be one JSON object with a \"text\" field");
+      rows.push_back(j["text"].get<std::string>());
+    }
+    return rows;
+  }
+  throw ConfigError("unknown --format '" + format + "'", std::string("choose one of: ") + kFormats);
+}
+
+// Encodes every row on all cores. Rows are handed out in chunks through an atomic counter.
+std::vector<std::vector<uint32_t>> encode_rows(const Tokenizer& tok, const std::vector<std::string>& rows,
+                                               int threads) {
+  std::vector<std::vector<uint32_t>> out(rows.size());
+  std::atomic<size_t> next{0};
+  constexpr size_t kChunk = 16;
+  std::vector<std::exception_ptr> errors(threads);
+  auto work = [&](int t) {
+    try {
+      for (size_t b; (b = next.fetch_add(kChunk)) < rows.size();)
+        for (size_t i = b; i < std::min(rows.size(), b + kChunk); ++i) out[i] = tok.encode(rows[i]);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+struct Written {
+  int64_t rows = 0, bytes = 0, tokens = 0, windows = 0;
+};
+
+Written write_split(const std::string& out_path, const std::vector<std::string>& rows,
+                    const std::vector<std::vector<uint32_t>>& ids, const Tokenizer& tok,
+                    const PackOptions& pack, const std::string& format,
+                    const std::vector<std::string>& inputs) {
+  Written w;
+  w.rows = static_cast<int64_t>(rows.size());
+  for (const auto& r : rows) w.bytes += static_cast<int64_t>(r.size());
+  PackResult res = pack_rows(ids, static_cast<uint32_t>(tok.eos_id()), pack);
+  w.tokens = static_cast<int64_t>(res.tokens.size());
+  w.windows = res.windows;
+  const int32_t window = pack.mode == "none" ? 0 : static_cast<int32_t>(pack.window);
+  write_token_file(out_path, res.tokens, tok.vocab_size(), window, tok.eos_id());
+  nlohmann::json side = {{"format", format},
+                         {"tokenizer", tok.name()},
+                         {"vocab_size", tok.vocab_size()},
+                         {"packing", pack.mode},
+                         {"window", window},
+                         {"rows", w.rows},
+                         {"bytes", w.bytes},
+                         {"tokens", w.tokens},
+                         {"windows", w.windows},
+                         {"dropped_tokens", res.dropped},
+                         {"inputs", inputs}};
+  const std::string side_path = out_path + ".json";
+  std::ofstream sf(side_path);
+  sf << side.dump(2) << "\n";
+  if (!sf) throw DataError("cannot write " + side_path, "check the output directory is writable");
+  return w;
+}
+
+int cmd_prepare(const std::vector<std::string>& args) {
+  po::options_description desc("prepare options");
+  desc.add_options()("format", po::value<std::string>()->required(), kFormats)(
+      "input", po::value<std::vector<std::string>>()->required()->composing(),
+      "input file or directory "
+      "(repeatable; .xz read through xz -dc)")("output", po::value<std::string>()->required(),
+                                               "output .bin (a .bin.json sidecar is written too)")(
+      "tokenizer", po::value<std::string>()->default_value("gpt2"), "gpt2 | bytes")(
+      "vocab-dir", po::value<std::string>()->default_value(""), "GPT-2 encoder.json/vocab.bpe folder")(
+      "packing", po::value<std::string>()->default_value("none"), "none | simple | reference")(
+      "window", po::value<int64_t>()->default_value(1024), "window length for simple/reference packing")(
+      "val-output", po::value<std::string>()->default_value(""), "also write the last rows here")(
+      "val-fraction", po::value<double>()->default_value(0.05), "fraction of rows (the last ones) for val")(
+      "max-rows", po::value<int64_t>()->default_value(0), "use only the first N rows (0 = all)")(
+      "threads", po::value<int>()->default_value(0), "encoding threads (0 = all cores)");
+  po::variables_map vm;
+  const std::string usage =
+      "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
+      "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] "
+      "[--max-rows N]";
+  if (!parse_options(usage, desc, args, vm)) return 0;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string format = vm["format"].as<std::string>();
+  const std::vector<std::string> known = {"text", "lines", "jsonl",   "wikitext",
+                                          "ptb",  "lm1b",  "lambada", "fortune"};
+  if (std::find(known.begin(), known.end(), format) == known.end())
+    throw ConfigError("unknown --format '" + format + "'", std::string("choose one of: ") + kFormats);
+  PackOptions pack;
+  pack.mode = vm["packing"].as<std::string>();
+  pack.window = vm["window"].as<int64_t>();
+  if (pack.mode != "none" && pack.mode != "simple" && pack.mode != "reference")
+    throw ConfigError("unknown --packing '" + pack.mode + "'", "choose one of: none, simple, reference");
+  if (pack.window <= 0) throw ConfigError("--window must be > 0", "e.g. --window 1024");
+  const double val_fraction = vm["val-fraction"].as<double>();
+  const std::string val_out = vm["val-output"].as<std::string>();
+  if (!val_out.empty() && !(val_fraction > 0.0 && val_fraction < 1.0))
+    throw ConfigError("--val-fraction " + std::to_string(val_fraction) + " must be in (0, 1)", "e.g. 0.05");
+  const int64_t max_rows = vm["max-rows"].as<int64_t>();
+  if (max_rows < 0) throw ConfigError("--max-rows must be >= 0", "0 means all rows");
+  int threads = vm["threads"].as<int>();
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+
+  auto tok = make_tokenizer(vm["tokenizer"].as<std::string>(), vm["vocab-dir"].as<std::string>());
+  const auto inputs = vm["input"].as<std::vector<std::string>>();
+  const auto files = expand_inputs(inputs, format);
+  std::vector<std::string> rows;
+  for (const auto& f : files) {
+    auto r = read_rows(f, format);
+    rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+    if (max_rows > 0 && static_cast<int64_t>(rows.size()) >= max_rows) break;
+  }
+  if (max_rows > 0 && static_cast<int64_t>(rows.size()) > max_rows) rows.resize(max_rows);
+  if (rows.empty())
+    throw DataError("no rows read from " + files.front() + (files.size() > 1 ? " ..." : ""),
+                    "check --format matches the input files");
+  if (format == "wikitext" || format == "ptb" || format == "lm1b" || format == "lambada")
+    for (auto& r : rows) r = detokenize(format, r);
+
+  const auto t_read = std::chrono::steady_clock::now();
+  auto ids = encode_rows(*tok, rows, threads);
+  const auto t_enc = std::chrono::steady_clock::now();
+
+  // The val split takes the LAST fraction of rows.
+  size_t n_val = 0;
+  if (!val_out.empty()) {
+    n_val = static_cast<size_t>(std::llround(val_fraction * static_cast<double>(rows.size())));
+    n_val = std::max<size_t>(1, std::min(n_val, rows.size() - 1));
+    if (rows.size() < 2)
+      throw DataError("only one row: cannot split off a validation set", "drop --val-output");
+  }
+  const size_t n_train = rows.size() - n_val;
+  std::vector<std::string> val_rows(std::make_move_iterator(rows.begin() + n_train),
+                                    std::make_move_iterator(rows.end()));
+  std::vector<std::vector<uint32_t>> val_ids(std::make_move_iterator(ids.begin() + n_train),
+                                             std::make_move_iterator(ids.end()));
+  rows.resize(n_train);
+  ids.resize(n_train);
+
+  const std::string out = vm["output"].as<std::string>();
+  Written w = write_split(out, rows, ids, *tok, pack, format, files);
+  Written wv;
+  if (!val_out.empty()) wv = write_split(val_out, val_rows, val_ids, *tok, pack, format, files);
+
+  const double enc_s = std::chrono::duration<double>(t_enc - t_read).count();
+  const double all_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double mb = static_cast<double>(w.bytes + wv.bytes) / 1e6;
+  char line[512];
+  std::snprintf(line, sizeof line, "prepare: %s/%s/%s %lld rows, %.2f MB -> %lld tokens (%lld windows) in %s",
+                format.c_str(), tok->name().c_str(), pack.mode.c_str(), static_cast<long long>(w.rows),
+                static_cast<double>(w.bytes) / 1e6, static_cast<long long>(w.tokens),
+                static_cast<long long>(w.windows), out.c_str());
+  std::cout << line;
+  if (!val_out.empty())
+    std::cout << "; val " << wv.rows << " rows, " << wv.tokens << " tokens (" << wv.windows << " windows) in "
+              << val_out;
+  std::snprintf(line, sizeof line, "; encode %.1f MB/s on %d threads, total %.2f s\n",
+                enc_s > 0 ? mb / enc_s : 0.0, threads, all_s);
+  std::cout << line;
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND(
+    "prepare",
+    "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
+    "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] "
+    "[--max-rows N]",
+    "text datasets -> packed token files (.bin + .bin.json)", cmd_prepare);
+
+}  // namespace aobench
