@@ -1,6 +1,10 @@
 // Implements: tests of packing.h (spec-sedd-radd.md §4.3): EOS after every row, simple flooring and the
-// reference rule (8 contiguous shards → 1000-row groups → whole windows, remainders dropped).
+// reference rule (8 contiguous shards → 1000-row groups → whole windows, remainders dropped), and the
+// `aobench prepare` / `aobench tokenize` commands end to end with the byte tokenizer.
+#include <nlohmann/json.hpp>
+
 #include "datasets/packing.h"
+#include "datasets/token_file.h"
 #include "harness/errors.h"
 #include "tests/test_util.h"
 
@@ -90,6 +94,90 @@ TEST(Packing, BadOptions) {
   o.mode = "simple";
   o.window = 0;
   EXPECT_THROW(pack_rows({{1}}, 0, o), ConfigError);
+}
+
+}  // namespace
+}  // namespace aobench
+
+namespace aobench {
+namespace {
+
+// `aobench prepare` end to end with the byte tokenizer (no shared data needed).
+TEST(PrepareCommand, TextDocsValSplitAndSidecar) {
+  testing::TempDir d;
+  testing::write_text(d.file("a.txt"), "doc one\n<|endoftext|>\ndoc two!\n<|endoftext|>\nthird\n<|endoftext|>\n"
+                                       "fourth doc\n<|endoftext|>\n");
+  std::string out;
+  int rc = testing::run_aobench("prepare --format text --tokenizer bytes --input " + d.file("a.txt") +
+                                    " --output " + d.file("t.bin") + " --val-output " + d.file("v.bin") +
+                                    " --val-fraction 0.25",
+                                &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("MB/s"), std::string::npos) << out;
+  auto side = nlohmann::json::parse(testing::read_text(d.file("t.bin.json")));
+  EXPECT_EQ(side["rows"], 3);
+  EXPECT_EQ(side["bytes"], 7 + 8 + 5);
+  EXPECT_EQ(side["tokens"], 7 + 8 + 5 + 3);  // one EOS per row
+  EXPECT_EQ(side["vocab_size"], 257);
+  EXPECT_EQ(side["packing"], "none");
+  TokenFile t(d.file("t.bin"));
+  EXPECT_EQ(t.size(), 23);
+  EXPECT_EQ(t.at(7), 256u);  // EOS after "doc one"
+  TokenFile v(d.file("v.bin"));
+  EXPECT_EQ(v.size(), 11);  // the LAST row: "fourth doc" + EOS
+  EXPECT_EQ(v.at(0), static_cast<uint32_t>('f'));
+}
+
+TEST(PrepareCommand, FortuneDirectoryAndSimplePacking) {
+  testing::TempDir d;
+  std::filesystem::create_directories(d.file("fort"));
+  testing::write_text(d.file("fort/b"), "bb\n%\nbbb\n%\n");
+  testing::write_text(d.file("fort/a"), "aaaa\n%\n");
+  testing::write_text(d.file("fort/a.dat"), "binary index, skipped");
+  std::string out;
+  int rc = testing::run_aobench("prepare --format fortune --tokenizer bytes --packing simple --window 4 --input " +
+                                    d.file("fort") + " --output " + d.file("f.bin"),
+                                &out);
+  ASSERT_EQ(rc, 0) << out;
+  TokenFile f(d.file("f.bin"));
+  // rows (sorted files): "aaaa", "bb", "bbb" → 5 + 3 + 4 = 12 tokens = 3 windows of 4
+  EXPECT_EQ(f.size(), 12);
+  EXPECT_EQ(f.header().window, 4);
+  EXPECT_EQ(f.at(0), static_cast<uint32_t>('a'));
+  EXPECT_EQ(f.at(4), 256u);
+  auto side = nlohmann::json::parse(testing::read_text(d.file("f.bin.json")));
+  EXPECT_EQ(side["windows"], 3);
+  EXPECT_EQ(side["inputs"].size(), 2u);
+}
+
+TEST(PrepareCommand, BadInputsAreClearErrors) {
+  testing::TempDir d;
+  std::string out;
+  testing::write_text(d.file("bad.jsonl"), "{\"text\": \"ok\"}\nnot json\n");
+  EXPECT_EQ(testing::run_aobench("prepare --format jsonl --tokenizer bytes --input " + d.file("bad.jsonl") +
+                                     " --output " + d.file("o.bin"),
+                                 &out),
+            3);
+  EXPECT_NE(out.find("bad.jsonl:2"), std::string::npos) << out;
+  EXPECT_NE(out.find("HINT"), std::string::npos) << out;
+  EXPECT_EQ(testing::run_aobench("prepare --format nope --input x --output " + d.file("o.bin"), &out), 2);
+  EXPECT_NE(out.find("fortune"), std::string::npos) << out;
+  EXPECT_EQ(testing::run_aobench("prepare --format lines --tokenizer bytes --input " + d.file("missing.txt") +
+                                     " --output " + d.file("o.bin"),
+                                 &out),
+            3);
+  EXPECT_NE(out.find("missing.txt"), std::string::npos) << out;
+}
+
+TEST(TokenizeCommand, BytesRoundTrip) {
+  testing::TempDir d;
+  testing::write_text(d.file("in.txt"), "hi\n");
+  std::string out;
+  ASSERT_EQ(testing::run_aobench("tokenize --tokenizer bytes < " + d.file("in.txt"), &out), 0) << out;
+  EXPECT_EQ(out, "[104,105,10]\n");
+  testing::write_text(d.file("ids.json"), "[104, 256, 105]");
+  ASSERT_EQ(testing::run_aobench("tokenize --tokenizer bytes --decode < " + d.file("ids.json"), &out), 0) << out;
+  EXPECT_EQ(out, "h<|endoftext|>i");
 }
 
 }  // namespace
