@@ -1,0 +1,79 @@
+// Implements: a forward-pass micro-benchmark for any plugin through the generic API (style.md lesson 13).
+// Times elbo(tokens, mc_steps = 1) under NoGrad and bf16 autocast on CUDA with CUDA events: one network
+// forward at (BATCH, block_size) plus the estimator's O(B·T) bookkeeping. For decoder-only plugins (no
+// ELBO) it times log_prob under the L2R order, also one forward. Reports achieved TFLOP/s from
+// flops_per_token(T)/3 (forward only). Env: AOBENCH_BENCH_PLUGIN (sedd), AOBENCH_BENCH_FLAVOUR (small),
+// AOBENCH_BENCH_BATCH (32). Example: AOBENCH_BENCH_PLUGIN=radd aobench_bench --benchmark_filter=PluginForward
+#include <cstdlib>
+#include <string>
+
+#include <ATen/autocast_mode.h>
+#include <benchmark/benchmark.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/torch.h>
+
+#include "harness/plugin_api.h"
+#include "harness/registry.h"
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void BM_PluginForward(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times GPU forwards");
+    return;
+  }
+  const std::string plugin = env_or("AOBENCH_BENCH_PLUGIN", "sedd");
+  const std::string flavour = env_or("AOBENCH_BENCH_FLAVOUR", "small");
+  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "32"));
+  const torch::Device dev(torch::kCUDA, 0);
+
+  auto model = aobench::PluginRegistry::instance().create(plugin);
+  model->configure(aobench::flavour_defaults(plugin, flavour));
+  model->build(dev);
+  model->module().eval();
+  const int64_t T = model->block_size();
+  auto tokens = torch::randint(0, model->vocab_size(), {B, T}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+  auto order = torch::arange(T, tokens.options()).expand({B, T}).contiguous();
+  const bool encoder = model->info().paradigm == aobench::Paradigm::kMaskedDiffusionEncoder;
+  at::Generator gen = at::detail::createCPUGenerator(0);
+
+  torch::NoGradGuard no_grad;
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto forward = [&] {
+    if (encoder) {
+      model->elbo(tokens, 1, gen);
+    } else {
+      model->log_prob(tokens, order, gen);
+    }
+  };
+  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  for (int i = 0; i < 3; ++i) forward();  // warm-up: kernels, caches, rotary tables
+  torch::cuda::synchronize();
+  for (auto _ : state) {
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start.record(impl->getStream(dev));
+    forward();
+    stop.record(impl->getStream(dev));
+    stop.synchronize();
+    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
+  }
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  const double fwd_flops = model->flops_per_token(T) / 3.0 * double(B * T);
+  state.counters["TFLOP/s"] = benchmark::Counter(fwd_flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fwd_GFLOP"] = fwd_flops / 1e9;
+  state.SetLabel(plugin + "/" + flavour + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+}
+
+BENCHMARK(BM_PluginForward)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+}  // namespace

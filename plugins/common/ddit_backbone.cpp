@@ -1,0 +1,152 @@
+// Implements: the DDiT backbone (spec-sedd-radd §1.1): rotary (NeoX rotate-half, base 10000),
+// adaLN-modulated or plain pre-LN blocks, fp32 LayerNorm statistics, zero-init modulation and head.
+// Everything is batched tensor code: fused qkv, one SDPA call per block, rotary cached per length.
+#include "plugins/common/ddit_backbone.h"
+
+#include <cmath>
+
+#include <ATen/autocast_mode.h>
+
+namespace aobench::common {
+namespace F = torch::nn::functional;
+
+std::pair<torch::Tensor, torch::Tensor> RotaryCache::get(int64_t T, int64_t d, torch::ScalarType dtype,
+                                                         torch::Device device) {
+  std::string key = std::to_string(T) + "/" + std::to_string(d) + "/" + c10::toString(dtype) + "/" +
+                    device.str();
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  auto opt = torch::TensorOptions().dtype(torch::kFloat64);
+  auto inv_freq = torch::pow(10000.0, -torch::arange(0, d, 2, opt) / double(d));  // (d/2)
+  auto angles = torch::outer(torch::arange(T, opt), inv_freq);                   // (T, d/2)
+  angles = torch::cat({angles, angles}, -1);                                      // (T, d)
+  auto entry = std::make_pair(angles.cos().to(device, dtype), angles.sin().to(device, dtype));
+  cache_[key] = entry;
+  return entry;
+}
+
+DDiTLayerNormImpl::DDiTLayerNormImpl(int64_t dim_, bool with_bias, bool bias_init_ones) : dim(dim_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+  if (with_bias) bias = register_parameter("bias", bias_init_ones ? torch::ones({dim}) : torch::zeros({dim}));
+}
+
+torch::Tensor DDiTLayerNormImpl::forward(const torch::Tensor& x) {
+  // Statistics in fp32 whatever the activation dtype (the reference disables autocast here).
+  auto y = torch::layer_norm(x.to(torch::kFloat32), {dim});
+  y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+// NeoX rotate-half: x·cos + (−x2, x1)·sin on the two halves of the head dim. x (B, h, T, d).
+static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  auto halves = x.chunk(2, -1);
+  auto rotated = torch::cat({-halves[1], halves[0]}, -1);
+  return x * cos + rotated * sin;
+}
+
+static torch::nn::Linear zero_linear(int64_t in, int64_t out, bool bias = true) {
+  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
+  torch::NoGradGuard ng;
+  l->weight.zero_();
+  if (bias) l->bias.zero_();
+  return l;
+}
+
+DDiTBlockImpl::DDiTBlockImpl(const DDiTConfig& c) : cfg(c) {
+  const int64_t H = c.n_embd;
+  norm1 = register_module("norm1", DDiTLayerNorm(H, c.ln_bias, c.ln_bias_init_ones));
+  norm2 = register_module("norm2", DDiTLayerNorm(H, c.ln_bias, c.ln_bias_init_ones));
+  attn_qkv = register_module("attn_qkv", torch::nn::Linear(torch::nn::LinearOptions(H, 3 * H).bias(false)));
+  attn_out = register_module("attn_out", torch::nn::Linear(torch::nn::LinearOptions(H, H).bias(false)));
+  mlp_fc = register_module("mlp_fc", torch::nn::Linear(H, 4 * H));
+  mlp_proj = register_module("mlp_proj", torch::nn::Linear(4 * H, H));
+  if (c.time_cond) adaLN_modulation = register_module("adaLN_modulation", zero_linear(c.cond_dim, 6 * H));
+}
+
+torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1), H = cfg.n_embd, nh = cfg.n_head, d = H / nh;
+  const bool drop = is_training() && cfg.dropout > 0;
+  std::vector<torch::Tensor> mod;  // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
+  if (cfg.time_cond) mod = adaLN_modulation->forward(c).unsqueeze(1).chunk(6, -1);  // 6 × (B, 1, H)
+
+  // Attention branch.
+  auto a = norm1->forward(x);                                               // (B, T, H) fp32
+  if (cfg.time_cond) a = a * (1 + mod[1]) + mod[0];
+  auto qkv = attn_qkv->forward(a).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});  // (3, B, h, T, d)
+  auto q = apply_rotary(qkv[0], cos, sin), k = apply_rotary(qkv[1], cos, sin), v = qkv[2];
+  auto o = at::scaled_dot_product_attention(q, k, v);                       // (B, h, T, d)
+  o = attn_out->forward(o.transpose(1, 2).reshape({B, T, H}));              // (B, T, H)
+  if (drop) o = F::dropout(o, F::DropoutFuncOptions().p(cfg.dropout).training(true));
+  x = cfg.time_cond ? x + mod[2] * o : x + o;
+
+  // MLP branch.
+  auto m = norm2->forward(x);
+  if (cfg.time_cond) m = m * (1 + mod[4]) + mod[3];
+  m = mlp_proj->forward(F::gelu(mlp_fc->forward(m), F::GELUFuncOptions().approximate("tanh")));
+  if (drop) m = F::dropout(m, F::DropoutFuncOptions().p(cfg.dropout).training(true));
+  return cfg.time_cond ? x + mod[5] * m : x + m;
+}
+
+torch::Tensor sigma_features(const torch::Tensor& sigma) {
+  const int64_t half = 128;
+  auto opt = torch::TensorOptions().dtype(torch::kFloat32).device(sigma.device());
+  auto freqs = torch::exp(-std::log(10000.0) * torch::arange(half, opt) / double(half));  // (128)
+  auto args = sigma.to(torch::kFloat32).unsqueeze(1) * freqs.unsqueeze(0);               // (B, 128)
+  return torch::cat({args.cos(), args.sin()}, -1);                                       // (B, 256)
+}
+
+DDiTImpl::DDiTImpl(const DDiTConfig& c) : cfg(c) {
+  const int64_t H = c.n_embd;
+  TORCH_CHECK(H % c.n_head == 0 && (H / c.n_head) % 2 == 0, "n_embd / n_head must be an even integer");
+  // Kaiming-uniform(a=√5) on a (V+1, H) matrix is U(±1/√H).
+  vocab_embed = register_parameter("vocab_embed", torch::empty({c.vocab_size + 1, H}));
+  {
+    torch::NoGradGuard ng;
+    vocab_embed.uniform_(-1.0 / std::sqrt(double(H)), 1.0 / std::sqrt(double(H)));
+  }
+  if (c.time_cond) {
+    sigma_fc1 = register_module("sigma_fc1", torch::nn::Linear(256, c.cond_dim));
+    sigma_fc2 = register_module("sigma_fc2", torch::nn::Linear(c.cond_dim, c.cond_dim));
+  }
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layer; ++i) blocks->push_back(DDiTBlock(c));
+  norm_final = register_module("norm_final", DDiTLayerNorm(H, c.ln_bias, c.ln_bias_init_ones));
+  if (c.time_cond) final_adaLN = register_module("final_adaLN", zero_linear(c.cond_dim, 2 * H));
+  head = register_module("head", zero_linear(H, c.vocab_size + 1));
+}
+
+int64_t DDiTImpl::per_sequence_params() const {
+  if (!cfg.time_cond) return 0;
+  int64_t n = 0;
+  for (auto* l : {&sigma_fc1, &sigma_fc2, &final_adaLN})
+    for (auto& p : (*l)->parameters()) n += p.numel();
+  for (auto& b : *blocks)
+    for (auto& p : b->as<DDiTBlockImpl>()->adaLN_modulation->parameters()) n += p.numel();
+  return n;
+}
+
+torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& sigma) {
+  const int64_t T = idx.size(1), d = cfg.n_embd / cfg.n_head;
+  auto x = torch::embedding(vocab_embed, idx);                              // (B, T, H) fp32
+  torch::Tensor c;
+  if (cfg.time_cond) {
+    TORCH_CHECK(sigma.defined() && sigma.numel() == idx.size(0), "DDiT: sigma must be (B)");
+    c = F::silu(sigma_fc2->forward(F::silu(sigma_fc1->forward(sigma_features(sigma)))));  // (B, C)
+  }
+  // Rotary runs in the activation dtype: what the qkv Linear produces (bf16 under autocast).
+  auto act_dtype = at::autocast::is_autocast_enabled(idx.device().type())
+                       ? at::autocast::get_autocast_dtype(idx.device().type())
+                       : torch::kFloat32;
+  auto [cos, sin] = rotary.get(T, d, act_dtype, idx.device());
+  for (auto& b : *blocks) x = b->as<DDiTBlockImpl>()->forward(x, c, cos, sin);
+  auto y = norm_final->forward(x);
+  if (cfg.time_cond) {
+    auto mod = final_adaLN->forward(c).unsqueeze(1).chunk(2, -1);           // shift, scale (B, 1, H)
+    y = y * (1 + mod[1]) + mod[0];
+  }
+  return head->forward(y);                                                   // (B, T, V+1)
+}
+
+}  // namespace aobench::common

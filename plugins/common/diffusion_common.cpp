@@ -1,0 +1,213 @@
+// Implements: log-linear schedule, time draws, exact masking-chain NLL, categorical draws and the
+// masked-diffusion sampler shared by SEDD and RADD (spec-sedd-radd §2.1, §2.4, §3.4, §5.4–§5.6).
+// Precision: all probabilities of the default sampling path are float64 (Zheng et al. 2024); the
+// float32 Gumbel path is kept only as the labelled legacy reproduction of the reference repos.
+#include "plugins/common/diffusion_common.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace aobench::common {
+using torch::indexing::Slice;
+
+torch::Tensor loglinear_sigma(const torch::Tensor& t, double eps) { return -torch::log1p(-(1 - eps) * t); }
+
+torch::Tensor loglinear_dsigma(const torch::Tensor& t, double eps) { return (1 - eps) / (1 - (1 - eps) * t); }
+
+torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen) {
+  auto u = torch::rand({B}, gen, torch::TensorOptions().dtype(torch::kFloat64));
+  if (stratified) u = (u + torch::arange(B, u.options())) / double(B);  // one draw per stratum
+  return u;
+}
+
+NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id,
+                           int64_t chunk, const ChainNet& net) {
+  TORCH_CHECK(tokens.dim() == 2 && order.sizes() == tokens.sizes(), "log_prob: tokens and order must be (B, T)");
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  auto dev = tokens.device();
+  auto order_d = order.to(dev, torch::kLong);
+  auto iopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  // rank[b, pos] = generation step of position pos, so "masked at step k" is rank ≥ k.
+  auto rank = torch::empty_like(order_d).scatter_(1, order_d, torch::arange(T, iopt).expand({B, T}).contiguous());
+  auto nll = torch::empty({B * T}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+  chunk = std::max<int64_t>(1, chunk);
+  for (int64_t start = 0; start < B * T; start += chunk) {
+    auto ids = torch::arange(start, std::min(B * T, start + chunk), iopt);  // flat (b, k) pairs
+    auto b = ids.div(T, "floor"), k = ids.remainder(T);
+    auto xm = torch::where(rank.index_select(0, b) < k.unsqueeze(1), tokens.index_select(0, b),
+                           torch::full({1}, mask_id, iopt));                // (n, T): σ(≥k) masked
+    auto pos = order_d.index({b, k});                                       // (n) position σ(k)
+    auto logits = net(xm, T - k);                                           // (n, T, V+1)
+    auto row = logits.index({torch::arange(ids.size(0), iopt), pos}).index({Slice(), Slice(0, mask_id)});
+    auto lp = torch::log_softmax(row.to(torch::kFloat32), -1);              // (n, V), mask excluded
+    auto target = tokens.index({b, pos}).unsqueeze(1);
+    nll.index_put_({ids}, -lp.gather(1, target).squeeze(1).to(torch::kFloat64));
+  }
+  NllOutput out;
+  out.nll = nll.view({B, T});
+  out.scored = torch::ones({B, T}, torch::TensorOptions().dtype(torch::kBool).device(dev));
+  out.is_bound = false;
+  return out;
+}
+
+torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt) {
+  TORCH_CHECK(opt.temperature > 0, "sample: temperature must be > 0, got ", opt.temperature);
+  TORCH_CHECK(opt.top_p > 0 && opt.top_p <= 1, "sample: top_p must be in (0, 1], got ", opt.top_p);
+  auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
+  auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);         // (N, V)
+  if (opt.top_p < 1) {
+    auto [sorted, idx] = p.sort(-1, /*descending=*/true);
+    auto mass_before = sorted.cumsum(-1) - sorted;                          // mass strictly above
+    auto keep_sorted = mass_before < opt.top_p;                             // keeps the crossing token
+    auto keep = torch::zeros_like(keep_sorted).scatter_(-1, idx, keep_sorted);
+    p = torch::where(keep, p, torch::zeros_like(p));
+    p = p / p.sum(-1, true);
+  }
+  return p;
+}
+
+// Legacy float32 exponential-race Gumbel of the reference: argmax(q / E), E = 1e-10 − log(U + 1e-10),
+// U float32 uniform (§5.6). q (N, K) float32 → (N).
+static torch::Tensor legacy_gumbel_argmax(const torch::Tensor& q, at::Generator& gen) {
+  auto u = torch::rand(q.sizes(), gen, q.options().dtype(torch::kFloat32));
+  auto e = 1e-10 - torch::log(u + 1e-10);
+  return (q / e).argmax(-1);
+}
+
+// Rows per chunk so that one (rows, V) float64 buffer stays near 256 MiB.
+static int64_t row_chunk(int64_t V) { return std::max<int64_t>(1, (int64_t(1) << 25) / std::max<int64_t>(1, V)); }
+
+torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen) {
+  const int64_t N = logits.size(0), V = logits.size(1);
+  auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
+  if (N == 0) return out;
+  for (int64_t s = 0; s < N; s += row_chunk(V)) {
+    auto rows = logits.index({Slice(s, std::min(N, s + row_chunk(V)))});
+    torch::Tensor tok;
+    if (opt.argmax) {
+      tok = rows.argmax(-1);
+    } else if (opt.float64) {
+      // Inverse CDF with one float64 uniform per row: exact up to float64 rounding of the cumsum.
+      auto cdf = filtered_probs(rows, opt).cumsum(-1);                      // (n, V)
+      auto u = torch::rand({rows.size(0), 1}, gen, cdf.options()) * cdf.index({Slice(), Slice(-1, torch::indexing::None)});
+      tok = torch::searchsorted(cdf, u, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(V - 1);
+    } else {
+      tok = legacy_gumbel_argmax(filtered_probs(rows, opt), gen);
+    }
+    out.index_put_({Slice(s, s + rows.size(0))}, tok);
+  }
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits,
+                                                    double rate, const DrawOptions& opt, at::Generator& gen) {
+  const int64_t B = x.size(0), V = logits.size(-1) - 1;
+  auto changed = torch::zeros({B}, x.options().dtype(torch::kBool));
+  auto idx = (x == V).nonzero();                                            // (n, 2) masked positions
+  if (idx.size(0) == 0) return {x, changed};
+  auto b = idx.select(1, 0), l = idx.select(1, 1);
+  auto rows = logits.index({b, l}).index({Slice(), Slice(0, V)});           // (n, V) mask column dropped
+  auto y = x.clone();
+  if (rate >= 1 || opt.argmax) {
+    // Final fill (or greedy): every masked position takes a token.
+    TORCH_CHECK(rate >= 1, "argmax draws are only for the final step");
+    y.index_put_({b, l}, draw_tokens(rows, opt, gen));
+    changed.index_put_({b}, torch::ones_like(b, changed.options()));
+    return {y, changed};
+  }
+  torch::Tensor sel, tok;
+  if (opt.float64) {
+    // Lemma 1: Bernoulli(rate) on each masked position, then a categorical over p_θ.
+    sel = torch::rand({idx.size(0)}, gen, rows.options().dtype(torch::kFloat64)) < rate;
+    tok = draw_tokens(rows.index({sel}), opt, gen);
+  } else {
+    // Reference one-stage draw over [stay, rate·p_y] in float32 (under-samples small masses).
+    const int64_t n = idx.size(0), step = row_chunk(V);
+    auto choice = torch::empty({n}, x.options());
+    for (int64_t s = 0; s < n; s += step) {
+      auto r = rows.index({Slice(s, std::min(n, s + step))});
+      auto q = torch::cat({torch::full({r.size(0), 1}, 1 - rate, r.options().dtype(torch::kFloat32)),
+                           rate * filtered_probs(r, opt)}, -1);             // (n, V+1)
+      choice.index_put_({Slice(s, s + r.size(0))}, legacy_gumbel_argmax(q, gen));
+    }
+    sel = choice > 0;
+    tok = choice.index({sel}) - 1;
+  }
+  y.index_put_({b.index({sel}), l.index({sel})}, tok);
+  changed.index_put_({b.index({sel})}, torch::ones({tok.size(0)}, changed.options()));
+  return {y, changed};
+}
+
+at::Generator seeded_generator(torch::Device device, uint64_t seed) {
+  auto gen = at::globalContext().defaultGenerator(device).clone();
+  gen.set_current_seed(seed);
+  return gen;
+}
+
+SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions& opt, const SamplerNet& net) {
+  TORCH_CHECK(req.steps >= 1, "sample: steps must be ≥ 1, got ", req.steps);
+  torch::NoGradGuard no_grad;
+  const int64_t B = req.batch_size, L = req.length, V = opt.vocab_size;
+  auto dev = req.device;
+  auto gen = seeded_generator(dev, req.seed);
+  auto iopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  auto x = torch::full({B, L}, V, iopt);                                    // all [MASK]
+  torch::Tensor prompt, fixed;
+  if (req.prompt.defined()) {
+    TORCH_CHECK(req.prompt.dim() == 2 && req.prompt.size(0) == B && req.prompt.size(1) == L,
+                "sample: prompt must be (batch_size, length) = (", B, ", ", L, ")");
+    prompt = req.prompt.to(dev, torch::kLong);
+    TORCH_CHECK(prompt.lt(V).all().item<bool>(), "sample: prompt ids must be < vocab_size ", V);
+    fixed = prompt >= 0;
+  }
+  auto apply_prompt = [&] { if (fixed.defined()) x = torch::where(fixed, prompt, x); };
+
+  SampleOutput out;
+  torch::Tensor cache;                                                      // (B, L, V+1) RADD only
+  auto dirty = torch::ones({B}, iopt.dtype(torch::kBool));
+  auto logits_at = [&](double t) -> torch::Tensor {
+    if (opt.time_conditioned) {
+      out.network_calls++;
+      return net(x, torch::full({B}, t, iopt.dtype(torch::kFloat64)));
+    }
+    // Time-independent network: re-run only the sequences that changed since the last call.
+    auto rows = dirty.nonzero().squeeze(1);
+    if (rows.size(0) > 0) {
+      out.network_calls++;
+      auto fresh = net(x.index_select(0, rows), torch::full({rows.size(0)}, t, iopt.dtype(torch::kFloat64)));
+      if (!cache.defined()) cache = torch::empty({B, L, fresh.size(-1)}, fresh.options());
+      cache.index_copy_(0, rows, fresh);
+      dirty.zero_();
+    }
+    return cache;
+  };
+
+  DrawOptions dopt;
+  dopt.temperature = req.temperature;
+  dopt.top_p = req.top_p;
+  dopt.float64 = req.float64_sampling;
+  auto ts = torch::linspace(1.0, kSampleEps, req.steps + 1, torch::TensorOptions().dtype(torch::kFloat64));
+  auto ta = ts.accessor<double, 1>();
+  for (int64_t i = 0; i < req.steps; ++i) {
+    apply_prompt();
+    if (!(x == V).any().item<bool>()) break;
+    const double t = ta[i], s = ta[i + 1];
+    const bool last = i == req.steps - 1 && !opt.extra_denoise_step;
+    const double rate = last ? 1.0 : (t - s) / t;                           // (α_s − α_t)/(1 − α_t) = Δt/t
+    dopt.argmax = last && opt.final_argmax;
+    auto logits = logits_at(t);
+    torch::Tensor changed;
+    std::tie(x, changed) = unmask_step(x, logits, rate, dopt, gen);
+    dirty |= changed;
+  }
+  apply_prompt();
+  if (opt.extra_denoise_step && (x == V).any().item<bool>()) {
+    // SEDD Denoiser (§5.5): one more call at t = eps fills every remaining mask.
+    dopt.argmax = opt.final_argmax;
+    x = unmask_step(x, logits_at(kSampleEps), 1.0, dopt, gen).first;
+  }
+  out.tokens = x;
+  return out;
+}
+
+}  // namespace aobench::common

@@ -1,0 +1,67 @@
+// Implements: what SEDD and RADD share around the network (spec-sedd-radd §2.1, §3.4, §5):
+// the log-linear noise schedule, i.i.d./stratified time draws, the exact masking-chain NLL under a
+// given order, categorical draws (float64 inverse-CDF or legacy float32 Gumbel) and the masked sampler.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include <torch/torch.h>
+
+#include "harness/plugin_api.h"
+
+namespace aobench::common {
+
+inline constexpr double kNoiseEps = 1e-3;   // log-linear schedule: α_1 = 1e-3 (§2.1)
+inline constexpr double kSampleEps = 1e-5;  // sampler time grid ends at t = 1e-5 (§5)
+
+// Log-linear schedule (§2.1), elementwise on float64 t: σ(t) = −log(1 − (1−ε)t), σ'(t) = (1−ε)/(1 − (1−ε)t).
+torch::Tensor loglinear_sigma(const torch::Tensor& t, double eps = kNoiseEps);
+torch::Tensor loglinear_dsigma(const torch::Tensor& t, double eps = kNoiseEps);
+
+// (B) float64 u in [0, 1) on the CPU generator `gen`: i.i.d., or stratified u_i = (U_i + i)/B (§2.4).
+torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen);
+
+// Exact chain-rule NLL of an encoder MDM under orders σ (§3.4): for each (b, k) the input is tokens[b]
+// with positions σ(≥k) set to mask_id; all B·T such copies are run `chunk` rows per network call.
+// `net(x (N, T), n_masked (N) int64)` returns logits (N, T, V+1); log p is a log-softmax over the first
+// V columns (the mask logit is excluded). Returns nll (B, T) float64 in generation order, all scored.
+using ChainNet = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id,
+                           int64_t chunk, const ChainNet& net);
+
+// Token draws for rows of logits over the V real tokens (mask column already dropped): (N, V) → (N).
+struct DrawOptions {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  bool argmax = false;         // greedy (final_step = "argmax")
+  bool float64 = true;         // inverse-CDF in float64; false: legacy float32 Gumbel (§5.6)
+};
+// Temperature + top-p (HF: keep the smallest prefix reaching top_p, including the crossing token),
+// renormalised probabilities (N, V) in float64 (or float32 for the legacy path).
+torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt);
+torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen);
+
+// One Lemma-1 step on the masked positions of x (B, L) (mask id = V = logits.size(-1) − 1): each masked
+// position unmasks with probability `rate` and, if so, takes a token drawn from p_θ. float64 path: a
+// Bernoulli draw then a categorical. Legacy path: one float32 Gumbel draw over [stay, rate·p] as the
+// reference does. logits (B, L, V+1). Returns the new x and a (B) bool "row changed".
+std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits,
+                                                    double rate, const DrawOptions& opt, at::Generator& gen);
+
+// The masked-diffusion sampler (§5.4/§5.5): all-mask start, grid linspace(1, 1e-5, steps+1), unmask rate
+// Δt/t per step, prompts (≥ 0) fixed before every step.
+struct MaskedSamplerOptions {
+  int64_t vocab_size = 0;          // V; mask id = V
+  bool time_conditioned = true;    // SEDD: net needs σ(t), call every step; RADD: cache per sequence
+  bool extra_denoise_step = true;  // SEDD Denoiser: one more call at t = 1e-5 fills what is left;
+                                   // false (RADD): the last step uses rate 1
+  bool final_argmax = false;       // final fill by argmax instead of sampling
+};
+// net(x (N, L), t (N) float64) → logits (N, L, V+1).
+using SamplerNet = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions& opt, const SamplerNet& net);
+
+// A generator on `device` seeded with `seed` (clone of the device's default generator).
+at::Generator seeded_generator(torch::Device device, uint64_t seed);
+
+}  // namespace aobench::common

@@ -1,0 +1,187 @@
+// Implements: the RADD plugin (spec-sedd-radd §1.2 time-independent parameterisation, §2.4 λ-DCE / t-DCE
+// losses, §3 likelihood, §5.4 cached sampler). log p is a softmax over the V real tokens (mask excluded);
+// losses accumulate in float64; ELBO rows are the per-token terms of the training estimator.
+#include <cmath>
+#include <set>
+
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "plugins/common/ddit_backbone.h"
+#include "plugins/common/diffusion_common.h"
+
+extern "C" const char* aobench_plugin_default_json();
+
+namespace aobench {
+namespace {
+using common::kNoiseEps;
+
+// Model-mode guard: likelihoods and samples always run without dropout, the caller's mode is restored.
+struct EvalMode {
+  torch::nn::Module& m;
+  bool was_training;
+  explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
+  ~EvalMode() { m.train(was_training); }
+};
+
+class RaddPlugin : public ModelPlugin {
+ public:
+  PluginInfo info() const override {
+    return {"radd", "1", Paradigm::kMaskedDiffusionEncoder,
+            "RADD: time-independent DDiT encoder, lambda-DCE / t-DCE loss, cached sampler (Ou et al. 2024)"};
+  }
+
+  nlohmann::json default_config() const override { return nlohmann::json::parse(aobench_plugin_default_json()); }
+
+  void configure(const nlohmann::json& m) override {
+    auto keys = default_config()["flavours"]["debug"];
+    for (auto& [k, v] : m.items())
+      if (!keys.contains(k) && k != "plugin" && k != "flavour")
+        throw ConfigError("model." + k + ": unknown key for plugin radd",
+                          "known keys: see `doc` in plugins/radd/default.json");
+    auto get = [&](const std::string& k) -> const nlohmann::json& {
+      if (!m.contains(k)) throw ConfigError("model." + k + ": missing", "every flavour of radd defines it");
+      return m.at(k);
+    };
+    auto get_int = [&](const std::string& k, int64_t min) {
+      const auto& v = get(k);
+      if (!v.is_number_integer() || v.get<int64_t>() < min)
+        throw ConfigError("model." + k + " = " + v.dump() + ": must be an integer ≥ " + std::to_string(min),
+                          "fix the value in the experiment file or --set");
+      return v.get<int64_t>();
+    };
+    auto get_bool = [&](const std::string& k) {
+      const auto& v = get(k);
+      if (!v.is_boolean()) throw ConfigError("model." + k + " = " + v.dump() + ": must be true or false", "");
+      return v.get<bool>();
+    };
+    auto get_choice = [&](const std::string& k, std::set<std::string> ok) {
+      const auto& v = get(k);
+      if (!v.is_string() || !ok.count(v.get<std::string>()))
+        throw ConfigError("model." + k + " = " + v.dump() + ": not an allowed value",
+                          "use one of the values listed in the `doc` of plugins/radd/default.json");
+      return v.get<std::string>();
+    };
+    cfg_.n_layer = get_int("n_layer", 1);
+    cfg_.n_head = get_int("n_head", 1);
+    cfg_.n_embd = get_int("n_embd", 2);
+    cfg_.vocab_size = get_int("vocab_size", 2);
+    block_size_ = get_int("block_size", 1);
+    chain_chunk_ = get_int("chain_chunk", 1);
+    if (cfg_.n_embd % cfg_.n_head != 0 || (cfg_.n_embd / cfg_.n_head) % 2 != 0)
+      throw ConfigError("model.n_embd = " + std::to_string(cfg_.n_embd) + ", model.n_head = " +
+                            std::to_string(cfg_.n_head) + ": head dim must be an even integer",
+                        "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
+    const auto& d = get("dropout");
+    if (!d.is_number() || d.get<double>() < 0 || d.get<double>() >= 1)
+      throw ConfigError("model.dropout = " + d.dump() + ": must be in [0, 1)", "typical: 0.02 (RADD), 0.0 (debug)");
+    cfg_.dropout = d.get<double>();
+    lambda_dce_ = get_choice("loss", {"lambda_dce", "t_dce"}) == "lambda_dce";
+    stratified_ = get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
+    final_argmax_ = get_choice("final_step", {"sample", "argmax"}) == "argmax";
+    cfg_.ln_bias_init_ones = get_bool("ln_bias_init_ones");
+    tdce_extra_term_ = get_bool("tdce_extra_term");
+    cfg_.time_cond = false;
+    cfg_.ln_bias = true;
+  }
+
+  void build(torch::Device device) override {
+    net_ = common::DDiT(cfg_);
+    net_->to(device);
+  }
+
+  torch::nn::Module& module() override { return *net_; }
+
+  double flops_per_token(int64_t T) const override {
+    // 6N + 12·L·H·T with N = every parameter but the input embedding (a lookup).
+    int64_t n = 0;
+    for (auto& p : net_->parameters()) n += p.numel();
+    n -= net_->vocab_embed.numel();
+    return 6.0 * double(n) + 12.0 * double(cfg_.n_layer * cfg_.n_embd * T);
+  }
+
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  int64_t block_size() const override { return block_size_; }
+
+  LossOutput loss(const TrainBatch& batch, at::Generator& gen) override {
+    const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+    auto [contrib, mask_rate] = dce(batch.tokens, common::draw_uniform(B, stratified_, gen), gen);
+    LossOutput out;
+    out.loss = (contrib.sum() / double(B * T)).to(torch::kFloat32);       // float64 sum, mean per token
+    out.metrics["mask_rate"] = mask_rate;
+    return out;
+  }
+
+  NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
+    EvalMode em(*net_);
+    torch::NoGradGuard ng;
+    return common::masked_chain_nll(tokens, order, cfg_.vocab_size, chain_chunk_,
+                                    [&](const torch::Tensor& x, const torch::Tensor&) { return net_->forward(x); });
+  }
+
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
+    TORCH_CHECK(mc_steps >= 1, "elbo: mc_steps must be ≥ 1, got ", mc_steps);
+    EvalMode em(*net_);
+    torch::NoGradGuard ng;
+    const int64_t B = tokens.size(0);
+    auto acc = torch::zeros(tokens.sizes(), tokens.options().dtype(torch::kFloat64));
+    for (int64_t i = 0; i < mc_steps; ++i) acc += dce(tokens, common::draw_uniform(B, stratified_, gen), gen).first;
+    NllOutput out;
+    out.nll = acc / double(mc_steps);
+    out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));
+    out.is_bound = true;
+    return out;
+  }
+
+  SampleOutput sample(const SampleRequest& req) override {
+    EvalMode em(*net_);
+    common::MaskedSamplerOptions opt;
+    opt.vocab_size = cfg_.vocab_size;
+    opt.time_conditioned = false;
+    opt.extra_denoise_step = false;
+    opt.final_argmax = final_argmax_;
+    return common::sample_masked(req, opt,
+                                 [&](const torch::Tensor& x, const torch::Tensor&) { return net_->forward(x); });
+  }
+
+ private:
+  // One draw of the training estimator (§2.4), per-token float64 terms (B, T):
+  //   λ-DCE: mask w.p. λ = u, term −log p / λ;   t-DCE: t = (1−ε)u + ε, mask w.p. (1−ε)t, term −log p / t
+  //   (σ'(t)/(e^σ−1) = 1/t), plus (1/t)·log(e^σ−1) when tdce_extra_term. Unmasked positions give 0.
+  std::pair<torch::Tensor, double> dce(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    auto dev = tokens.device();
+    torch::Tensor p_mask, weight, extra;                                    // (B) float64, CPU
+    if (lambda_dce_) {
+      p_mask = u;
+      weight = 1 / u;                                                       // λ is not clipped (reference)
+    } else {
+      auto t = (1 - kNoiseEps) * u + kNoiseEps;
+      auto sigma = common::loglinear_sigma(t);
+      p_mask = 1 - torch::exp(-sigma);
+      weight = 1 / t;
+      if (tdce_extra_term_) extra = torch::log(torch::expm1(sigma)) / t;
+    }
+    auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) < p_mask.unsqueeze(1))
+                      .to(dev);                                             // (B, T)
+    auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
+    auto logits = net_->forward(x);                                         // (B, T, V+1)
+    auto idx = masked.nonzero();
+    auto b = idx.select(1, 0), l = idx.select(1, 1);
+    auto rows = logits.index({b, l}).narrow(-1, 0, cfg_.vocab_size).to(torch::kFloat32);  // (n, V)
+    auto nll = -torch::log_softmax(rows, -1).gather(1, tokens.index({b, l}).unsqueeze(1)).squeeze(1);
+    auto term = nll.to(torch::kFloat64) * weight.to(dev).index({b});        // weights only where masked
+    if (extra.defined()) term = term + extra.to(dev).index({b});
+    auto contrib = torch::zeros({B, T}, term.options()).index_put({b, l}, term);
+    return {contrib, masked.to(torch::kFloat64).mean().item<double>()};
+  }
+
+  common::DDiTConfig cfg_;
+  common::DDiT net_{nullptr};
+  int64_t block_size_ = 0, chain_chunk_ = 16;
+  bool lambda_dce_ = true, stratified_ = false, final_argmax_ = false, tdce_extra_term_ = false;
+};
+
+}  // namespace
+}  // namespace aobench
+
+AOBENCH_PLUGIN(aobench::RaddPlugin)

@@ -1,0 +1,196 @@
+// Implements: the SEDD-absorb plugin (spec-sedd-radd §1.1 DDiT backbone, §1.2 "score" output, §2.3 DWDSE
+// loss, §3 likelihood, §5 samplers). The network is conditioned on σ(t) of the log-linear schedule.
+// Loss and ELBO are computed in fp32 from the (possibly bf16) logits; ELBO rows are per-token DWDSE terms.
+#include <cmath>
+#include <set>
+
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "plugins/common/ddit_backbone.h"
+#include "plugins/common/diffusion_common.h"
+
+extern "C" const char* aobench_plugin_default_json();
+
+namespace aobench {
+namespace {
+using common::kNoiseEps;
+
+// Model-mode guard: likelihoods and samples always run without dropout, the caller's mode is restored.
+struct EvalMode {
+  torch::nn::Module& m;
+  bool was_training;
+  explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
+  ~EvalMode() { m.train(was_training); }
+};
+
+// DWDSE score entropy of masked rows (§2.3), fp32. logits (n, V+1), target (n), sigma (n) → (n).
+// log s_y = z_y − log(e^σ−1) − log V over the V real tokens; r = 1/(e^σ−1);
+// SE = Σ_y s_y − r·log s_a + r(log r − 1) ≥ 0, zero iff s = r·onehot(a).
+torch::Tensor score_entropy(const torch::Tensor& logits, const torch::Tensor& target, const torch::Tensor& sigma) {
+  const int64_t V = logits.size(-1) - 1;
+  auto z = logits.narrow(-1, 0, V).to(torch::kFloat32);                     // (n, V)
+  auto sig = sigma.to(torch::kFloat32);
+  auto em1 = torch::expm1(sig);                                              // e^σ − 1, accurate for small σ
+  auto offset = torch::log(em1) + std::log(double(V));                       // log(e^σ−1) + log V
+  auto r = 1 / em1;
+  auto pos = torch::exp(torch::logsumexp(z, -1) - offset);                  // Σ_y s_y
+  auto neg = r * (z.gather(1, target.unsqueeze(1)).squeeze(1) - offset);    // r·log s_a
+  return pos - neg + r * (-torch::log(em1) - 1);                             // + r(log r − 1)
+}
+
+class SeddPlugin : public ModelPlugin {
+ public:
+  PluginInfo info() const override {
+    return {"sedd", "1", Paradigm::kMaskedDiffusionEncoder,
+            "SEDD-absorb: DDiT encoder on sigma(t), score entropy loss (Lou et al. 2024)"};
+  }
+
+  nlohmann::json default_config() const override { return nlohmann::json::parse(aobench_plugin_default_json()); }
+
+  void configure(const nlohmann::json& m) override {
+    auto keys = default_config()["flavours"]["debug"];
+    for (auto& [k, v] : m.items())
+      if (!keys.contains(k) && k != "plugin" && k != "flavour")
+        throw ConfigError("model." + k + ": unknown key for plugin sedd",
+                          "known keys: see `doc` in plugins/sedd/default.json");
+    auto get = [&](const std::string& k) -> const nlohmann::json& {
+      if (!m.contains(k)) throw ConfigError("model." + k + ": missing", "every flavour of sedd defines it");
+      return m.at(k);
+    };
+    auto get_int = [&](const std::string& k, int64_t min) {
+      const auto& v = get(k);
+      if (!v.is_number_integer() || v.get<int64_t>() < min)
+        throw ConfigError("model." + k + " = " + v.dump() + ": must be an integer ≥ " + std::to_string(min),
+                          "fix the value in the experiment file or --set");
+      return v.get<int64_t>();
+    };
+    auto get_choice = [&](const std::string& k, std::set<std::string> ok) {
+      const auto& v = get(k);
+      if (!v.is_string() || !ok.count(v.get<std::string>()))
+        throw ConfigError("model." + k + " = " + v.dump() + ": not an allowed value",
+                          "use one of the values listed in the `doc` of plugins/sedd/default.json");
+      return v.get<std::string>();
+    };
+    cfg_.n_layer = get_int("n_layer", 1);
+    cfg_.n_head = get_int("n_head", 1);
+    cfg_.n_embd = get_int("n_embd", 2);
+    cfg_.vocab_size = get_int("vocab_size", 2);
+    cfg_.cond_dim = get_int("cond_dim", 1);
+    block_size_ = get_int("block_size", 1);
+    chain_chunk_ = get_int("chain_chunk", 1);
+    if (cfg_.n_embd % cfg_.n_head != 0 || (cfg_.n_embd / cfg_.n_head) % 2 != 0)
+      throw ConfigError("model.n_embd = " + std::to_string(cfg_.n_embd) + ", model.n_head = " +
+                            std::to_string(cfg_.n_head) + ": head dim must be an even integer",
+                        "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
+    const auto& d = get("dropout");
+    if (!d.is_number() || d.get<double>() < 0 || d.get<double>() >= 1)
+      throw ConfigError("model.dropout = " + d.dump() + ": must be in [0, 1)", "typical: 0.1 (SEDD), 0.0 (debug)");
+    cfg_.dropout = d.get<double>();
+    stratified_ = get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
+    final_argmax_ = get_choice("final_step", {"sample", "argmax"}) == "argmax";
+    cfg_.time_cond = true;
+    cfg_.ln_bias = false;
+  }
+
+  void build(torch::Device device) override {
+    net_ = common::DDiT(cfg_);
+    net_->to(device);
+    device_ = device;
+  }
+
+  torch::nn::Module& module() override { return *net_; }
+
+  double flops_per_token(int64_t T) const override {
+    // 6N + 12·L·H·T with N the per-token parameters: everything but the input embedding (a lookup)
+    // and the σ-MLP/adaLN layers (run once per sequence).
+    int64_t n = 0;
+    for (auto& p : net_->parameters()) n += p.numel();
+    n -= net_->vocab_embed.numel() + net_->per_sequence_params();
+    return 6.0 * double(n) + 12.0 * double(cfg_.n_layer * cfg_.n_embd * T);
+  }
+
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  int64_t block_size() const override { return block_size_; }
+
+  LossOutput loss(const TrainBatch& batch, at::Generator& gen) override {
+    const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+    auto u = common::draw_uniform(B, stratified_, gen);
+    auto [contrib, mask_rate] = dwdse(batch.tokens, u, gen);                 // (B, T) fp32
+    LossOutput out;
+    out.loss = contrib.sum() / double(B * T);                               // per-sequence sum / T, batch mean
+    out.metrics["mask_rate"] = mask_rate;
+    return out;
+  }
+
+  NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
+    EvalMode em(*net_);
+    torch::NoGradGuard ng;
+    const int64_t T = tokens.size(1);
+    // With k of T tokens masked the network is conditioned on σ(t) at t = (masked fraction); the
+    // SEDD output normalised over the V real tokens is softmax(z[:V]) since its σ offset cancels.
+    return common::masked_chain_nll(tokens, order, cfg_.vocab_size, chain_chunk_,
+                                    [&](const torch::Tensor& x, const torch::Tensor& n_masked) {
+                                      auto t = n_masked.to(torch::kFloat64) / double(T);
+                                      return net_->forward(x, common::loglinear_sigma(t).to(torch::kFloat32));
+                                    });
+  }
+
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
+    TORCH_CHECK(mc_steps >= 1, "elbo: mc_steps must be ≥ 1, got ", mc_steps);
+    EvalMode em(*net_);
+    torch::NoGradGuard ng;
+    const int64_t B = tokens.size(0);
+    auto acc = torch::zeros(tokens.sizes(), tokens.options().dtype(torch::kFloat64));
+    for (int64_t i = 0; i < mc_steps; ++i)
+      acc += dwdse(tokens, common::draw_uniform(B, stratified_, gen), gen).first.to(torch::kFloat64);
+    NllOutput out;
+    out.nll = acc / double(mc_steps);
+    out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));
+    out.is_bound = true;
+    return out;
+  }
+
+  SampleOutput sample(const SampleRequest& req) override {
+    EvalMode em(*net_);
+    common::MaskedSamplerOptions opt;
+    opt.vocab_size = cfg_.vocab_size;
+    opt.time_conditioned = true;
+    opt.extra_denoise_step = true;
+    opt.final_argmax = final_argmax_;
+    return common::sample_masked(req, opt, [&](const torch::Tensor& x, const torch::Tensor& t) {
+      return net_->forward(x, common::loglinear_sigma(t).to(torch::kFloat32));
+    });
+  }
+
+ private:
+  // One DWDSE draw: t = (1−ε)u + ε per sequence, mask each token w.p. (1−ε)t, per-token terms
+  // σ'(t)·SE_i at masked positions and 0 elsewhere. Returns (B, T) fp32 and the realised mask rate.
+  std::pair<torch::Tensor, double> dwdse(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
+    const int64_t B = tokens.size(0), T = tokens.size(1);
+    auto dev = tokens.device();
+    auto t = (1 - kNoiseEps) * u + kNoiseEps;                               // (B) float64, CPU
+    auto sigma = common::loglinear_sigma(t), dsigma = common::loglinear_dsigma(t);
+    auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) <
+                   (1 - torch::exp(-sigma)).unsqueeze(1)).to(dev);          // (B, T)
+    auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
+    auto sigma_d = sigma.to(dev, torch::kFloat32), dsigma_d = dsigma.to(dev, torch::kFloat32);
+    auto logits = net_->forward(x, sigma_d);                                // (B, T, V+1)
+    auto idx = masked.nonzero();                                            // (n, 2)
+    auto b = idx.select(1, 0), l = idx.select(1, 1);
+    auto se = score_entropy(logits.index({b, l}), tokens.index({b, l}), sigma_d.index({b}));  // (n)
+    auto contrib = torch::zeros({B, T}, logits.options().dtype(torch::kFloat32))
+                       .index_put({b, l}, dsigma_d.index({b}) * se);
+    return {contrib, masked.to(torch::kFloat64).mean().item<double>()};
+  }
+
+  common::DDiTConfig cfg_;
+  common::DDiT net_{nullptr};
+  int64_t block_size_ = 0, chain_chunk_ = 16;
+  bool stratified_ = false, final_argmax_ = false;
+  torch::Device device_ = torch::kCPU;
+};
+
+}  // namespace
+}  // namespace aobench
+
+AOBENCH_PLUGIN(aobench::SeddPlugin)
