@@ -1,0 +1,174 @@
+// Implements: `aobench eval` (DESIGN.md §4–5): held-out likelihood of a trained run on packed token files
+// (metrics/likelihood.h), printed as a table and merged into RUN_DIR/results.json (reports/results.h).
+// Evaluation uses EMA weights when the checkpoint has them. Only eval.* keys may be --set: the model and
+// data a run was trained with are fixed by its checkpoint.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <iomanip>
+#include <iostream>
+
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/device.h"
+#include "harness/env_info.h"
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "metrics/likelihood.h"
+#include "reports/results.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kUsage =
+    "aobench eval --run RUN_DIR [--checkpoint DIR] --data NAME=PATH.bin [--data ...] "
+    "[--set eval.mode=random --set eval.orders=4 ...] [--out results.json] [--throughput]";
+
+// "_k4" / "_m16_p256" / "_elbo" so modes evaluated on one dataset do not overwrite each other.
+std::string metric_suffix(const LikelihoodResult& r) {
+  if (r.mode == "random") return "_k" + std::to_string(r.orders);
+  if (r.mode == "ensemble")
+    return "_m" + std::to_string(r.ensemble_size) + (r.positions > 0 ? "_p" + std::to_string(r.positions) : "");
+  if (r.mode == "elbo") return "_elbo";
+  return "";
+}
+
+void add_metrics(const LikelihoodResult& r, RunResults& run) {
+  const std::string prefix = r.dataset + "/";
+  const std::string suf = metric_suffix(r);
+  MetricValue nll{r.nll, r.stderr_, r.sequences, r.is_bound, false, r.protocol};
+  run.metrics[prefix + "nll" + suf] = nll;
+  // Delta method: se(exp(x)) ≈ exp(x) · se(x); bits/byte is a fixed multiple of the NLL.
+  MetricValue ppl{r.ppl, r.ppl * r.stderr_, r.sequences, r.is_bound, false, r.protocol};
+  run.metrics[prefix + "ppl" + suf] = ppl;
+  if (std::isfinite(r.bits_per_byte)) {
+    MetricValue bpb{r.bits_per_byte, r.nll > 0 ? r.bits_per_byte / r.nll * r.stderr_ : 0.0, r.sequences,
+                    r.is_bound, false,
+                    r.protocol + (r.bpb_estimate ? "; bytes pro-rated to the scored tokens (estimate)" : "")};
+    run.metrics[prefix + "bpb" + suf] = bpb;
+  }
+  MetricValue tps{r.tok_per_s, std::nullopt, 0, false, true,
+                  r.protocol + "; wall " + std::to_string(r.wall_s) + " s"};
+  run.metrics[prefix + "eval_tok_s" + suf] = tps;
+}
+
+void print_table(const std::vector<LikelihoodResult>& rows) {
+  std::cout << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right
+            << std::setw(10) << "nll" << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb"
+            << std::setw(6) << "n" << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11)
+            << "tok/s" << "\n";
+  for (const auto& r : rows) {
+    std::ostringstream windows;
+    windows << r.windows_used << "/" << r.windows_total;
+    std::cout << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r))
+              << std::right << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9)
+              << r.stderr_ << std::setprecision(2) << std::setw(11) << r.ppl
+              << std::setprecision(3) << std::setw(8) << r.bits_per_byte << std::setw(6) << r.sequences
+              << std::setw(10) << r.tokens << std::setw(10) << windows.str() << std::setprecision(0)
+              << std::setw(11) << r.tok_per_s << "\n"
+              << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
+    std::cout.unsetf(std::ios::fixed);
+  }
+}
+
+int cmd_eval(const std::vector<std::string>& args) {
+  po::options_description desc("eval options");
+  desc.add_options()
+      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
+      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
+      ("data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")
+      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")
+      ("throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  const std::string run_dir = vm["run"].as<std::string>();
+  std::vector<std::pair<std::string, std::string>> datasets;
+  if (vm.count("data"))
+    for (const auto& d : vm["data"].as<std::vector<std::string>>()) {
+      const auto eq = d.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == d.size() || d.substr(0, eq).find('/') != std::string::npos)
+        throw ConfigError("--data '" + d + "' is not NAME=PATH.bin", "example: --data wikitext2=data/wt2.bin "
+                          "(NAME without '/')");
+      datasets.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+    }
+  if (datasets.empty()) throw ConfigError("aobench eval needs at least one --data NAME=PATH.bin", kUsage);
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  for (const auto& s : sets)
+    if (s.rfind("eval.", 0) != 0)
+      throw ConfigError("--set '" + s + "': aobench eval only takes eval.* overrides",
+                        "the model and training keys come from the run's checkpoint");
+
+  // The device comes from the run's config (train.device), read before building the model.
+  const std::string ckpt = vm.count("checkpoint") ? vm["checkpoint"].as<std::string>() : run_dir;
+  nlohmann::json saved = fs::exists(fs::path(run_dir) / "config.resolved.json")
+                             ? load_json_file((fs::path(run_dir) / "config.resolved.json").string())
+                             : base_config();
+  const torch::Device device = select_device(get_string(saved, "train.device"));
+  LoadedModel loaded = load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
+  nlohmann::json config = loaded.config;
+  for (const auto& s : sets) apply_set(config, s);
+  const EvalOptions options = EvalOptions::from_config(config, device);
+  ModelPlugin& model = *loaded.model;
+  std::cout << "eval: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "")
+            << " on " << device.str() << ", mode " << options.mode << "\n";
+
+  if (vm["throughput"].as<bool>()) {
+    TokenFile file(datasets[0].second);
+    const double tps = l2r_throughput(model, file, options, device, /*warmup=*/3, /*iters=*/10);
+    std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps << " tok/s (L2R log_prob forward, B="
+              << options.batch_size << ", T=" << model.block_size() << ", " << device.str()
+              << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
+    return 0;
+  }
+
+  const std::string run_name = fs::path(run_dir).lexically_normal().filename().string().empty()
+                                   ? fs::path(run_dir).lexically_normal().parent_path().filename().string()
+                                   : fs::path(run_dir).lexically_normal().filename().string();
+  RunResults run;
+  run.plugin = get_string(config, "model.plugin");
+  run.flavour = get_string(config, "model.flavour");
+  run.paradigm = to_string(model.info().paradigm);
+  for (const auto& p : model.module().parameters()) run.params += p.numel();
+  run.steps = loaded.step;
+  run.tokens = loaded.step * get_int(config, "train.batch_size") *
+               get_int(config, "train.gradient_accumulation_steps") * model.block_size();
+  run.config = config;
+
+  std::vector<LikelihoodResult> all;
+  for (const auto& [name, path] : datasets) {
+    TokenFile file(path);
+    if (file.header().vocab_size > model.vocab_size())
+      throw DataError("'" + path + "' was tokenized with vocab " + std::to_string(file.header().vocab_size) +
+                          " but the model has vocab " + std::to_string(model.vocab_size()),
+                      "prepare the dataset with the tokenizer the run was trained with (data.tokenizer)");
+    for (auto& r : evaluate_likelihood(model, file, read_dataset_info(name, path), options, device)) {
+      add_metrics(r, run);
+      all.push_back(r);
+    }
+  }
+  print_table(all);
+
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : (fs::path(run_dir) / "results.json").string();
+  Results results;
+  if (fs::exists(out)) results = Results::load(out);
+  Results mine;
+  mine.context = env_info(device.str(), options.autocast_bf16 ? "bfloat16 autocast" : "float32");
+  mine.runs[run_name] = run;
+  results.merge(mine);
+  results.save(out);
+  std::cout << "results: " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("eval", kUsage, "held-out likelihood (l2r / random orders / ensemble / ELBO) of a run", cmd_eval);
+
+}  // namespace aobench

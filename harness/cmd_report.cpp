@@ -1,0 +1,35 @@
+// Implements: `aobench report DIR` (DESIGN.md §4, style.md §10 lesson 14): collects a run directory or
+// an experiment directory (every subdirectory that is a run) into one results schema and renders it to
+// DIR/report/{results.json, summary.md, results.csv, results.tex, loss_{val,train}.{png,svg}, index.html}.
+#include <filesystem>
+#include <iostream>
+
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "reports/results.h"
+
+namespace aobench {
+namespace {
+
+const char* kUsage = "aobench report DIR   (a run directory or an experiment directory of runs)";
+
+int cmd_report(const std::vector<std::string>& args) {
+  po::options_description desc("report options");
+  desc.add_options()("dir", po::value<std::string>()->required(), "run or experiment directory");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  const std::string dir = vm["dir"].as<std::string>();
+  Results results = collect_results(dir);
+  const std::string out = (std::filesystem::path(dir) / "report").string();
+  write_report(results, out);
+  std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("report", kUsage, "tables (MD/LaTeX/CSV/JSON), loss plots and index.html for runs", cmd_report);
+
+}  // namespace aobench

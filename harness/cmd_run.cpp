@@ -1,0 +1,195 @@
+// Implements: `aobench run EXPERIMENT.json [--set k=v]... [--force]` — the experiment runner (DESIGN.md §4):
+// prepare datasets → train every job → evaluate each on the experiment's datasets in each eval mode →
+// report. Work is idempotent: <out_dir>/<job>/DONE.json records finished training and evals, so a re-run
+// skips them (--force redoes everything), and a killed run resumes its training job from the latest
+// checkpoint. The experiment file format is documented in configs/quickstart.json ("comment").
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/errors.h"
+#include "harness/safetensors.h"
+#include "harness/trainer.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* kUsage = "aobench run EXPERIMENT.json [--set key.path=value]... [--force]";
+
+// Another subcommand of this binary, by name: the runner reuses `prepare`, `eval` and `report` exactly
+// as a user would call them, so there is one code path per step.
+int call_command(const std::string& name, const std::vector<std::string>& args) {
+  for (const auto& c : command_table())
+    if (c.name == name) {
+      std::cout << "run: aobench " << name;
+      for (const auto& a : args) std::cout << " " << a;
+      std::cout << "\n";
+      return c.run(args);
+    }
+  throw ConfigError("the experiment needs `aobench " + name + "`, which this build does not have",
+                    "rebuild aobench (scripts/setup.sh)");
+}
+
+const json& section(const json& exp, const char* key, json::value_t type, const std::string& origin) {
+  static const json empty_object = json::object(), empty_array = json::array();
+  if (!exp.contains(key)) return type == json::value_t::array ? empty_array : empty_object;
+  const json& v = exp[key];
+  if (v.type() != type)
+    throw ConfigError(origin + ": '" + key + "' must be " +
+                      (type == json::value_t::array ? "a list" : "an object") + ", got " + v.dump());
+  return v;
+}
+
+std::string str_field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+    throw ConfigError(where + " needs a non-empty string \"" + key + "\"", "see the comment in configs/quickstart.json");
+  return j[key].get<std::string>();
+}
+
+// DONE.json: {"train": true, "evals": ["<mode patch JSON>", ...]}.
+json read_done(const fs::path& job_dir) {
+  const fs::path p = job_dir / "DONE.json";
+  if (!fs::exists(p)) return {{"train", false}, {"evals", json::array()}};
+  return load_json_file(p.string());
+}
+void write_done(const fs::path& job_dir, const json& done) {
+  write_file_atomic((job_dir / "DONE.json").string(), done.dump(2) + "\n");
+}
+
+void run_prepare(const json& entry, size_t i, const std::string& origin, bool force) {
+  const std::string where = origin + ": prepare[" + std::to_string(i) + "]";
+  if (!entry.is_object()) throw ConfigError(where + " must be an object");
+  const std::string name = str_field(entry, "name", where);
+  const std::string output = str_field(entry, "output", where);
+  const bool have_val = !entry.contains("val_output") || fs::exists(entry["val_output"].get<std::string>());
+  if (!force && fs::exists(output) && have_val) {
+    std::cout << "run: dataset " << name << " already prepared (" << output << ")\n";
+    return;
+  }
+  // Every key but "name" is an `aobench prepare` option ("val_output" → --val-output); a list repeats it.
+  std::vector<std::string> args;
+  for (auto it = entry.begin(); it != entry.end(); ++it) {
+    if (it.key() == "name") continue;
+    std::string flag = "--" + it.key();
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const json values = it.value().is_array() ? it.value() : json::array({it.value()});
+    for (const auto& v : values) args.insert(args.end(), {flag, v.is_string() ? v.get<std::string>() : v.dump()});
+  }
+  for (const char* key : {"output", "val_output"})
+    if (entry.contains(key) && entry[key].is_string()) {
+      const fs::path parent = fs::path(entry[key].get<std::string>()).parent_path();
+      if (!parent.empty()) fs::create_directories(parent);
+    }
+  if (int rc = call_command("prepare", args); rc != 0)
+    throw DataError(where + " (" + name + "): aobench prepare exited with " + std::to_string(rc));
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description desc("run options");
+  desc.add_options()
+      ("experiment", po::value<std::string>()->required(), "experiment JSON file")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")
+      ("force", po::bool_switch(), "redo prepared data, training and evals even when finished");
+  po::positional_options_description pos;
+  pos.add("experiment", 1);
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  const std::string origin = vm["experiment"].as<std::string>();
+  const bool force = vm["force"].as<bool>();
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+
+  const json exp = load_json_file(origin);
+  if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
+  for (auto it = exp.begin(); it != exp.end(); ++it)
+    if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval"}
+             .count(it.key()))
+      throw ConfigError(origin + ": unknown key '" + it.key() + "'",
+                        "valid keys: description, comment, expected, out_dir, prepare, common, jobs, eval");
+  const fs::path out_dir = str_field(exp, "out_dir", origin);
+  const json& prepare = section(exp, "prepare", json::value_t::array, origin);
+  const json& common = section(exp, "common", json::value_t::object, origin);
+  const json& jobs = section(exp, "jobs", json::value_t::array, origin);
+  const json& eval = section(exp, "eval", json::value_t::object, origin);
+  if (jobs.empty()) throw ConfigError(origin + ": 'jobs' is empty", "add {\"name\": ..., \"config\": {...}}");
+  const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
+  const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
+  for (const auto& mode : modes)
+    if (!mode.is_object())
+      throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + mode.dump(),
+                        "example: {\"mode\": \"random\", \"orders\": 4}");
+  for (auto d = datasets.begin(); d != datasets.end(); ++d)
+    if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
+  if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
+
+  for (size_t i = 0; i < prepare.size(); ++i) run_prepare(prepare[i], i, origin, force);
+
+  // Resolve every job before training any, so a typo in the last job fails in seconds.
+  std::vector<std::pair<std::string, json>> resolved;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string where = origin + ": jobs[" + std::to_string(i) + "]";
+    const std::string name = str_field(jobs[i], "name", where);
+    if (name.find('/') != std::string::npos || name == "." || name == "..")
+      throw ConfigError(where + ": job name '" + name + "' must be a plain directory name");
+    json patch = common;
+    if (jobs[i].contains("config")) patch.merge_patch(jobs[i]["config"]);
+    patch["train"]["out_dir"] = (out_dir / name).string();
+    if (exp.contains("description")) patch["description"] = exp["description"];
+    resolved.emplace_back(name, resolve_config(patch, sets, where));
+  }
+
+  for (const auto& [name, config] : resolved) {
+    const fs::path job_dir = out_dir / name;
+    if (force && fs::exists(job_dir)) {
+      std::cout << "run: --force: removing " << job_dir.string() << "\n";
+      fs::remove_all(job_dir);
+    }
+    json done = read_done(job_dir);
+    if (done.value("train", false)) {
+      std::cout << "run: job " << name << ": training finished earlier, skipped\n";
+    } else {
+      const bool resume = latest_checkpoint(job_dir.string()).has_value();
+      std::cout << "run: job " << name << (resume ? ": resuming training" : ": training") << "\n";
+      const TrainSummary summary = run_training(config, resume);
+      if (summary.interrupted) {
+        std::cout << "run: interrupted; re-run the same command to resume job " << name << "\n";
+        return summary.signal ? 128 + summary.signal : 130;
+      }
+      done["train"] = true;
+      write_done(job_dir, done);
+    }
+    for (const auto& mode : modes) {
+      const std::string key = mode.dump();
+      if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
+        std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
+        continue;
+      }
+      std::vector<std::string> eval_args = {"--run", job_dir.string()};
+      for (auto d = datasets.begin(); d != datasets.end(); ++d)
+        eval_args.insert(eval_args.end(), {"--data", d.key() + "=" + d.value().get<std::string>()});
+      for (auto m = mode.begin(); m != mode.end(); ++m)
+        eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});
+      if (int rc = call_command("eval", eval_args); rc != 0) return rc;
+      done["evals"].push_back(key);
+      write_done(job_dir, done);
+    }
+  }
+  const int rc = call_command("report", {out_dir.string()});
+  std::cout << "run: report at " << (out_dir / "report" / "index.html").string() << "\n";
+  return rc;
+}
+
+AOBENCH_COMMAND("run", kUsage, "every job of an experiment: prepare, train, eval, report; skips finished work",
+                cmd_run);
+
+}  // namespace aobench

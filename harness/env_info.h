@@ -1,0 +1,18 @@
+// Implements: the context block stamped on every results file (style.md §10 lesson 13; google/benchmark
+// "context", lm-eval git_hash/pretty_env_info): git commit, dirty flag, host, device, torch/CUDA
+// versions, dtype, date (UTC, ISO 8601) and the aobench version.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace aobench {
+
+// `device` is "cpu" / "cuda" / "cuda:1"; `dtype` the training/eval dtype in words ("bfloat16 autocast").
+// The git fields come from `git -C AOBENCH_SOURCE_DIR`; "unknown" when git or the checkout is absent.
+nlohmann::json env_info(const std::string& device = "cpu", const std::string& dtype = "float32");
+
+// UTC now as "2026-01-31T12:00:00Z".
+std::string utc_timestamp();
+
+}  // namespace aobench

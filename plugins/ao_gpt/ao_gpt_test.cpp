@@ -1,0 +1,224 @@
+// Implements: AO-GPT plugin tests beyond the conformance suite (spec-ao-gpt §1.1, §4.2): the identity-order
+// loss equals the exact L2R chain, causality, chain_log_probs matches log_prob, every injection variant,
+// init facts (adaLN not zero, truncation), padded ids never sampled, and the KV-cache sampler equals a
+// full-recomputation sampler with one token per step.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "plugins/common/any_order.h"
+
+extern "C" aobench::ModelPlugin* aobench_create_plugin();
+
+namespace aobench {
+namespace {
+
+std::unique_ptr<ModelPlugin> make(nlohmann::json overrides = nlohmann::json::object()) {
+  std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
+  auto cfg = m->default_config()["flavours"]["debug"];
+  cfg.update(overrides);
+  m->configure(cfg);
+  torch::manual_seed(0);
+  m->build(torch::kCPU);
+  return m;
+}
+
+torch::Tensor identity(int64_t B, int64_t T) {
+  return torch::arange(T, torch::kLong).unsqueeze(0).expand({B, T}).contiguous();
+}
+
+TEST(AoGpt, IdentityLossEqualsL2RChain) {
+  auto m = make();
+  m->module().eval();
+  auto g = at::make_generator<at::CPUGeneratorImpl>(1);
+  auto tokens = torch::randint(257, {3, 32}, g, torch::kLong);
+  TrainBatch b{tokens, identity(3, 32)};
+  const double loss = m->loss(b, g).loss.item<double>();
+  auto lp = m->log_prob(tokens, identity(3, 32), g);
+  EXPECT_TRUE(lp.scored.all().item<bool>());  // the first token is predicted from [None]
+  EXPECT_NEAR(loss, lp.nll.mean().item<double>(), 1e-5);
+  // Causality: the first 10 L2R terms do not depend on later tokens.
+  auto prefix = m->log_prob(tokens.narrow(1, 0, 10), identity(3, 10), g).nll;
+  EXPECT_TRUE(torch::allclose(prefix, lp.nll.narrow(1, 0, 10), 1e-5, 1e-5));
+  auto changed = tokens.clone();
+  changed.narrow(1, 20, 12).fill_(7);
+  auto lp2 = m->log_prob(changed, identity(3, 32), g).nll;
+  EXPECT_TRUE(torch::allclose(lp2.narrow(1, 0, 20), lp.nll.narrow(1, 0, 20), 1e-5, 1e-5));
+  // Initial loss is near ln(V) (adaLN gates start near 0, head init small).
+  EXPECT_NEAR(loss, std::log(257.0), 0.3);
+}
+
+TEST(AoGpt, ChainLogProbsMatchesLogProbUnderRandomOrders) {
+  auto m = make();
+  m->module().eval();
+  auto g = at::make_generator<at::CPUGeneratorImpl>(2);
+  auto tokens = torch::randint(257, {2, 20}, g, torch::kLong);
+  auto order = torch::rand({2, 20}, g, torch::kFloat64).argsort(int64_t{1});
+  auto xs = tokens.gather(1, order);
+  auto lp = m->chain_log_probs(xs, order, order);  // (2, 20, 257)
+  ASSERT_EQ(lp.sizes(), (std::vector<int64_t>{2, 20, 257}));
+  EXPECT_TRUE(torch::allclose(lp.exp().sum(-1), torch::ones({2, 20}), 1e-5, 1e-5));
+  auto from_chain = -lp.gather(2, xs.unsqueeze(-1)).squeeze(-1).to(torch::kFloat64);
+  EXPECT_TRUE(torch::allclose(from_chain, m->log_prob(tokens, order, g).nll, 1e-5, 1e-5));
+  // Loss under this order = mean of the chain.
+  TrainBatch b{tokens, order};
+  EXPECT_NEAR(m->loss(b, g).loss.item<double>(), from_chain.mean().item<double>(), 1e-5);
+  // The order matters: a different σ gives different per-token terms.
+  auto other = torch::rand({2, 20}, g, torch::kFloat64).argsort(int64_t{1});
+  EXPECT_FALSE(torch::allclose(m->log_prob(tokens, other, g).nll.sum(1), from_chain.sum(1), 1e-6, 1e-6));
+}
+
+TEST(AoGpt, InjectionVariantsTrainAndDiffer) {
+  auto g = at::make_generator<at::CPUGeneratorImpl>(3);
+  auto tokens = torch::randint(257, {4, 16}, g, torch::kLong);
+  auto order = torch::rand({4, 16}, g, torch::kFloat64).argsort(int64_t{1});
+  std::map<std::string, int64_t> counts;
+  for (const char* inj : {"adaln", "input", "every_block", "per_block"}) {
+    auto m = make({{"injection", inj}});
+    int64_t n = 0;
+    for (auto& p : m->module().parameters()) n += p.numel();
+    counts[inj] = n;
+    torch::optim::AdamW opt(m->module().parameters(), torch::optim::AdamWOptions(3e-3));
+    TrainBatch b{tokens, order};
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; ++step) {
+      auto l = m->loss(b, g).loss;
+      opt.zero_grad();
+      l.backward();
+      opt.step();
+      (step == 0 ? first : last) = l.item<double>();
+    }
+    EXPECT_NEAR(first, std::log(257.0), 0.3) << inj;
+    EXPECT_LT(last, first - 1.0) << inj << ": overfits one batch";
+  }
+  // adaln: wtpe (T×128) + 2 adaLN(128→6d) + adaLN_final(128→2d); per_block: L tables of T×d.
+  const int64_t d = 64, T = 128, L = 2;
+  EXPECT_EQ(counts["input"], counts["every_block"]);
+  EXPECT_EQ(counts["per_block"] - counts["input"], (L - 1) * T * d);
+  EXPECT_EQ(counts["adaln"] - counts["input"],
+            T * 128 - T * d + L * (128 * 6 * d + 6 * d) + 128 * 2 * d + 2 * d);
+}
+
+TEST(AoGpt, InitFollowsTheReference) {
+  auto m = make();
+  auto params = m->module().named_parameters();
+  for (const auto& p : params) {
+    const auto& k = p.key();
+    const auto& v = p.value();
+    if (k.find("bias") != std::string::npos) {
+      EXPECT_EQ(v.abs().max().item<double>(), 0.0) << k;
+    } else if (v.dim() >= 2) {
+      const double lim = k.find("c_proj") != std::string::npos ? 0.06 / 2.0 : 0.06;  // 3·0.02/√(2L), L = 2
+      EXPECT_LE(v.abs().max().item<double>(), lim + 1e-7) << k;
+      EXPECT_GT(v.std().item<double>(), lim / 3 * 0.8) << k << ": not zero-initialised";
+    } else {
+      EXPECT_TRUE(v.eq(1).all().item<bool>()) << k;  // RMSNorm weights
+    }
+  }
+  EXPECT_TRUE(params.contains("h_0.adaLN.weight"));
+  EXPECT_TRUE(params.contains("lm_head.bias"));
+  EXPECT_EQ(params["wte.weight"].size(0), 320);             // 257 padded to a multiple of 64
+  EXPECT_EQ(params["h_0.attn.q_norm.weight"].numel(), 32);  // one head-dim weight shared by heads
+  EXPECT_EQ(m->vocab_size(), 257);
+}
+
+TEST(AoGpt, ConfigErrorsNameTheKey) {
+  std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
+  auto cfg = m->default_config()["flavours"]["debug"];
+  auto bad = cfg;
+  bad["n_head"] = 3;
+  try {
+    m->configure(bad);
+    FAIL() << "n_embd % n_head accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_head"), std::string::npos);
+  }
+  bad = cfg;
+  bad["injection"] = "sideways";
+  EXPECT_THROW(m->configure(bad), ConfigError);
+  bad = cfg;
+  bad["n_layers"] = 2;
+  EXPECT_THROW(m->configure(bad), ConfigError);
+  for (const char* f : {"tiny", "small", "medium"})
+    EXPECT_NO_THROW(m->configure(m->default_config()["flavours"][f]));
+}
+
+// Full recomputation: one token per step, every step a fresh causal forward over [None] + all tokens so
+// far (chain_log_probs), same orders and same device generator as the KV-cache sampler.
+torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r) {
+  auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(r.seed);
+  int64_t n_prompt = 0;
+  auto order = common::sampling_orders(r, cpu_gen, &n_prompt);
+  auto dev_gen = common::make_generator(r.device, r.seed + 1);
+  auto gen = torch::zeros({r.batch_size, r.length}, torch::kLong);
+  for (int64_t k = 0; k < r.length; ++k) {
+    auto lp =
+        m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
+    auto x = common::draw_tokens(lp.narrow(1, k, 1), r.temperature, r.top_p, r.float64_sampling, dev_gen);
+    gen.narrow(1, k, 1).copy_(x);
+  }
+  return torch::empty_like(gen).scatter_(1, order, gen);
+}
+
+TEST(AoGpt, KVCacheSamplerEqualsFullRecomputation) {
+  auto m = make();
+  m->module().eval();
+  for (double top_p : {1.0, 0.8}) {
+    SampleRequest r;
+    r.batch_size = 3;
+    r.length = 24;
+    r.steps = 24;
+    r.seed = 11;
+    r.temperature = 0.9;
+    r.top_p = top_p;
+    auto out = m->sample(r);
+    EXPECT_EQ(out.network_calls, 24);
+    EXPECT_TRUE(out.tokens.equal(reference_sample(*m, r))) << "top_p=" << top_p;
+  }
+}
+
+TEST(AoGpt, ParallelStepsSamplePaddedIdsNever) {
+  auto m = make();
+  SampleRequest r;
+  r.batch_size = 4;
+  r.length = 64;
+  r.steps = 7;
+  r.seed = 3;
+  auto a = m->sample(r), b = m->sample(r);
+  EXPECT_EQ(a.tokens.sizes(), (std::vector<int64_t>{4, 64}));
+  EXPECT_EQ(a.network_calls, 7);
+  EXPECT_TRUE(a.tokens.equal(b.tokens));  // seeded
+  EXPECT_GE(a.tokens.min().item<int64_t>(), 0);
+  EXPECT_LT(a.tokens.max().item<int64_t>(), 257);
+  // A huge temperature makes the draw nearly uniform over the real vocab: still no padded id.
+  r.temperature = 1e4;
+  r.steps = 64;
+  EXPECT_LT(m->sample(r).tokens.max().item<int64_t>(), 257);
+  // Prompted positions are kept.
+  r.temperature = 1.0;
+  r.prompt = torch::full({4, 64}, -1, torch::kLong);
+  r.prompt.narrow(1, 10, 5).fill_(42);
+  auto p = m->sample(r);
+  EXPECT_TRUE(p.tokens.narrow(1, 10, 5).eq(42).all().item<bool>());
+}
+
+TEST(AoGpt, ScheduleCounts) {
+  EXPECT_EQ(common::schedule_counts(1024, 256, "linear")[0], 4);
+  auto c = common::schedule_counts(1024, 100, "linear");
+  ASSERT_EQ(c.size(), 100u);
+  EXPECT_EQ(c.back(), 1024);
+  for (size_t i = 0; i < c.size(); ++i) {
+    const int64_t n = c[i] - (i ? c[i - 1] : 0);
+    EXPECT_TRUE(n == 10 || n == 11) << i;
+  }
+  auto cos = common::schedule_counts(64, 16, "cosine");
+  EXPECT_EQ(cos.back(), 64);
+  for (size_t i = 1; i < cos.size(); ++i) EXPECT_GT(cos[i], cos[i - 1]);
+  EXPECT_EQ(common::schedule_counts(8, 100, "linear").size(), 8u);  // clamped to one token per step
+  EXPECT_THROW(common::schedule_counts(8, 2, "zigzag"), ConfigError);
+}
+
+}  // namespace
+}  // namespace aobench

@@ -1,0 +1,223 @@
+// Implements: shared any-order blocks (see any_order.h; spec-ao-gpt §1.1 slot table, §4.1–4.3 sampler).
+#include "plugins/common/any_order.h"
+
+#include <cmath>
+
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include "harness/errors.h"
+
+namespace aobench::common {
+
+Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order) {
+  TORCH_CHECK(tokens.sizes() == order.sizes(), "tokens ", tokens.sizes(), " and order ", order.sizes(),
+              " must have the same shape");
+  auto x_sigma = tokens.gather(1, order);  // (B, T) tokens in generation order
+  return slots_for_chain(x_sigma, order, order);
+}
+
+Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                      const torch::Tensor& targets) {
+  TORCH_CHECK(ctx_tokens.dim() == 2 && ctx_tokens.sizes() == ctx_positions.sizes() &&
+                  ctx_tokens.sizes() == targets.sizes(),
+              "chain slots need (N, S) ctx_tokens, ctx_positions and targets; got ", ctx_tokens.sizes(), ", ",
+              ctx_positions.sizes(), ", ", targets.sizes());
+  const int64_t S = ctx_tokens.size(1);
+  auto none = torch::full({ctx_tokens.size(0), 1}, -1, ctx_tokens.options().dtype(torch::kLong));
+  Slots s;
+  s.tokens = torch::cat({none, ctx_tokens.narrow(1, 0, S - 1)}, 1);        // (N, S)
+  s.positions = torch::cat({none, ctx_positions.narrow(1, 0, S - 1)}, 1);  // (N, S)
+  s.targets = targets;
+  return s;
+}
+
+void KVCache::truncate(int64_t len) {
+  for (size_t l = 0; l < k.size(); ++l) {
+    k[l] = k[l].narrow(2, 0, len);
+    v[l] = v[l].narrow(2, 0, len);
+  }
+}
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
+                     int64_t layer, const std::optional<torch::Tensor>& mask) {
+  if (!cache) {
+    if (mask) return torch::scaled_dot_product_attention(q, k, v, *mask);
+    return torch::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
+  if (static_cast<int64_t>(cache->k.size()) <= layer) {
+    cache->k.resize(layer + 1);
+    cache->v.resize(layer + 1);
+  }
+  auto& ck = cache->k[layer];
+  auto& cv = cache->v[layer];
+  ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
+  cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  if (mask) return torch::scaled_dot_product_attention(q, ck, cv, *mask);
+  TORCH_CHECK(ck.size(2) == q.size(2), "a cached attention call with earlier slots needs an explicit mask");
+  return torch::scaled_dot_product_attention(q, ck, cv, {}, 0.0, /*is_causal=*/true);
+}
+
+void trunc_normal_(torch::Tensor t, double std) {
+  torch::NoGradGuard no_grad;
+  // u ~ U(Φ(−3), Φ(3)), x = Φ⁻¹(u)·std = √2·erfinv(2u − 1)·std: exactly N(0, std²) cut at ±3 std.
+  const double lo = 0.5 * std::erfc(3.0 / std::sqrt(2.0));
+  auto u = torch::empty(t.sizes(), t.options().dtype(torch::kFloat64)).uniform_(lo, 1.0 - lo);
+  auto x = torch::erfinv(u * 2.0 - 1.0) * (std::sqrt(2.0) * std);
+  t.copy_(x.clamp(-3.0 * std, 3.0 * std));
+}
+
+std::vector<int64_t> schedule_counts(int64_t L, int64_t steps, const std::string& schedule) {
+  if (schedule != "linear" && schedule != "cosine")
+    throw ConfigError("sample schedule '" + schedule + "' is unknown", "use \"linear\" or \"cosine\"");
+  steps = std::max<int64_t>(1, std::min(steps, L));
+  std::vector<int64_t> n(steps);
+  int64_t prev = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    int64_t c;
+    if (schedule == "linear") {
+      c = L * (k + 1) / steps;  // integer arithmetic: deterministic and exact
+    } else {
+      const double t = 1.0 - static_cast<double>(k + 1) / steps;  // t_{k+1}
+      const double s = std::cos((1.0 - t) * M_PI / 2.0);          // s(t) = cos((1−t)π/2)
+      c = static_cast<int64_t>(std::floor(L * (1.0 - s) + 1e-9));
+    }
+    // At least one token per step, and leave at least one for every later step.
+    c = std::max(c, prev + 1);
+    c = std::min(c, L - (steps - 1 - k));
+    n[k] = c;
+    prev = c;
+  }
+  n.back() = L;
+  return n;
+}
+
+at::Generator make_generator(torch::Device device, uint64_t seed) {
+  if (device.is_cuda()) {
+    auto gen = at::detail::getCUDAHooks().getNewGenerator(device.index() < 0 ? 0 : device.index());
+    gen.set_current_seed(seed);
+    return gen;
+  }
+  return at::make_generator<at::CPUGeneratorImpl>(seed);
+}
+
+torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, double top_p, bool float64,
+                          at::Generator& gen) {
+  TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
+  TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
+  const auto dtype = float64 ? torch::kFloat64 : torch::kFloat32;
+  auto logp = torch::log_softmax(logits.to(dtype) / temperature, -1);  // (B, n, V)
+  if (top_p < 1.0) {
+    auto sorted = logp.sort(-1, /*descending=*/true);
+    auto sorted_logp = std::get<0>(sorted);
+    auto idx = std::get<1>(sorted);
+    // Keep a token while the mass BEFORE it is < p: the token crossing p stays (HF convention), and the
+    // top-1 is always kept.
+    auto before = sorted_logp.exp().cumsum(-1) - sorted_logp.exp();
+    auto drop_sorted = before >= top_p;
+    auto drop = torch::zeros_like(drop_sorted).scatter(-1, idx, drop_sorted);
+    logp = logp.masked_fill(drop, -std::numeric_limits<double>::infinity());
+  }
+  auto u = torch::empty(logp.sizes(), logp.options()).uniform_(0.0, 1.0, gen);
+  // Gumbel-max: argmax log p_v − log(−log u_v); u = 0 gives −log(inf) = −inf, never chosen.
+  auto score = logp - torch::log(-torch::log(u));
+  return score.argmax(-1);  // (B, n)
+}
+
+torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt) {
+  const int64_t B = request.batch_size, L = request.length;
+  auto free_keys = torch::rand({B, L}, gen, torch::kFloat64);  // (B, L) random rank of free positions
+  if (!request.prompt.defined()) {
+    *n_prompt = 0;
+    return free_keys.argsort(int64_t{1});
+  }
+  TORCH_CHECK(request.prompt.dim() == 2 && request.prompt.size(0) == B && request.prompt.size(1) == L,
+              "prompt must be (batch_size, length) = (", B, ", ", L, "), got ", request.prompt.sizes());
+  auto given = request.prompt.to(torch::kCPU).ge(0);  // (B, L)
+  auto counts = given.sum(1);
+  *n_prompt = counts[0].item<int64_t>();
+  TORCH_CHECK(counts.eq(*n_prompt).all().item<bool>(),
+              "every prompt row must fix the same number of positions");
+  // Prompt positions get keys −L..−1 (left to right), free ones keys in [0, 1): one argsort orders both.
+  auto pos = torch::arange(L, torch::kFloat64).unsqueeze(0) - L;  // (1, L)
+  return torch::where(given, pos, free_keys).argsort(int64_t{1});
+}
+
+void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_json) {
+  if (!cfg.is_object()) throw ConfigError("'model' must be a JSON object", "e.g. {\"flavour\": \"debug\"}");
+  const auto& flavours = defaults_json.at("flavours");
+  const auto& keys = flavours.begin().value();
+  for (auto it = cfg.begin(); it != cfg.end(); ++it) {
+    if (it.key() == "plugin" || it.key() == "flavour" || keys.contains(it.key())) continue;
+    std::string known;
+    for (auto k = keys.begin(); k != keys.end(); ++k) known += (known.empty() ? "" : ", ") + k.key();
+    throw ConfigError("unknown key 'model." + it.key() + "'", "known keys: " + known);
+  }
+}
+
+SampleOutput sample_any_order(const SlotForward& forward, const SampleRequest& request, int64_t vocab,
+                              bool start_slot) {
+  torch::NoGradGuard no_grad;
+  const int64_t B = request.batch_size, L = request.length;
+  const auto dev = request.device;
+  auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(request.seed);
+  int64_t n_prompt = 0;
+  auto order = sampling_orders(request, cpu_gen, &n_prompt).to(dev);  // (B, L)
+  auto dev_gen = make_generator(dev, request.seed + 1);
+  auto lopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
+
+  auto generated = torch::empty({B, L}, lopt);  // tokens in generation order
+  int64_t done = n_prompt;
+  if (n_prompt > 0) {
+    auto prompt = request.prompt.to(dev);
+    generated.narrow(1, 0, n_prompt).copy_(prompt.gather(1, order.narrow(1, 0, n_prompt)));
+  }
+  torch::Tensor p_tok, p_pos;  // (B, n_prev): the real slots not yet in the cache
+  if (start_slot) {
+    auto none = torch::full({B, 1}, -1, lopt);
+    p_tok = torch::cat({none, generated.narrow(1, 0, n_prompt)}, 1);
+    p_pos = torch::cat({none, order.narrow(1, 0, n_prompt)}, 1);
+  } else {
+    if (n_prompt == 0) {  // the first token is given in idiap σ-GPT: EOS (= vocab − 1) at σ(0)
+      generated.narrow(1, 0, 1).fill_(vocab - 1);
+      done = 1;
+    }
+    p_tok = generated.narrow(1, 0, done);
+    p_pos = order.narrow(1, 0, done);
+  }
+
+  SampleOutput out;
+  if (done < L) {
+    const auto counts = schedule_counts(L - done, request.steps, request.schedule);
+    KVCache cache;
+    int64_t prev = 0;
+    for (int64_t n_cum : counts) {
+      const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();
+      auto q_pos = order.narrow(1, done, n_new);  // (B, n_new) targets of this step
+      Slots s;
+      s.tokens = torch::cat({p_tok, p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
+      s.positions = torch::cat({p_pos, p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
+      s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
+      const int64_t S = n_prev + n_new - 1;
+      // mask (S, old + S): the whole cache, causal among new slots, diagonal-only in the query block.
+      auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
+      auto causal = torch::ones({S, S}, bopt).tril();
+      auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
+      qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
+      auto mask = torch::cat({torch::ones({S, old}, bopt), causal}, 1);
+      auto logits = forward(s, &cache, mask, n_new);  // (B, n_new, V)
+      ++out.network_calls;
+      auto x = draw_tokens(logits, request.temperature, request.top_p, request.float64_sampling, dev_gen);
+      generated.narrow(1, done, n_new).copy_(x);
+      cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
+      p_tok = x;
+      p_pos = q_pos;
+      done += n_new;
+      prev = n_cum;
+    }
+  }
+  // Un-shuffle: out[σ(i)] = generated[i].
+  out.tokens = torch::empty_like(generated).scatter_(1, order, generated);
+  return out;
+}
+
+}  // namespace aobench::common

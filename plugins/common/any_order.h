@@ -1,0 +1,100 @@
+// Implements: blocks shared by the decoder-only any-order plugins sigma_gpt and ao_gpt: the slot layout
+// of spec-ao-gpt §1.1 ([None] start slot, current position, target position), a per-layer KV cache,
+// truncated-normal init, float64 Gumbel-max / top-p token draws (§4.3) and the KV-cache any-order
+// sampler of §4.2 with the deterministic counts of §4.1.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+
+namespace aobench::common {
+
+// One row of input slots. token −1 = the [None] start slot; position −1 = "no current position" (the
+// [None] slot, wpe row 0); target −1 = "no target" (zero conditioning). Every tensor is (B, S) int64.
+struct Slots {
+  torch::Tensor tokens;
+  torch::Tensor positions;
+  torch::Tensor targets;
+};
+
+// Training / exact-chain slots for tokens (B, T) under orders σ (B, T): slot 0 = [None] targeting σ(0),
+// slot k ≥ 1 reads x_σ(k−1) at position σ(k−1) and targets σ(k). T slots (slot T is never needed).
+Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order);
+
+// Slots of ModelPlugin::chain_log_probs (plugin_api.h): [None] + ctx_tokens[:, :S−1], targets as given.
+Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                      const torch::Tensor& targets);
+
+// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h).
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t length() const { return k.empty() || !k[0].defined() ? 0 : k[0].size(2); }
+  void truncate(int64_t len);  // keep the first `len` slots of every layer
+};
+
+// Causal self-attention core shared by both plugins. q, k, v (B, H, S, h). With a cache, the new keys and
+// values are appended to layer `layer` and `mask` (S, S_cache + S) bool (true = may attend) is used;
+// without cache and mask, causal SDPA. Returns (B, H, S, h).
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
+                     int64_t layer, const std::optional<torch::Tensor>& mask);
+
+// In-place truncated normal N(0, std²) cut at ±3·std, by inverse-CDF sampling (torch's C++ API has no
+// trunc_normal_); uses the global generator so torch::manual_seed makes builds reproducible.
+void trunc_normal_(torch::Tensor t, double std);
+
+// Vocabulary padded up to a multiple of 64 (GPT-2: 50257 → 50304).
+inline int64_t padded_vocab(int64_t v) { return (v + 63) / 64 * 64; }
+
+// A network the sampler can drive: logits (B, n_last, vocab) float32 of the last `n_last` slots over the
+// REAL vocabulary (padded ids cut), with keys/values appended to `cache`.
+using SlotForward = std::function<torch::Tensor(const Slots& slots, KVCache* cache,
+                                                const std::optional<torch::Tensor>& mask, int64_t n_last)>;
+
+// Cumulative token counts n_0 < n_1 < … < n_{steps−1} = L (spec §4.1 with L instead of the hard-coded
+// 1024): linear n_k = ⌊L(k+1)/steps⌋ in integer arithmetic, or cosine; steps is clamped to [1, L].
+std::vector<int64_t> schedule_counts(int64_t L, int64_t steps, const std::string& schedule);
+
+// Draws one token per row of logits (B, n, V): softmax(logits/temperature), nucleus top-p keeping the
+// token that crosses p (HF convention, not the reference's smaller nucleus, spec §6.9), then Gumbel-max
+// argmax(log p − log(−log u)) with u drawn from `gen` in float64 (or float32 when !float64). (B, n) int64.
+torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, double top_p, bool float64,
+                          at::Generator& gen);
+
+// A generator for `device` seeded with `seed` (CPU or CUDA), so sampling draws stay on the device.
+at::Generator make_generator(torch::Device device, uint64_t seed);
+
+// Per-row generation orders for a sample request (B, L) on CPU: prompt positions first (left to right),
+// then the free positions in a uniform random order drawn from `gen`. Every row must fix the same number
+// of prompt positions (TORCH_CHECK otherwise). `n_prompt` receives that number.
+torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt);
+
+// The KV-cache any-order sampler of spec §4.2. Each step feeds the previous step's real tokens P plus
+// n_new − 1 duplicates of P's last token, the duplicates carrying the new target positions; mask = whole
+// cache + causal among new slots + diagonal-only inside the query block; the cache is cut back to the real
+// tokens after each step. The first P is [None] + the prompt tokens when `start_slot` (spec §4.2 step 0 and
+// cond_generate); without a start slot (idiap σ-GPT, whose first token is given, never predicted) it is the
+// prompt, or EOS = vocab−1 at σ(0) when there is no prompt. Output is un-shuffled: out[σ(i)] = x_i.
+SampleOutput sample_any_order(const SlotForward& forward, const SampleRequest& request, int64_t vocab,
+                              bool start_slot);
+
+// Model-config helpers shared by the plugins' configure(): every key must appear in the flavour defaults
+// (`plugin` and `flavour` are added by the harness); get<T>() throws ConfigError naming "model.<key>".
+void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_json);
+template <typename T>
+T get(const nlohmann::json& cfg, const std::string& key) {
+  if (!cfg.contains(key)) throw ConfigError("missing 'model." + key + "'", "every flavour defines it");
+  try {
+    return cfg.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError("'model." + key + "' has the wrong type: " + cfg.at(key).dump(),
+                      "see the flavour defaults in the plugin's default.json");
+  }
+}
+
+}  // namespace aobench::common

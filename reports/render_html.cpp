@@ -1,0 +1,125 @@
+// Implements: the self-contained report page (index.html: inline CSS, every metric table, the loss plots,
+// links to the MD/CSV/TeX/JSON renderings and the context block) and write_report, which writes every
+// rendering of one Results into a report directory.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "harness/safetensors.h"
+#include "reports/results.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string fmt(double v) {
+  if (!std::isfinite(v)) return "nan";
+  char buf[64];
+  if (std::abs(v) >= 1e4) std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string render_html(const Results& r, const std::vector<std::string>& images) {
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>aobench report</title>\n"
+    << "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}"
+    << "table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 10px}"
+    << "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    << "ul.proto{font-size:0.85em;color:#555}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
+    << "code{background:#f6f6f6;padding:1px 4px}</style></head><body>\n<h1>aobench report</h1>\n";
+  h << "<p>Downloads: <a href=\"summary.md\">summary.md</a> · <a href=\"results.csv\">results.csv</a> · "
+    << "<a href=\"results.tex\">results.tex</a> · <a href=\"results.json\">results.json</a></p>\n";
+  h << "<h2>Runs</h2>\n<table><tr><th>run</th><th>plugin</th><th>flavour</th><th>paradigm</th><th>params</th>"
+    << "<th>steps</th><th>tokens</th></tr>\n";
+  for (const auto& [name, run] : r.runs)
+    h << "<tr><td>" << esc(name) << "</td><td>" << esc(run.plugin) << "</td><td>" << esc(run.flavour)
+      << "</td><td>" << esc(run.paradigm) << "</td><td class=num>" << run.params << "</td><td class=num>"
+      << run.steps << "</td><td class=num>" << run.tokens << "</td></tr>\n";
+  h << "</table>\n";
+  // One table per metric family, as in summary.md.
+  std::map<std::string, std::set<std::string>> fam_datasets;
+  std::map<std::string, std::set<std::string>> fam_protocols;
+  std::map<std::string, bool> fam_higher;
+  for (const auto& [run, rr] : r.runs)
+    for (const auto& [key, m] : rr.metrics) {
+      auto [d, metric] = split_metric_key(key);
+      fam_datasets[metric].insert(d);
+      if (!m.protocol.empty()) fam_protocols[metric].insert((d.empty() ? "" : d + ": ") + m.protocol);
+      fam_higher[metric] = m.higher_is_better;
+    }
+  for (const auto& [metric, datasets] : fam_datasets) {
+    h << "<h2>" << esc(metric) << " <small>(" << (fam_higher[metric] ? "higher" : "lower")
+      << " is better)</small></h2>\n<table><tr><th>run</th>";
+    for (const auto& d : datasets) h << "<th>" << esc(d.empty() ? "-" : d) << "</th>";
+    h << "</tr>\n";
+    for (const auto& [name, run] : r.runs) {
+      std::ostringstream row;
+      bool any = false;
+      row << "<tr><td>" << esc(name) << "</td>";
+      for (const auto& d : datasets) {
+        auto it = run.metrics.find(d.empty() ? metric : d + "/" + metric);
+        row << "<td class=num>";
+        if (it != run.metrics.end()) {
+          any = true;
+          const MetricValue& m = it->second;
+          row << (m.is_bound ? "≤ " : "") << fmt(m.value);
+          if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) row << " ± " << fmt(*m.stderr_);
+        }
+        row << "</td>";
+      }
+      if (any) h << row.str() << "</tr>\n";
+    }
+    h << "</table>\n<ul class=proto>";
+    for (const auto& p : fam_protocols[metric]) h << "<li>" << esc(p) << "</li>";
+    h << "</ul>\n";
+  }
+  if (!images.empty()) {
+    h << "<h2>Loss curves</h2>\n";
+    for (const auto& img : images)
+      if (img.size() > 4 && img.substr(img.size() - 4) == ".png") {
+        const std::string svg = img.substr(0, img.size() - 4) + ".svg";
+        h << "<p><img src=\"" << esc(img) << "\" alt=\"" << esc(img) << "\"><br><a href=\"" << esc(img)
+          << "\">PNG</a> · <a href=\"" << esc(svg) << "\">SVG</a></p>\n";
+      }
+  }
+  h << "<h2>Context</h2>\n<table>";
+  for (auto it = r.context.begin(); it != r.context.end(); ++it)
+    h << "<tr><th>" << esc(it.key()) << "</th><td><code>"
+      << esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << "</code></td></tr>";
+  h << "</table>\n</body></html>\n";
+  return h.str();
+}
+
+void write_report(const Results& r, const std::string& out_dir) {
+  fs::create_directories(out_dir);
+  const fs::path dir(out_dir);
+  r.save((dir / "results.json").string());
+  write_file_atomic((dir / "summary.md").string(), render_markdown(r));
+  write_file_atomic((dir / "results.csv").string(), render_csv(r));
+  write_file_atomic((dir / "results.tex").string(), render_latex(r));
+  const auto images = render_plots(r, out_dir);
+  write_file_atomic((dir / "index.html").string(), render_html(r, images));
+}
+
+}  // namespace aobench

@@ -1,0 +1,75 @@
+// Implements: loss curves as gnuplot plots (DESIGN.md §1: gnuplot driven as a subprocess). For each curve
+// (loss/val → loss_val, loss/train → loss_train) writes <name>.dat (one data block per run) and <name>.gp,
+// then runs gnuplot for a PNG (pngcairo) and an SVG. Plotting is optional: a missing or failing gnuplot
+// prints a warning and the report goes on without images.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "reports/results.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string gp_quote(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (c == '"' || c == '\\') ? ' ' : c;
+  return "\"" + out + "\"";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<std::string> render_plots(const Results& r, const std::string& out_dir) {
+  std::vector<std::string> images;
+  const bool have_gnuplot = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+  if (!have_gnuplot)
+    std::cerr << "warning: gnuplot not found; skipping plots (install gnuplot-nox, see scripts/setup.sh)\n";
+  for (const auto& [curve, title] : std::vector<std::pair<std::string, std::string>>{
+           {"loss/val", "validation loss"}, {"loss/train", "training loss"}}) {
+    std::string name = curve;
+    name[name.find('/')] = '_';
+    std::vector<std::string> runs;
+    std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
+    for (const auto& [run, rr] : r.runs) {
+      auto it = rr.curves.find(curve);
+      if (it == rr.curves.end() || it->second.empty()) continue;
+      dat << "# " << run << "\n";
+      for (const auto& [step, v] : it->second) dat << step << " " << v << "\n";
+      dat << "\n\n";  // gnuplot: a new data block (index) per run
+      runs.push_back(run);
+    }
+    dat.close();
+    if (runs.empty()) continue;
+    std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
+    gp << "# " << title << " vs step, one line per run (regenerate: gnuplot " << name << ".gp)\n"
+       << "set termoption noenhanced\nset xlabel \"step\"\nset ylabel \"" << title << " (nats/token)\"\n"
+       << "set key top right\nset grid\n";
+    std::string plot = "plot ";
+    for (size_t i = 0; i < runs.size(); ++i)
+      plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
+              " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
+    gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
+       << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+       << "unset output\n";
+    gp.close();
+    if (!have_gnuplot) continue;
+    const std::string cmd = "cd " + shell_quote(out_dir) + " && gnuplot " + name + ".gp 2>&1";
+    if (std::system(cmd.c_str()) != 0)
+      std::cerr << "warning: gnuplot failed on " << (fs::path(out_dir) / (name + ".gp")).string()
+                << "; skipping this plot\n";
+    for (const char* ext : {".png", ".svg"})
+      if (fs::exists(fs::path(out_dir) / (name + ext))) images.push_back(name + ext);
+  }
+  return images;
+}
+
+}  // namespace aobench

@@ -1,0 +1,164 @@
+// Implements: the text renderers of the results schema (style.md §10 lesson 14: one schema, many
+// renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
+// table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "reports/results.h"
+
+namespace aobench {
+namespace {
+
+std::string fmt(double v) {
+  if (!std::isfinite(v)) return "nan";
+  char buf[64];
+  if (std::abs(v) >= 1e4) std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+// family → (datasets, runs) present, in sorted order.
+struct Family {
+  std::set<std::string> datasets;
+  std::set<std::string> protocols;
+  bool higher_is_better = false;
+};
+
+std::map<std::string, Family> families(const Results& r) {
+  std::map<std::string, Family> out;
+  for (const auto& [run, rr] : r.runs)
+    for (const auto& [key, m] : rr.metrics) {
+      auto [dataset, metric] = split_metric_key(key);
+      Family& f = out[metric];
+      f.datasets.insert(dataset);
+      if (!m.protocol.empty()) f.protocols.insert((dataset.empty() ? "" : dataset + ": ") + m.protocol);
+      f.higher_is_better = m.higher_is_better;
+    }
+  return out;
+}
+
+const MetricValue* find_metric(const RunResults& run, const std::string& dataset, const std::string& metric) {
+  auto it = run.metrics.find(dataset.empty() ? metric : dataset + "/" + metric);
+  return it == run.metrics.end() ? nullptr : &it->second;
+}
+
+// "≤ 23.41 ± 0.12" (the bound mark and the stderr only when they apply).
+std::string cell(const MetricValue& m, const std::string& le, const std::string& pm) {
+  std::string s = (m.is_bound ? le : "") + fmt(m.value);
+  if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) s += pm + fmt(*m.stderr_);
+  return s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string tex_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '_': out += "\\_"; break;
+      case '%': out += "\\%"; break;
+      case '&': out += "\\&"; break;
+      case '#': out += "\\#"; break;
+      case '$': out += "\\$"; break;
+      case '{': out += "\\{"; break;
+      case '}': out += "\\}"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_markdown(const Results& r) {
+  std::ostringstream md;
+  md << "# aobench results\n\n";
+  md << "| run | plugin | flavour | paradigm | params | steps | tokens |\n|---|---|---|---|---:|---:|---:|\n";
+  for (const auto& [name, run] : r.runs)
+    md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | "
+       << run.params << " | " << run.steps << " | " << run.tokens << " |\n";
+  for (const auto& [metric, fam] : families(r)) {
+    md << "\n## " << metric << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << "\n\n";
+    md << "| run |";
+    for (const auto& d : fam.datasets) md << " " << (d.empty() ? "-" : d) << " |";
+    md << "\n|---|";
+    for (size_t i = 0; i < fam.datasets.size(); ++i) md << "---:|";
+    md << "\n";
+    for (const auto& [name, run] : r.runs) {
+      bool any = false;
+      std::ostringstream row;
+      row << "| " << name << " |";
+      for (const auto& d : fam.datasets) {
+        const MetricValue* m = find_metric(run, d, metric);
+        any |= m != nullptr;
+        row << " " << (m ? cell(*m, "≤ ", " ± ") : "") << " |";
+      }
+      if (any) md << row.str() << "\n";
+    }
+    if (!fam.protocols.empty()) {
+      md << "\n";
+      for (const auto& p : fam.protocols) md << "- " << p << "\n";
+    }
+  }
+  md << "\n## Context\n\n";
+  for (auto it = r.context.begin(); it != r.context.end(); ++it)
+    md << "- " << it.key() << ": " << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump())
+       << "\n";
+  return md.str();
+}
+
+std::string render_csv(const Results& r) {
+  std::ostringstream csv;
+  csv << "run,plugin,flavour,paradigm,dataset,metric,value,stderr,n,is_bound,higher_is_better,protocol\n";
+  for (const auto& [name, run] : r.runs)
+    for (const auto& [key, m] : run.metrics) {
+      auto [dataset, metric] = split_metric_key(key);
+      char value[64];
+      std::snprintf(value, sizeof(value), "%.10g", m.value);
+      std::string se;
+      if (m.stderr_) {
+        char b[64];
+        std::snprintf(b, sizeof(b), "%.10g", *m.stderr_);
+        se = b;
+      }
+      csv << csv_field(name) << "," << csv_field(run.plugin) << "," << csv_field(run.flavour) << ","
+          << csv_field(run.paradigm) << "," << csv_field(dataset) << "," << csv_field(metric) << "," << value
+          << "," << se << "," << m.n << "," << (m.is_bound ? "true" : "false") << ","
+          << (m.higher_is_better ? "true" : "false") << "," << csv_field(m.protocol) << "\n";
+    }
+  return csv.str();
+}
+
+std::string render_latex(const Results& r) {
+  std::ostringstream tex;
+  tex << "% aobench results (needs \\usepackage{booktabs}); $\\le$ marks upper bounds.\n";
+  for (const auto& [metric, fam] : families(r)) {
+    tex << "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l" << std::string(fam.datasets.size(), 'r')
+        << "}\n\\toprule\nrun";
+    for (const auto& d : fam.datasets) tex << " & " << tex_escape(d.empty() ? "-" : d);
+    tex << " \\\\\n\\midrule\n";
+    for (const auto& [name, run] : r.runs) {
+      bool any = false;
+      std::ostringstream row;
+      row << tex_escape(name);
+      for (const auto& d : fam.datasets) {
+        const MetricValue* m = find_metric(run, d, metric);
+        any |= m != nullptr;
+        row << " & " << (m ? cell(*m, "$\\le$ ", " $\\pm$ ") : "");
+      }
+      if (any) tex << row.str() << " \\\\\n";
+    }
+    tex << "\\bottomrule\n\\end{tabular}\n\\caption{" << tex_escape(metric)
+        << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << ".}\n\\end{table}\n";
+  }
+  return tex.str();
+}
+
+}  // namespace aobench

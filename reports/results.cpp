@@ -1,0 +1,260 @@
+// Implements: the results schema (see results.h): JSON round trip with type checks, merging, collection
+// of run/experiment directories (config.resolved.json, metrics.jsonl, results.json) and the regression
+// comparison behind `aobench compare`.
+#include "reports/results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "harness/env_info.h"
+#include "harness/errors.h"
+#include "harness/registry.h"
+#include "harness/safetensors.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const json& need(const json& j, const char* key, const std::string& where, const std::string& origin) {
+  if (!j.is_object() || !j.contains(key))
+    throw DataError(origin + ": '" + where + "' lacks \"" + key + "\"",
+                    "results files are written by `aobench eval`/`report`; regenerate it");
+  return j.at(key);
+}
+
+std::string str_or(const json& j, const char* key, const std::string& fallback = "") {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+int64_t int_or(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : 0;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw DataError("cannot open '" + path + "'", "check the path");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw DataError("invalid JSON in '" + path + "': " + e.what(), "the file is damaged; regenerate it");
+  }
+}
+
+// metrics.jsonl → curves. Lines are {"step": N, "loss/train": x, ...}; unparsable lines (a run killed
+// mid-write) are skipped.
+void read_curves(const std::string& path, RunResults& run) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number()) continue;
+    for (const char* key : {"loss/train", "loss/val"})
+      if (j.contains(key) && j[key].is_number()) {
+        const double v = j[key].get<double>();
+        if (std::isfinite(v)) run.curves[key].emplace_back(j["step"].get<double>(), v);
+      }
+  }
+}
+
+RunResults collect_run(const fs::path& dir, json& context) {
+  RunResults run;
+  const fs::path results = dir / "results.json";
+  if (fs::exists(results)) {
+    Results r = Results::load(results.string());
+    if (!r.runs.empty()) run = r.runs.begin()->second;
+    if (!r.context.empty()) context = r.context;
+  }
+  run.config = read_json((dir / "config.resolved.json").string());
+  if (run.config.contains("model")) {
+    run.plugin = str_or(run.config["model"], "plugin", run.plugin);
+    run.flavour = str_or(run.config["model"], "flavour", run.flavour);
+  }
+  if (run.paradigm.empty()) {
+    // Not evaluated yet: ask the registry (a missing plugin leaves it blank; reports never fail on it).
+    try {
+      for (const auto& p : PluginRegistry::instance().plugins())
+        if (p.name == run.plugin) run.paradigm = to_string(p.info.paradigm);
+    } catch (const std::exception&) {
+    }
+  }
+  run.curves.clear();
+  if (fs::exists(dir / "metrics.jsonl")) read_curves((dir / "metrics.jsonl").string(), run);
+  if (run.steps == 0 && run.curves.count("loss/train") && !run.curves["loss/train"].empty())
+    run.steps = static_cast<int64_t>(run.curves["loss/train"].back().first);
+  return run;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> split_metric_key(const std::string& key) {
+  const auto slash = key.rfind('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+json Results::to_json() const {
+  json runs_j = json::object();
+  for (const auto& [name, run] : runs) {
+    json metrics = json::object();
+    for (const auto& [key, m] : run.metrics) {
+      json mj = {{"value", m.value}, {"n", m.n}, {"is_bound", m.is_bound},
+                 {"higher_is_better", m.higher_is_better}, {"protocol", m.protocol}};
+      mj["stderr"] = m.stderr_ ? json(*m.stderr_) : json();
+      metrics[key] = mj;
+    }
+    json curves = json::object();
+    for (const auto& [key, c] : run.curves) {
+      json pts = json::array();
+      for (const auto& [s, v] : c) pts.push_back({s, v});
+      curves[key] = pts;
+    }
+    runs_j[name] = {{"plugin", run.plugin}, {"flavour", run.flavour}, {"paradigm", run.paradigm},
+                    {"params", run.params}, {"steps", run.steps}, {"tokens", run.tokens},
+                    {"config", run.config}, {"metrics", metrics}, {"curves", curves}};
+  }
+  return {{"schema", kResultsSchema}, {"context", context}, {"runs", runs_j}};
+}
+
+Results Results::from_json(const json& j, const std::string& origin) {
+  if (!j.is_object() || str_or(j, "schema") != kResultsSchema)
+    throw DataError(origin + ": not an aobench results file (\"schema\" must be \"" + kResultsSchema + "\")",
+                    "compare/report read results.json files written by aobench eval or report");
+  Results r;
+  if (j.contains("context") && j["context"].is_object()) r.context = j["context"];
+  const json& runs = need(j, "runs", "<root>", origin);
+  if (!runs.is_object()) throw DataError(origin + ": \"runs\" must be an object");
+  for (auto it = runs.begin(); it != runs.end(); ++it) {
+    const json& rj = it.value();
+    const std::string where = "runs." + it.key();
+    RunResults run;
+    run.plugin = str_or(rj, "plugin");
+    run.flavour = str_or(rj, "flavour");
+    run.paradigm = str_or(rj, "paradigm");
+    run.params = int_or(rj, "params");
+    run.steps = int_or(rj, "steps");
+    run.tokens = int_or(rj, "tokens");
+    if (rj.contains("config")) run.config = rj["config"];
+    const json& metrics = need(rj, "metrics", where, origin);
+    for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+      const json& mj = m.value();
+      const json& value = need(mj, "value", where + ".metrics." + m.key(), origin);
+      MetricValue mv;
+      // null values (NaN when written) read back as NaN.
+      mv.value = value.is_number() ? value.get<double>() : std::nan("");
+      if (mj.contains("stderr") && mj["stderr"].is_number()) mv.stderr_ = mj["stderr"].get<double>();
+      mv.n = int_or(mj, "n");
+      mv.is_bound = mj.value("is_bound", false);
+      mv.higher_is_better = mj.value("higher_is_better", false);
+      mv.protocol = str_or(mj, "protocol");
+      run.metrics[m.key()] = mv;
+    }
+    if (rj.contains("curves") && rj["curves"].is_object())
+      for (auto c = rj["curves"].begin(); c != rj["curves"].end(); ++c)
+        for (const auto& pt : c.value())
+          if (pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number())
+            run.curves[c.key()].emplace_back(pt[0].get<double>(), pt[1].get<double>());
+    r.runs[it.key()] = std::move(run);
+  }
+  return r;
+}
+
+Results Results::load(const std::string& path) { return from_json(read_json(path), path); }
+
+void Results::save(const std::string& path) const { write_file_atomic(path, to_json().dump(2) + "\n"); }
+
+void Results::merge(const Results& other) {
+  if (!other.context.empty()) context = other.context;
+  for (const auto& [name, run] : other.runs) {
+    auto it = runs.find(name);
+    if (it == runs.end()) {
+      runs[name] = run;
+      continue;
+    }
+    RunResults& mine = it->second;
+    for (const auto& [k, m] : run.metrics) mine.metrics[k] = m;
+    for (const auto& [k, c] : run.curves) mine.curves[k] = c;
+    if (!run.plugin.empty()) mine.plugin = run.plugin;
+    if (!run.flavour.empty()) mine.flavour = run.flavour;
+    if (!run.paradigm.empty()) mine.paradigm = run.paradigm;
+    if (run.params) mine.params = run.params;
+    if (run.steps) mine.steps = run.steps;
+    if (run.tokens) mine.tokens = run.tokens;
+    if (!run.config.empty()) mine.config = run.config;
+  }
+}
+
+Results collect_results(const std::string& dir) {
+  const fs::path root(dir);
+  if (!fs::is_directory(root))
+    throw DataError("'" + dir + "' is not a directory", "pass a run directory or an experiment directory");
+  Results r;
+  json context;
+  if (fs::exists(root / "config.resolved.json")) {
+    r.runs[root.filename().string()] = collect_run(root, context);
+  } else {
+    std::vector<fs::path> subdirs;
+    for (const auto& e : fs::directory_iterator(root))
+      if (e.is_directory() && fs::exists(e.path() / "config.resolved.json")) subdirs.push_back(e.path());
+    std::sort(subdirs.begin(), subdirs.end());
+    for (const auto& d : subdirs) r.runs[d.filename().string()] = collect_run(d, context);
+  }
+  if (r.runs.empty())
+    throw DataError("'" + dir + "' holds no run (no config.resolved.json in it or its subdirectories)",
+                    "train first (`aobench train` or `aobench run`), then report the run/experiment directory");
+  r.context = context.is_object() && !context.empty() ? context : env_info();
+  return r;
+}
+
+std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold) {
+  std::vector<CompareRow> rows;
+  auto compare_run = [&](const std::string& name, const RunResults& b, const RunResults& c) {
+    for (const auto& [key, mb] : b.metrics) {
+      auto it = c.metrics.find(key);
+      if (it == c.metrics.end()) continue;
+      CompareRow row;
+      row.run = name;
+      row.metric = key;
+      row.base = mb.value;
+      row.current = it->second.value;
+      row.higher_is_better = mb.higher_is_better;
+      row.rel_delta = (row.current - row.base) / std::max(std::abs(row.base), 1e-12);
+      // A metric that turned NaN is worse; otherwise the sign says which way is worse.
+      row.worse = !std::isfinite(row.current) && std::isfinite(row.base);
+      if (std::isfinite(row.rel_delta))
+        row.worse = row.higher_is_better ? row.rel_delta < -threshold : row.rel_delta > threshold;
+      rows.push_back(row);
+    }
+  };
+  // Same-name runs are compared; a single run on each side is compared whatever the names.
+  if (base.runs.size() == 1 && current.runs.size() == 1 && !current.runs.count(base.runs.begin()->first)) {
+    compare_run(base.runs.begin()->first + " → " + current.runs.begin()->first, base.runs.begin()->second,
+                current.runs.begin()->second);
+  } else {
+    for (const auto& [name, b] : base.runs) {
+      auto it = current.runs.find(name);
+      if (it != current.runs.end()) compare_run(name, b, it->second);
+    }
+  }
+  return rows;
+}
+
+std::string render_compare(const std::vector<CompareRow>& rows, double threshold) {
+  std::ostringstream out;
+  out << std::left << std::setw(24) << "run" << std::setw(28) << "metric" << std::right << std::setw(14)
+      << "base" << std::setw(14) << "new" << std::setw(10) << "delta" << "  verdict\n";
+  for (const auto& r : rows) {
+    std::ostringstream delta;
+    delta << std::showpos << std::fixed << std::setprecision(2) << 100 * r.rel_delta << "%";
+    out << std::left << std::setw(24) << r.run << std::setw(28) << r.metric << std::right << std::setw(14)
+        << std::setprecision(6) << r.base << std::setw(14) << r.current << std::setw(10) << delta.str() << "  "
+        << (r.worse ? "WORSE" : "ok") << (r.higher_is_better ? " (higher is better)" : "") << "\n";
+  }
+  out << rows.size() << " metric(s) compared; threshold " << 100 * threshold << "%\n";
+  return out.str();
+}
+
+}  // namespace aobench

@@ -1,0 +1,86 @@
+// Implements: the ONE results schema every number in aobench lands in (style.md §10 lesson 14;
+// DESIGN.md §2 reports/), and the renderers that read it. results.json:
+//   {"schema": "aobench.results/1", "context": {git_commit, git_dirty, host, device, torch_version,
+//    cuda_version, dtype, date, aobench_version},
+//    "runs": {RUN: {"plugin", "flavour", "paradigm", "params", "steps", "tokens", "config": {...},
+//      "metrics": {"<dataset>/<metric>": {"value", "stderr", "n", "is_bound", "higher_is_better", "protocol"}},
+//      "curves": {"loss/train": [[step, value], ...], "loss/val": [...]}}}}
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aobench {
+
+inline constexpr const char* kResultsSchema = "aobench.results/1";
+
+struct MetricValue {
+  double value = 0;
+  std::optional<double> stderr_;    // absent when not measured
+  int64_t n = 0;                    // units behind the stderr (sequences, samples)
+  bool is_bound = false;            // an upper bound (diffusion ELBO): rendered "≤"
+  bool higher_is_better = false;
+  std::string protocol;             // one line: how it was measured
+};
+
+using Curve = std::vector<std::pair<double, double>>;  // (step, value)
+
+struct RunResults {
+  std::string plugin, flavour, paradigm;
+  int64_t params = 0, steps = 0, tokens = 0;
+  nlohmann::json config = nlohmann::json::object();
+  std::map<std::string, MetricValue> metrics;   // "<dataset>/<metric>"
+  std::map<std::string, Curve> curves;          // "loss/train", "loss/val"
+};
+
+struct Results {
+  nlohmann::json context = nlohmann::json::object();
+  std::map<std::string, RunResults> runs;
+
+  nlohmann::json to_json() const;
+  // Validates the schema tag and field types; `origin` (a file name) is named in errors (DataError).
+  static Results from_json(const nlohmann::json& j, const std::string& origin = "results.json");
+  static Results load(const std::string& path);   // DataError when unreadable or invalid
+  void save(const std::string& path) const;       // atomic (write_file_atomic)
+  // Adds `other`'s runs; metrics/curves of a run present in both are overwritten key by key, and the
+  // newer context wins when `other` has one.
+  void merge(const Results& other);
+};
+
+// "<dataset>/<metric>" split at the LAST '/' (dataset names may not contain '/').
+std::pair<std::string, std::string> split_metric_key(const std::string& key);
+
+// Collects a run directory (has config.resolved.json) or an experiment directory (its subdirectories
+// that are runs): config, metrics.jsonl curves ("loss/train", "loss/val") and results.json metrics.
+Results collect_results(const std::string& dir);
+
+// Renderers: Markdown (one table per metric family, rows = runs, columns = datasets, "≤" for bounds,
+// "± stderr", protocol notes under each table), flat CSV, LaTeX (booktabs, one table per family).
+std::string render_markdown(const Results& r);
+std::string render_csv(const Results& r);
+std::string render_latex(const Results& r);
+// Writes <out_dir>/<name>.dat + .gp and runs gnuplot for loss_val / loss_train as PNG (pngcairo) and SVG.
+// Returns the image files written; when gnuplot is missing or fails, prints a warning and returns what
+// exists — never throws for plotting problems.
+std::vector<std::string> render_plots(const Results& r, const std::string& out_dir);
+// Self-contained page: inline CSS, tables, <img> for `images`, links to the text renderings, context.
+std::string render_html(const Results& r, const std::vector<std::string>& images);
+// All of the above into out_dir: results.json summary.md results.csv results.tex loss_*.{png,svg} index.html.
+void write_report(const Results& r, const std::string& out_dir);
+
+// Regression check of NEW against BASE: relative delta per metric present in both.
+struct CompareRow {
+  std::string run, metric;
+  double base = 0, current = 0, rel_delta = 0;   // (current − base) / |base|
+  bool higher_is_better = false;
+  bool worse = false;                            // got worse by more than the threshold
+};
+std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold);
+std::string render_compare(const std::vector<CompareRow>& rows, double threshold);
+
+}  // namespace aobench

@@ -1,0 +1,66 @@
+// Implements: the quickstart end to end, shortened (configs/quickstart.json with 20 training steps):
+// prepare the fortunes corpus → train the debug GPT → L2R eval → report. Checks every report file and that
+// the held-out perplexity is finite and below the uniform 257, and that a re-run skips finished work.
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "reports/results.h"
+#include "tests/test_util.h"
+
+namespace aobench {
+namespace {
+
+namespace fs = std::filesystem;
+
+int run_in(const std::string& dir, const std::string& args, std::string* output) {
+  const std::string log = dir + "/aobench_output.txt";
+  const std::string cmd = "cd '" + dir + "' && " + std::string(AOBENCH_BINARY) + " " + args + " > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  *output = testing::read_text(log);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
+  if (!fs::is_directory("/usr/share/games/fortunes"))
+    GTEST_SKIP() << "/usr/share/games/fortunes is absent (Debian package `fortunes`; scripts/setup.sh installs it)";
+  testing::TempDir tmp;
+  const std::string config = std::string(AOBENCH_SOURCE_DIR) + "/configs/quickstart.json";
+  const std::string sets =
+      " --set train.max_iters=20 --set train.lr_decay_iters=20 --set train.warmup_iters=2"
+      " --set train.eval_interval=10 --set train.eval_iters=2 --set train.log_interval=5"
+      " --set train.checkpoint_interval=10 --set train.batch_size=8 --set train.device=cpu"
+      " --set eval.max_batches=4";
+  std::string out;
+  ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
+
+  const fs::path report = tmp.path / "runs/quickstart/report";
+  for (const char* f : {"results.json", "summary.md", "results.csv", "results.tex", "index.html"})
+    EXPECT_TRUE(fs::exists(report / f)) << f << "\n" << out;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0)
+    for (const char* f : {"loss_val.png", "loss_val.svg", "loss_train.png", "loss_train.svg"})
+      EXPECT_TRUE(fs::exists(report / f)) << f;
+
+  const Results r = Results::load((report / "results.json").string());
+  ASSERT_TRUE(r.runs.count("gpt")) << out;
+  const RunResults& gpt = r.runs.at("gpt");
+  ASSERT_TRUE(gpt.metrics.count("fortunes_val/ppl")) << testing::read_text((report / "results.json").string());
+  const MetricValue& ppl = gpt.metrics.at("fortunes_val/ppl");
+  EXPECT_TRUE(std::isfinite(ppl.value));
+  EXPECT_GT(ppl.value, 1.0);
+  EXPECT_LT(ppl.value, 257.0);
+  EXPECT_FALSE(ppl.is_bound);
+  EXPECT_NE(ppl.protocol.find("first token skipped"), std::string::npos) << ppl.protocol;
+  EXPECT_EQ(gpt.steps, 20);
+  EXPECT_FALSE(gpt.curves.at("loss/train").empty());
+  EXPECT_NE(testing::read_text((report / "summary.md").string()).find("fortunes_val"), std::string::npos);
+
+  // A second run finds everything done.
+  ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
+  EXPECT_NE(out.find("training finished earlier, skipped"), std::string::npos) << out;
+  EXPECT_NE(out.find("done earlier, skipped"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace aobench

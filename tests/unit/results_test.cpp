@@ -1,0 +1,186 @@
+// Implements: tests of the results schema and its renderers (reports/results.h): JSON round trip, "≤" for
+// bounds and "± stderr" in Markdown, CSV and LaTeX contents, compare verdicts and `aobench compare` exit
+// codes, and the stderr helper (metrics/stats.h).
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "metrics/stats.h"
+#include "reports/results.h"
+#include "tests/test_util.h"
+
+namespace aobench {
+namespace {
+
+Results sample_results() {
+  Results r;
+  r.context = {{"git_commit", "abc123"}, {"host", "testhost"}, {"date", "2026-01-01T00:00:00Z"}};
+  RunResults gpt;
+  gpt.plugin = "gpt";
+  gpt.flavour = "debug";
+  gpt.paradigm = "autoregressive";
+  gpt.params = 1234;
+  gpt.steps = 20;
+  gpt.tokens = 5120;
+  gpt.config = {{"train", {{"max_iters", 20}}}};
+  gpt.metrics["wikitext2/ppl"] = {35.25, 0.5, 40, false, false, "l2r exact; first token skipped"};
+  gpt.metrics["lambada/ppl"] = {51.0, std::nullopt, 0, false, false, "l2r exact"};
+  gpt.curves["loss/train"] = {{0, 5.5}, {10, 4.0}, {20, 3.5}};
+  gpt.curves["loss/val"] = {{10, 4.2}, {20, 3.9}};
+  RunResults sedd;
+  sedd.plugin = "sedd";
+  sedd.paradigm = "masked_diffusion_encoder";
+  sedd.metrics["wikitext2/ppl"] = {41.5, 1.25, 40, true, false, "ELBO upper bound"};
+  r.runs["gpt_small"] = gpt;
+  r.runs["sedd_small"] = sedd;
+  return r;
+}
+
+TEST(ResultsTest, JsonRoundTripKeepsEveryField) {
+  const Results a = sample_results();
+  const nlohmann::json j = a.to_json();
+  EXPECT_EQ(j["schema"], "aobench.results/1");
+  EXPECT_EQ(j["runs"]["gpt_small"]["metrics"]["wikitext2/ppl"]["stderr"], 0.5);
+  EXPECT_TRUE(j["runs"]["gpt_small"]["metrics"]["lambada/ppl"]["stderr"].is_null());
+  const Results b = Results::from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(b.to_json(), j);
+  ASSERT_EQ(b.runs.size(), 2u);
+  const MetricValue& m = b.runs.at("sedd_small").metrics.at("wikitext2/ppl");
+  EXPECT_TRUE(m.is_bound);
+  EXPECT_DOUBLE_EQ(m.value, 41.5);
+  ASSERT_TRUE(m.stderr_.has_value());
+  EXPECT_DOUBLE_EQ(*m.stderr_, 1.25);
+  EXPECT_EQ(b.runs.at("gpt_small").curves.at("loss/train").size(), 3u);
+  EXPECT_DOUBLE_EQ(b.runs.at("gpt_small").curves.at("loss/val")[1].second, 3.9);
+}
+
+TEST(ResultsTest, SaveLoadAndMergeOverwriteMetricsKeyByKey) {
+  testing::TempDir tmp;
+  Results a = sample_results();
+  a.save(tmp.file("results.json"));
+  Results loaded = Results::load(tmp.file("results.json"));
+  Results update;
+  update.runs["gpt_small"].metrics["wikitext2/ppl"] = {30.0, 0.25, 40, false, false, "new"};
+  update.runs["new_run"].plugin = "ao_gpt";
+  loaded.merge(update);
+  EXPECT_DOUBLE_EQ(loaded.runs.at("gpt_small").metrics.at("wikitext2/ppl").value, 30.0);
+  EXPECT_DOUBLE_EQ(loaded.runs.at("gpt_small").metrics.at("lambada/ppl").value, 51.0);  // kept
+  EXPECT_EQ(loaded.runs.at("gpt_small").plugin, "gpt");
+  EXPECT_EQ(loaded.runs.size(), 3u);
+}
+
+TEST(ResultsTest, RejectsFilesWithoutTheSchemaTag) {
+  EXPECT_THROW(Results::from_json({{"runs", nlohmann::json::object()}}), DataError);
+  EXPECT_THROW(Results::from_json({{"schema", "aobench.results/1"}, {"runs", {{"r", {{"plugin", "x"}}}}}}),
+               DataError);  // a run without "metrics"
+}
+
+TEST(ResultsTest, MarkdownMarksBoundsAndStderr) {
+  const std::string md = render_markdown(sample_results());
+  EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| run | lambada | wikitext2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt_small | 51 | 35.25 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.25 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- wikitext2: ELBO upper bound"), std::string::npos) << md;  // protocol note
+  EXPECT_NE(md.find("- git_commit: abc123"), std::string::npos) << md;
+}
+
+TEST(ResultsTest, CsvIsFlatOneRowPerMetric) {
+  const std::string csv = render_csv(sample_results());
+  EXPECT_EQ(csv.rfind("run,plugin,flavour,paradigm,dataset,metric,value,stderr,n,is_bound,higher_is_better,"
+                      "protocol\n", 0), 0u);
+  EXPECT_NE(csv.find("gpt_small,gpt,debug,autoregressive,wikitext2,ppl,35.25,0.5,40,false,false,"
+                     "l2r exact; first token skipped\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("gpt_small,gpt,debug,autoregressive,lambada,ppl,51,,0,false,false,l2r exact\n"),
+            std::string::npos) << csv;
+  EXPECT_NE(csv.find("sedd_small,sedd,,masked_diffusion_encoder,wikitext2,ppl,41.5,1.25,40,true,false"),
+            std::string::npos) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST(ResultsTest, LatexIsABooktabsTable) {
+  const std::string tex = render_latex(sample_results());
+  EXPECT_NE(tex.find("\\begin{tabular}{lrr}"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("\\toprule\nrun & lambada & wikitext2 \\\\\n\\midrule"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("gpt\\_small & 51 & 35.25 $\\pm$ 0.5 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("sedd\\_small &  & $\\le$ 41.5 $\\pm$ 1.25 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("\\bottomrule"), std::string::npos);
+}
+
+TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
+  const Results base = sample_results();
+  Results same = base;
+  for (const auto& row : compare_results(base, same, 0.02)) {
+    EXPECT_FALSE(row.worse) << row.metric;
+    EXPECT_DOUBLE_EQ(row.rel_delta, 0.0);
+  }
+  Results worse = base;
+  worse.runs["gpt_small"].metrics["wikitext2/ppl"].value = 35.25 * 1.05;   // +5% perplexity
+  worse.runs["gpt_small"].metrics["lambada/ppl"].value = 51.0 * 0.5;       // improvement
+  int n_worse = 0;
+  for (const auto& row : compare_results(base, worse, 0.02)) {
+    n_worse += row.worse;
+    if (row.metric == "wikitext2/ppl" && row.run == "gpt_small") {
+      EXPECT_TRUE(row.worse);
+      EXPECT_NEAR(row.rel_delta, 0.05, 1e-12);
+    }
+  }
+  EXPECT_EQ(n_worse, 1);
+  EXPECT_EQ(compare_results(base, worse, 0.10).size(), 3u);
+  for (const auto& row : compare_results(base, worse, 0.10)) EXPECT_FALSE(row.worse);  // within 10%
+  // Higher-is-better metrics regress when they drop.
+  Results hb = base, hb_low = base;
+  hb.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {1000.0, std::nullopt, 0, false, true, ""};
+  hb_low.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {900.0, std::nullopt, 0, false, true, ""};
+  bool flagged = false;
+  for (const auto& row : compare_results(hb, hb_low, 0.02)) flagged |= row.worse;
+  EXPECT_TRUE(flagged);
+}
+
+TEST(ResultsTest, CompareCommandExitCodes) {
+  testing::TempDir tmp;
+  Results base = sample_results();
+  base.save(tmp.file("base.json"));
+  base.save(tmp.file("same.json"));
+  Results worse = base;
+  worse.runs["sedd_small"].metrics["wikitext2/ppl"].value = 50.0;
+  worse.save(tmp.file("worse.json"));
+  std::string out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("same.json"), &out), 0)
+      << out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json"), &out), 1)
+      << out;
+  EXPECT_NE(out.find("WORSE"), std::string::npos) << out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json") +
+                                     " --threshold 0.5", &out), 0) << out;
+}
+
+TEST(ResultsTest, WriteReportProducesEveryRendering) {
+  testing::TempDir tmp;
+  write_report(sample_results(), tmp.file("report"));
+  for (const char* f : {"results.json", "summary.md", "results.csv", "results.tex", "index.html"})
+    EXPECT_TRUE(std::filesystem::exists(tmp.file(std::string("report/") + f))) << f;
+  const std::string html = testing::read_text(tmp.file("report/index.html"));
+  EXPECT_NE(html.find("≤ 41.5 ± 1.25"), std::string::npos);
+  EXPECT_NE(html.find("href=\"results.csv\""), std::string::npos);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    for (const char* f : {"loss_val.png", "loss_val.svg", "loss_train.png", "loss_train.svg"})
+      EXPECT_GT(std::filesystem::file_size(tmp.file(std::string("report/") + f)), 100u) << f;
+    EXPECT_NE(html.find("<img src=\"loss_val.png\""), std::string::npos);
+  }
+}
+
+TEST(StatsTest, StderrOfTheMeanUsesTheUnbiasedVariance) {
+  // xs = 1..4: mean 2.5, sample variance 5/3, stderr sqrt(5/3 / 4).
+  const MeanStderr s = mean_stderr({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_NEAR(s.stderr_, std::sqrt(5.0 / 3.0 / 4.0), 1e-15);
+  EXPECT_EQ(s.n, 4);
+  EXPECT_EQ(stderr_of({7.0}), 0.0);
+  EXPECT_EQ(stderr_of({}), 0.0);
+  EXPECT_EQ(stderr_of({3, 3, 3}), 0.0);
+}
+
+}  // namespace
+}  // namespace aobench
