@@ -1,0 +1,434 @@
+// Implements: the GPT plugin (plugins/gpt/gpt.h; spec-ao-gpt §1.4 and §8): nanoGPT GPT-2 with a switch
+// between classic scoring (T−1 predictions) and a learned [None] start slot (all T scored, like AO-GPT),
+// KV-cache ancestral sampling with float64 Gumbel-max / exponential race and HF-convention top-p, and
+// exact loading of Hugging Face GPT-2 weights (Conv1D weights transposed, lm_head tied to wte).
+#include "gpt.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "harness/errors.h"
+#include "harness/safetensors.h"
+
+extern "C" const char* aobench_plugin_default_json();
+
+namespace aobench::gpt {
+namespace F = torch::nn::functional;
+
+// ---------------------------------------------------------------------------------------------- network
+
+LayerNormImpl::LayerNormImpl(int64_t d, bool with_bias, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({d}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({d}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
+}
+
+BlockImpl::BlockImpl(const GptConfig& c) : cfg(c) {
+  const int64_t d = c.n_embd;
+  ln_1 = register_module("ln_1", LayerNorm(d, c.bias, c.ln_eps));
+  ln_2 = register_module("ln_2", LayerNorm(d, c.bias, c.ln_eps));
+  auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
+  auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+  c_attn =
+      attn->register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(d, 3 * d).bias(c.bias)));
+  attn_proj = attn->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(c.bias)));
+  c_fc = mlp->register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(d, 4 * d).bias(c.bias)));
+  mlp_proj =
+      mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * d, d).bias(c.bias)));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, KvCache* cache, size_t layer) {
+  const int64_t B = x.size(0), S = x.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
+  const double p = is_training() ? cfg.dropout : 0.0;
+  auto qkv = c_attn(ln_1(x)).split(cfg.n_embd, 2);  // 3 × (B, S, d)
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
+  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
+  torch::Tensor y;
+  const int64_t past = cache && cache->k[layer].defined() ? cache->k[layer].size(2) : 0;  // this layer's
+  if (cache) {
+    if (past > 0) {
+      k = torch::cat({cache->k[layer], k}, 2);  // (B, H, past+S, hd)
+      v = torch::cat({cache->v[layer], v}, 2);
+    }
+    cache->k[layer] = k;
+    cache->v[layer] = v;
+  }
+  if (past == 0) {
+    y = at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true);
+  } else {
+    // New slot i (absolute past+i) sees keys 0..past+i.
+    auto mask = torch::ones({S, past + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
+                    .tril(past);  // (S, past+S)
+    y = at::scaled_dot_product_attention(q, k, v, mask, p, false);
+  }
+  y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
+  torch::Tensor out = x + F::dropout(attn_proj(y), F::DropoutFuncOptions().p(p).training(is_training()));
+  torch::Tensor hmid = c_fc(ln_2(out));  // (B, S, 4d)
+  hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
+  return out + F::dropout(mlp_proj(hmid), F::DropoutFuncOptions().p(p).training(is_training()));
+}
+
+GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
+  wte = register_module("wte", torch::nn::Embedding(c.padded_vocab(), c.n_embd));
+  // With the start slot, row 0 is [None]'s position and row p+1 the slot reading token p (AO-GPT layout).
+  wpe = register_module("wpe", torch::nn::Embedding(c.block_size + (c.start_token ? 1 : 0), c.n_embd));
+  if (c.start_token) wnonee = register_parameter("wnonee", torch::zeros({1, c.n_embd}));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(Block(c));
+  ln_f = register_module("ln_f", LayerNorm(c.n_embd, c.bias, c.ln_eps));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+
+  // nanoGPT init: N(0, 0.02) everywhere, residual projections N(0, 0.02/sqrt(2L)), biases 0.
+  torch::NoGradGuard ng;
+  for (auto& kv : named_parameters()) {
+    const std::string& n = kv.key();
+    torch::Tensor t = kv.value();
+    if (n.size() >= 5 && n.compare(n.size() - 5, 5, ".bias") == 0) {
+      t.zero_();
+    } else if (n.rfind("ln_", 0) == 0 || n.find(".ln_") != std::string::npos) {
+      t.fill_(1.0);
+    } else if (n.find("c_proj.weight") != std::string::npos) {
+      t.normal_(0.0, 0.02 / std::sqrt(2.0 * c.n_layer));
+    } else {
+      t.normal_(0.0, 0.02);
+    }
+  }
+}
+
+torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
+  const int64_t B = ids.size(0);
+  const int64_t pos0 = cache ? cache->length() : 0;
+  torch::Tensor x = wte(ids);  // (B, S, d)
+  if (cfg.start_token && pos0 == 0) x = torch::cat({wnonee.unsqueeze(0).expand({B, 1, cfg.n_embd}), x}, 1);
+  const int64_t S = x.size(1);
+  TORCH_CHECK(pos0 + S <= wpe->weight.size(0), "gpt: ", pos0 + S, " slots exceed the ", wpe->weight.size(0),
+              " positions of wpe (block_size ", cfg.block_size, ")");
+  auto pos = torch::arange(pos0, pos0 + S, torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
+  x = drop(x + wpe(pos));  // (B, S, d)
+  if (cache && cache->k.empty()) {
+    cache->k.resize(h->size());
+    cache->v.resize(h->size());
+  }
+  for (size_t i = 0; i < h->size(); ++i) x = h[i]->as<BlockImpl>()->forward(x, cache, i);
+  return ln_f(x);
+}
+
+torch::Tensor GptImpl::logits(const torch::Tensor& ids, KvCache* cache) {
+  // Tied head; the padded columns are dropped so every distribution is over the real vocabulary.
+  return F::linear(hidden(ids, cache), wte->weight).narrow(-1, 0, cfg.vocab_size);  // (B, S, V)
+}
+
+// ---------------------------------------------------------------------------------------------- config
+
+PluginInfo GptPlugin::info() const {
+  return {"gpt", "1.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2"};
+}
+
+nlohmann::json GptPlugin::default_config() const {
+  return nlohmann::json::parse(aobench_plugin_default_json());
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const std::string& msg, const std::string& hint) {
+  throw ConfigError("model." + key + ": " + msg, hint);
+}
+
+template <typename T>
+T field(const nlohmann::json& j, const std::string& key, const char* type_name) {
+  if (!j.contains(key)) bad(key, "missing", "every gpt flavour lists it; start from flavour_defaults");
+  const auto& v = j.at(key);
+  bool ok = false;
+  if constexpr (std::is_same_v<T, bool>)
+    ok = v.is_boolean();
+  else if constexpr (std::is_same_v<T, int64_t>)
+    ok = v.is_number_integer();
+  else if constexpr (std::is_same_v<T, double>)
+    ok = v.is_number();
+  else
+    ok = v.is_string();
+  if (!ok) bad(key, "expected " + std::string(type_name) + ", got " + v.dump(), "fix the value's type");
+  return v.get<T>();
+}
+
+}  // namespace
+
+void GptPlugin::configure(const nlohmann::json& m) {
+  static const std::set<std::string> keys = {"n_layer",     "n_head",       "n_embd", "block_size",
+                                             "vocab_size",  "dropout",      "bias",   "activation",
+                                             "start_token", "init_from_hf", "plugin", "flavour"};
+  for (auto it = m.begin(); it != m.end(); ++it)
+    if (!keys.count(it.key())) bad(it.key(), "unknown key for plugin gpt", "see plugins/gpt/README.md");
+  GptConfig c;
+  c.n_layer = field<int64_t>(m, "n_layer", "integer");
+  c.n_head = field<int64_t>(m, "n_head", "integer");
+  c.n_embd = field<int64_t>(m, "n_embd", "integer");
+  c.block_size = field<int64_t>(m, "block_size", "integer");
+  c.vocab_size = field<int64_t>(m, "vocab_size", "integer");
+  c.dropout = field<double>(m, "dropout", "number");
+  c.bias = field<bool>(m, "bias", "boolean");
+  c.activation = field<std::string>(m, "activation", "string");
+  c.start_token = field<bool>(m, "start_token", "boolean");
+  c.init_from_hf = field<std::string>(m, "init_from_hf", "string");
+
+  if (!c.init_from_hf.empty()) {
+    // The HF config.json decides the shape (GPT-2 Large judge: 36/20/1280, 1024 positions, 50257 ids).
+    const std::string path = c.init_from_hf + "/config.json";
+    std::ifstream in(path);
+    if (!in)
+      bad("init_from_hf", "cannot open '" + path + "'",
+          "point it at a folder with config.json + model.safetensors");
+    nlohmann::json hf;
+    try {
+      hf = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      bad("init_from_hf", "'" + path + "' is not valid JSON: " + e.what(), "re-download the model folder");
+    }
+    auto need = [&](const char* k) -> const nlohmann::json& {
+      if (!hf.contains(k))
+        bad("init_from_hf", "'" + path + "' lacks \"" + k + "\"", "is this a GPT-2 config?");
+      return hf.at(k);
+    };
+    c.n_embd = need("n_embd").get<int64_t>();
+    c.n_layer = need("n_layer").get<int64_t>();
+    c.n_head = need("n_head").get<int64_t>();
+    c.vocab_size = need("vocab_size").get<int64_t>();
+    c.block_size =
+        hf.contains("n_positions") ? hf["n_positions"].get<int64_t>() : need("n_ctx").get<int64_t>();
+    if (hf.contains("layer_norm_epsilon")) c.ln_eps = hf["layer_norm_epsilon"].get<double>();
+    const std::string act = hf.value("activation_function", "gelu_new");
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+      c.activation = "gelu_tanh";
+    else if (act == "gelu")
+      c.activation = "gelu";
+    else
+      bad("init_from_hf", "'" + path + "' has activation_function \"" + act + "\"",
+          "supported: gelu_new, gelu");
+    if (c.start_token)
+      bad("start_token", "must be false with init_from_hf",
+          "HF GPT-2 has no [None] slot; set model.start_token=false");
+    if (!c.bias)
+      bad("bias", "must be true with init_from_hf", "GPT-2 checkpoints have biases; set model.bias=true");
+  }
+  auto positive = [](const std::string& k, int64_t v) {
+    if (v < 1) bad(k, "must be ≥ 1, got " + std::to_string(v), "use a positive integer");
+  };
+  positive("n_layer", c.n_layer);
+  positive("n_head", c.n_head);
+  positive("n_embd", c.n_embd);
+  positive("block_size", c.block_size);
+  if (c.vocab_size < 2)
+    bad("vocab_size", "must be ≥ 2, got " + std::to_string(c.vocab_size), "use the tokenizer's size");
+  if (c.n_embd % c.n_head != 0)
+    bad("n_embd",
+        "n_embd % n_head != 0 (" + std::to_string(c.n_embd) + " % " + std::to_string(c.n_head) + ")",
+        "pick n_embd as a multiple of model.n_head");
+  if (c.dropout < 0.0 || c.dropout >= 1.0)
+    bad("dropout", "must be in [0, 1), got " + std::to_string(c.dropout), "");
+  if (c.activation != "gelu" && c.activation != "gelu_tanh")
+    bad("activation", "unknown activation \"" + c.activation + "\"", "use \"gelu\" or \"gelu_tanh\"");
+  cfg_ = c;
+  configured_ = true;
+}
+
+void GptPlugin::build(torch::Device device) {
+  if (!configured_)
+    throw PluginError("gpt: build() before configure()", "call configure(model_config) first");
+  net_ = Gpt(cfg_);
+  if (!cfg_.init_from_hf.empty()) load_hf_weights(cfg_.init_from_hf);
+  net_->to(device);
+  device_ = device;
+}
+
+torch::nn::Module& GptPlugin::module() {
+  if (!net_) throw PluginError("gpt: module() before build()", "call build(device) first");
+  return *net_;
+}
+
+void GptPlugin::load_hf_weights(const std::string& dir) {
+  const std::string path = dir + "/model.safetensors";
+  SafetensorsFile f = read_safetensors(path);
+  auto params = net_->named_parameters();
+  std::set<std::string> loaded;
+  torch::NoGradGuard ng;
+  for (auto& [raw, t] : f.tensors) {
+    std::string name = raw.rfind("transformer.", 0) == 0 ? raw.substr(12) : raw;
+    // Causal-mask buffers of old exports carry no weights.
+    if (name.find(".attn.bias") != std::string::npos || name.find(".attn.masked_bias") != std::string::npos)
+      continue;
+    if (name == "lm_head.weight") continue;  // tied: checked against wte below
+    if (!params.contains(name))
+      throw CheckpointError("'" + path + "': tensor '" + raw + "' has no counterpart in the gpt model",
+                            "only GPT2LMHeadModel / GPT2Model weights can be loaded");
+    torch::Tensor src = t.to(torch::kFloat32);
+    // HF Conv1D stores (in, out); our Linear wants (out, in).
+    const bool conv1d = name.find("c_attn.weight") != std::string::npos ||
+                        name.find("c_proj.weight") != std::string::npos ||
+                        name.find("c_fc.weight") != std::string::npos;
+    if (conv1d) src = src.t();
+    torch::Tensor dst = params[name];
+    if (name == "wte.weight")
+      dst = dst.narrow(0, 0, cfg_.vocab_size);  // padded rows stay N(0, 0.02): never used
+    if (src.sizes() != dst.sizes())
+      throw CheckpointError("'" + path + "': tensor '" + raw + "' has shape " + c10::str(t.sizes()) +
+                                ", the model expects " + c10::str(dst.sizes()) +
+                                (conv1d ? " (transposed)" : ""),
+                            "config.json and model.safetensors disagree");
+    dst.copy_(src);
+    loaded.insert(name);
+  }
+  for (auto& kv : params)
+    if (!loaded.count(kv.key()))
+      throw CheckpointError(
+          "'" + path + "' lacks tensor '" + kv.key() + "' (or 'transformer." + kv.key() + "')",
+          "the file is not a complete GPT-2 checkpoint");
+  if (f.tensors.count("lm_head.weight") && !torch::equal(f.tensors.at("lm_head.weight").to(torch::kFloat32),
+                                                         params["wte.weight"].narrow(0, 0, cfg_.vocab_size)))
+    throw CheckpointError("'" + path + "': lm_head.weight differs from wte", "gpt ties lm_head to wte");
+}
+
+double GptPlugin::flops_per_token(int64_t T) const {
+  if (!net_) throw PluginError("gpt: flops_per_token() before build()", "call build(device) first");
+  int64_t n = 0;
+  for (const auto& p : net_->parameters()) n += p.numel();
+  n -= net_->wpe->weight.numel();
+  return 6.0 * static_cast<double>(n) + 12.0 * cfg_.n_layer * cfg_.n_embd * static_cast<double>(T);
+}
+
+// ---------------------------------------------------------------------------------------------- scoring
+
+namespace {
+void check_identity(const torch::Tensor& tokens, const torch::Tensor& order) {
+  if (!order.defined()) return;
+  TORCH_CHECK(order.sizes() == tokens.sizes(), "gpt: order ", order.sizes(), " vs tokens ", tokens.sizes());
+  auto id = torch::arange(tokens.size(1), order.options()).expand_as(order);
+  if (!torch::equal(order, id))
+    throw PluginError(
+        "gpt is left-to-right only: the order must be the identity (l2r) in every row",
+        "use eval.mode=l2r / train.order.kind=l2r for gpt, or an any-order plugin (sigma_gpt, ao_gpt)");
+}
+}  // namespace
+
+LossOutput GptPlugin::loss(const TrainBatch& batch, at::Generator&) {
+  const torch::Tensor& x = batch.tokens;  // (B, T)
+  TORCH_CHECK(x.dim() == 2 && x.size(1) >= 2, "gpt: tokens must be (B, T≥2), got ", x.sizes());
+  TORCH_CHECK(x.size(1) <= cfg_.block_size, "gpt: T=", x.size(1), " > block_size ", cfg_.block_size);
+  if (batch.order.defined()) {
+    auto id = torch::arange(x.size(1), batch.order.options()).expand_as(batch.order);
+    TORCH_CHECK(torch::equal(batch.order, id),
+                "gpt is left-to-right only: TrainBatch.order must be identity");
+  }
+  // Input is always x[:, :T−1]; with the [None] slot prepended all T tokens are targets.
+  torch::Tensor logits = net_->logits(x.narrow(1, 0, x.size(1) - 1)).to(torch::kFloat32);  // (B, S, V)
+  torch::Tensor targets = cfg_.start_token ? x : x.narrow(1, 1, x.size(1) - 1);            // (B, S)
+  torch::Tensor l = F::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
+  return {l, {}};
+}
+
+NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) {
+  check_identity(tokens, order);
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  TORCH_CHECK(T <= cfg_.block_size, "gpt: T=", T, " > block_size ", cfg_.block_size);
+  auto opts = torch::TensorOptions().device(tokens.device());
+  NllOutput out;
+  out.nll = torch::zeros({B, T}, opts.dtype(torch::kFloat64));
+  out.scored = torch::ones({B, T}, opts.dtype(torch::kBool));
+  if (!cfg_.start_token) out.scored.select(1, 0).fill_(false);
+  if (T < 2 && !cfg_.start_token) return out;
+  torch::Tensor logp = torch::log_softmax(net_->logits(tokens.narrow(1, 0, T - 1)).to(torch::kFloat32), -1);
+  torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);            // (B, S)
+  torch::Tensor nll = -logp.gather(2, targets.unsqueeze(2)).squeeze(2).to(torch::kFloat64);  // (B, S)
+  out.nll.narrow(1, T - nll.size(1), nll.size(1)).copy_(nll);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------- sampling
+
+SampleOutput GptPlugin::sample(const SampleRequest& r) { return sample_impl(r, true); }
+
+SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
+  const int64_t B = r.batch_size, L = r.length, V = cfg_.vocab_size;
+  TORCH_CHECK(B >= 1 && L >= 1, "gpt: sample needs batch_size ≥ 1 and length ≥ 1");
+  TORCH_CHECK(L <= cfg_.block_size, "gpt: length ", L, " > block_size ", cfg_.block_size);
+  TORCH_CHECK(r.top_p > 0.0 && r.top_p <= 1.0, "gpt: top_p must be in (0, 1], got ", r.top_p);
+  torch::NoGradGuard ng;
+  const bool was_training = net_->is_training();
+  net_->eval();
+  const torch::Device dev = device_;
+  torch::Tensor prompt = r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone()
+                                            : torch::full({B, L}, -1, torch::kLong);
+  TORCH_CHECK(prompt.sizes() == torch::IntArrayRef({B, L}), "gpt: prompt must be (B, L) = (", B, ", ", L,
+              ")");
+  // Without a start slot the first token cannot be drawn: an unprompted row starts with EOS = V−1
+  // (GPT-2's <|endoftext|>, the byte tokenizer's end id), which is part of the output.
+  if (!cfg_.start_token) prompt.select(1, 0).masked_fill_(prompt.select(1, 0) < 0, V - 1);
+  torch::Tensor out = prompt.clone();  // (B, L) on CPU
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(r.seed);
+  const auto fdt = r.float64_sampling ? torch::kFloat64 : torch::kFloat32;
+
+  // Draws one id per row from logits (B, V): temperature, HF top-p, then exponential race argmax p/E.
+  auto draw = [&](const torch::Tensor& logits_dev) {
+    torch::Tensor logits = logits_dev.to(torch::kCPU, fdt);
+    if (r.temperature <= 0.0) return logits.argmax(-1);                // greedy
+    torch::Tensor probs = torch::softmax(logits / r.temperature, -1);  // (B, V)
+    if (r.top_p < 1.0) {
+      // HF convention: keep the smallest prefix of the sorted distribution whose mass reaches p, INCLUDING
+      // the token that crosses p (AO-GPT's catsample drops it; spec-ao-gpt §4.3).
+      auto [sorted, idx] = probs.sort(-1, /*descending=*/true);
+      torch::Tensor before = sorted.cumsum(-1) - sorted;  // mass strictly before each token
+      torch::Tensor keep_sorted = before < r.top_p;       // top-1 always kept
+      torch::Tensor keep = torch::zeros_like(keep_sorted).scatter(-1, idx, keep_sorted);
+      probs = probs * keep;
+    }
+    torch::Tensor u = torch::rand({B, V}, gen, torch::TensorOptions().dtype(fdt));
+    torch::Tensor e = -torch::log(u);  // Exp(1) race
+    return (probs / e).argmax(-1);     // (B,)
+  };
+
+  KvCache cache;
+  int64_t calls = 0;
+  // First slot: [None] (start_token) predicts token 0; otherwise token 0 is given.
+  int64_t k = cfg_.start_token ? 0 : 1;
+  // Teacher-force the prefix given in every row in one forward (prefill).
+  int64_t given = 0;
+  while (given < L && (out.select(1, given) >= 0).all().item<bool>()) ++given;
+  torch::Tensor last_logits;  // (B, V): prediction for token k
+  if (use_cache) {
+    const int64_t pre = cfg_.start_token ? given : std::max<int64_t>(given, 1);  // tokens fed in the prefill
+    k = pre;                                                                     // next position to decide
+    if (k >= L) {
+      net_->train(was_training);
+      return {out.to(r.device), calls};
+    }
+    torch::Tensor lg = net_->logits(out.narrow(1, 0, pre).to(dev), &cache);  // (B, S, V)
+    ++calls;
+    last_logits = lg.select(1, lg.size(1) - 1);
+  }
+  for (; k < L; ++k) {
+    if (!use_cache) {
+      torch::Tensor lg = net_->logits(out.narrow(1, 0, k).to(dev));  // full recomputation
+      ++calls;
+      last_logits = lg.select(1, lg.size(1) - 1);
+    }
+    torch::Tensor forced = out.select(1, k);
+    if ((forced < 0).any().item<bool>()) {
+      torch::Tensor drawn = draw(last_logits);
+      out.select(1, k).copy_(torch::where(forced >= 0, forced, drawn));
+    }
+    if (use_cache && k + 1 < L) {
+      last_logits = net_->logits(out.narrow(1, k, 1).to(dev), &cache).select(1, 0);
+      ++calls;
+    }
+  }
+  net_->train(was_training);
+  return {out.to(r.device), calls};
+}
+
+}  // namespace aobench::gpt
+
+AOBENCH_PLUGIN(aobench::gpt::GptPlugin)

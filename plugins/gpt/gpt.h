@@ -1,0 +1,99 @@
+// Implements: the GPT plugin — nanoGPT-shaped GPT-2 trained and scored left to right
+// (spec-ao-gpt §1.4, §8):
+// padded tied wte, learned wpe, pre-norm LayerNorm blocks, fused c_attn + causal SDPA, GELU MLP, ln_f.
+// Optional [None] start slot (AO-GPT's wnonee) so all T tokens are scored; exact HF GPT-2 weight loading.
+// Declared here so plugins/gpt/gpt_test.cpp can reach the network and the reference (cache-free) sampler.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "harness/plugin_api.h"
+
+namespace aobench::gpt {
+
+struct GptConfig {
+  int64_t n_layer = 2, n_head = 2, n_embd = 64;
+  int64_t block_size = 128;  // max tokens per sequence
+  int64_t vocab_size = 257;  // real vocabulary; wte has padded_vocab() rows
+  double dropout = 0.0;
+  bool bias = true;
+  std::string activation = "gelu";  // "gelu" (erf) | "gelu_tanh" (HF gelu_new)
+  bool start_token = false;
+  std::string init_from_hf;  // HF GPT-2 folder or ""
+  double ln_eps = 1e-5;      // from HF config.json layer_norm_epsilon; nanoGPT uses 1e-5 too
+  int64_t padded_vocab() const { return (vocab_size + 63) / 64 * 64; }
+};
+
+// LayerNorm with an optional bias (nanoGPT: GPT-2 has biases, bias=false is slightly better and faster).
+struct LayerNormImpl : torch::nn::Module {
+  LayerNormImpl(int64_t d, bool bias, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight, bias;
+  double eps;
+};
+TORCH_MODULE(LayerNorm);
+
+// Per-layer key/value cache for generation: (B, H, T_cached, head_dim) each.
+struct KvCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t length() const { return k.empty() || !k[0].defined() ? 0 : k[0].size(2); }
+};
+
+struct BlockImpl : torch::nn::Module {
+  BlockImpl(const GptConfig& c);
+  // x (B, S, d); with a cache, the S new slots attend to the cached ones and are appended to it.
+  torch::Tensor forward(const torch::Tensor& x, KvCache* cache, size_t layer);
+  GptConfig cfg;
+  LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  torch::nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
+};
+TORCH_MODULE(Block);
+
+// Parameter names follow HF/nanoGPT minus the "transformer." prefix: wte.weight, wpe.weight,
+// h.N.ln_1.weight, h.N.attn.c_attn.weight, h.N.mlp.c_proj.weight, ln_f.weight, (wnonee).
+struct GptImpl : torch::nn::Module {
+  explicit GptImpl(const GptConfig& c);
+  // Hidden states of the slots for input ids (B, S). Slots are numbered from `pos0` (the cache length).
+  // With start_token and pos0 == 0 a [None] slot is prepended, so S+1 slots come out.  // (B, S', d)
+  torch::Tensor hidden(const torch::Tensor& ids, KvCache* cache = nullptr);
+  // Logits over the REAL vocabulary (padded columns dropped).  // (B, S', V)
+  torch::Tensor logits(const torch::Tensor& ids, KvCache* cache = nullptr);
+  GptConfig cfg;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::Tensor wnonee;  // (1, d), only with start_token
+  torch::nn::ModuleList h;
+  LayerNorm ln_f{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Gpt);
+
+class GptPlugin : public ModelPlugin {
+ public:
+  PluginInfo info() const override;
+  nlohmann::json default_config() const override;
+  void configure(const nlohmann::json& model_config) override;
+  void build(torch::Device device) override;
+  torch::nn::Module& module() override;
+  double flops_per_token(int64_t T) const override;
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  int64_t block_size() const override { return cfg_.block_size; }
+  LossOutput loss(const TrainBatch& batch, at::Generator& gen) override;
+  NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) override;
+  SampleOutput sample(const SampleRequest& request) override;
+
+  // use_cache = false recomputes the whole prefix every step: the reference the KV-cache path must match.
+  SampleOutput sample_impl(const SampleRequest& request, bool use_cache);
+  const GptConfig& config() const { return cfg_; }
+  Gpt& net() { return net_; }
+
+ private:
+  void load_hf_weights(const std::string& dir);
+  GptConfig cfg_;
+  bool configured_ = false;
+  Gpt net_{nullptr};
+  torch::Device device_ = torch::kCPU;
+};
+
+}  // namespace aobench::gpt

@@ -1,0 +1,142 @@
+// Implements: GPT-plugin tests beyond the conformance suite (spec-ao-gpt §1.4, §8): exact HF GPT-2 logits
+// (tests/data/make_hf_tiny_gpt2.py), KV-cache sampling == full recomputation, log_prob sums == loss,
+// start_token on/off scoring, config validation naming "model.<key>".
+#include "gpt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "harness/errors.h"
+#include "harness/safetensors.h"
+
+namespace aobench::gpt {
+namespace {
+
+nlohmann::json debug_config() {
+  GptPlugin p;
+  nlohmann::json m = p.default_config()["flavours"]["debug"];
+  m["plugin"] = "gpt";
+  m["flavour"] = "debug";
+  return m;
+}
+
+std::unique_ptr<GptPlugin> make(const nlohmann::json& m, uint64_t seed = 0) {
+  auto p = std::make_unique<GptPlugin>();
+  p->configure(m);
+  torch::manual_seed(seed);
+  p->build(torch::kCPU);
+  return p;
+}
+
+TEST(Gpt, HfLogitsMatch) {
+  const std::string dir = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
+  nlohmann::json m = debug_config();
+  m["init_from_hf"] = dir;
+  auto p = make(m);
+  EXPECT_EQ(p->vocab_size(), 300);
+  EXPECT_EQ(p->block_size(), 64);
+  EXPECT_EQ(p->config().activation, "gelu_tanh");
+  SafetensorsFile f = read_safetensors(dir + "/expected.safetensors");
+  p->module().eval();
+  torch::NoGradGuard ng;
+  torch::Tensor ours = p->net()->logits(f.tensors.at("input_ids"));  // (2, 16, 300)
+  const torch::Tensor& ref = f.tensors.at("logits");
+  ASSERT_EQ(ours.sizes(), ref.sizes());
+  const double err = (ours - ref).abs().max().item<double>();
+  EXPECT_LT(err, 1e-4) << "max |ours − HF| = " << err;
+}
+
+TEST(Gpt, KvCacheSamplingEqualsRecomputation) {
+  for (bool start : {false, true}) {
+    nlohmann::json m = debug_config();
+    m["start_token"] = start;
+    auto p = make(m, 1);
+    SampleRequest r;
+    r.batch_size = 3;
+    r.length = 24;
+    r.seed = 7;
+    r.top_p = 0.9;
+    r.prompt = torch::full({3, 24}, -1, torch::kLong);
+    r.prompt.narrow(1, 0, 4).fill_(65);  // a teacher-forced prefix of 4 tokens
+    r.prompt.index_put_({1, 10}, 66);    // and one forced token mid-sequence in row 1
+    SampleOutput a = p->sample_impl(r, true), b = p->sample_impl(r, false);
+    EXPECT_TRUE(torch::equal(a.tokens, b.tokens)) << "start_token=" << start;
+    EXPECT_TRUE((a.tokens.narrow(1, 0, 4) == 65).all().item<bool>());
+    EXPECT_EQ(a.tokens.index({1, 10}).item<int64_t>(), 66);
+    EXPECT_LT(a.network_calls, b.network_calls + 1);
+    // Greedy and unprompted too; without a start slot, position 0 is EOS = V−1.
+    SampleRequest g;
+    g.batch_size = 2;
+    g.length = 16;
+    g.temperature = 0.0;
+    SampleOutput ga = p->sample_impl(g, true), gb = p->sample_impl(g, false);
+    EXPECT_TRUE(torch::equal(ga.tokens, gb.tokens));
+    if (!start) {
+      EXPECT_TRUE((ga.tokens.select(1, 0) == 256).all().item<bool>());
+    }
+    // Same seed, same ids; another seed, other ids.
+    EXPECT_TRUE(torch::equal(p->sample(r).tokens, a.tokens));
+    r.seed = 8;
+    EXPECT_FALSE(torch::equal(p->sample(r).tokens, a.tokens));
+  }
+}
+
+TEST(Gpt, LogProbMatchesLossAndStartTokenScoring) {
+  for (bool start : {false, true}) {
+    nlohmann::json m = debug_config();
+    m["start_token"] = start;
+    auto p = make(m, 2);
+    p->module().eval();
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+    torch::Tensor x = torch::randint(0, 257, {3, 20});
+    torch::Tensor order = torch::arange(20).expand({3, 20}).contiguous();
+    NllOutput out = p->log_prob(x, order, gen);
+    EXPECT_EQ(out.nll.scalar_type(), torch::kFloat64);
+    EXPECT_EQ(out.scored.select(1, 0).all().item<bool>(), start);  // first token scored iff start slot
+    EXPECT_TRUE(out.scored.narrow(1, 1, 19).all().item<bool>());
+    const int64_t n = out.scored.sum().item<int64_t>();
+    EXPECT_EQ(n, start ? 60 : 57);
+    TrainBatch b{x, order};
+    const double loss = p->loss(b, gen).loss.item<double>();
+    EXPECT_NEAR(out.nll.sum().item<double>() / n, loss, 1e-5);
+    EXPECT_DOUBLE_EQ(out.nll.masked_select(~out.scored).abs().sum().item<double>(), 0.0);
+    // A non-identity order is refused.
+    EXPECT_THROW(p->log_prob(x, order.flip(1), gen), PluginError);
+  }
+}
+
+TEST(Gpt, ConfigValidationNamesTheKey) {
+  nlohmann::json m = debug_config();
+  m["n_embd"] = 65;
+  try {
+    make(m);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_embd"), std::string::npos) << e.what();
+  }
+  m = debug_config();
+  m["activation"] = "relu";
+  EXPECT_THROW(make(m), ConfigError);
+  m = debug_config();
+  m["n_layers"] = 3;
+  EXPECT_THROW(make(m), ConfigError);
+  m = debug_config();
+  m["init_from_hf"] = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
+  m["start_token"] = true;
+  EXPECT_THROW(make(m), ConfigError);
+}
+
+TEST(Gpt, PaddedVocabAndFlops) {
+  auto p = make(debug_config());
+  EXPECT_EQ(p->vocab_size(), 257);
+  EXPECT_EQ(p->net()->wte->weight.size(0), 320);  // 257 rounded up to 64
+  int64_t n = 0;
+  for (const auto& t : p->module().parameters()) n += t.numel();
+  n -= 128 * 64;  // wpe excluded
+  EXPECT_DOUBLE_EQ(p->flops_per_token(128), 6.0 * n + 12.0 * 2 * 64 * 128);
+}
+
+}  // namespace
+}  // namespace aobench::gpt
