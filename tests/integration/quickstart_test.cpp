@@ -38,9 +38,10 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
   const fs::path report = tmp.path / "runs/quickstart/report";
   for (const char* f : {"results.json", "summary.md", "results.csv", "results.tex", "index.html"})
     EXPECT_TRUE(fs::exists(report / f)) << f << "\n" << out;
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0)
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     for (const char* f : {"loss_val.png", "loss_val.svg", "loss_train.png", "loss_train.svg"})
       EXPECT_TRUE(fs::exists(report / f)) << f;
+  }
 
   const Results r = Results::load((report / "results.json").string());
   ASSERT_TRUE(r.runs.count("gpt")) << out;
