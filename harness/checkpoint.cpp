@@ -4,6 +4,7 @@
 #include "harness/checkpoint.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,17 @@ void fsync_path(const fs::path& p) {
   ::close(fd);
 }
 
+// rm -rf with POSIX nftw. Why not std::filesystem::remove_all: the pip libtorch.so exports its own copy
+// of the std::filesystem symbols, and when it wins symbol resolution remove_all jumps to a null pointer.
+void remove_tree(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return;
+  auto rm = [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); };
+  if (::nftw(p.c_str(), rm, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    throw CheckpointError("cannot remove '" + p.string() + "': " + std::strerror(errno),
+                          "check permissions of the run directory");
+}
+
 // step_<N> → N; −1 for anything else (".tmp_step_3", "latest").
 int64_t step_of(const std::string& name) {
   if (name.rfind("step_", 0) != 0 || name.size() == 5) return -1;
@@ -138,7 +150,7 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, Checkpoint
   const std::string name = "step_" + std::to_string(step);
   const fs::path tmp = root / (".tmp_" + name), final_dir = root / name;
   fs::create_directories(root);
-  fs::remove_all(tmp);  // a crash mid-write leaves a stale tmp dir: never trusted, always replaced
+  remove_tree(tmp);  // a crash mid-write leaves a stale tmp dir: never trusted, always replaced
   fs::create_directories(tmp);
 
   json sums = json::object();
@@ -155,15 +167,16 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, Checkpoint
   write_file_atomic((tmp / "state.json").string(), data.state.dump(2) + "\n");
   fsync_path(tmp);
 
-  if (fs::exists(final_dir)) fs::remove_all(final_dir);  // re-saving a step (e.g. resumed then stopped)
-  fs::rename(tmp, final_dir);
+  if (fs::exists(final_dir)) remove_tree(final_dir);  // re-saving a step (e.g. resumed then stopped)
+  if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
+    throw CheckpointError("cannot rename '" + tmp.string() + "' to '" + final_dir.string() + "': " + std::strerror(errno));
   fsync_path(root);
   write_file_atomic((root / "latest").string(), name + "\n");
 
   if (keep > 0) {
     auto all = complete_checkpoints(root);
     for (size_t i = 0; i + size_t(keep) < all.size(); ++i)
-      if (all[i].second != final_dir) fs::remove_all(all[i].second);
+      if (all[i].second != final_dir) remove_tree(all[i].second);
   }
   return final_dir.string();
 }

@@ -84,7 +84,9 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
     if (cur.is_object() && it.value().is_object() && !cur.empty()) {
       merge_strict(cur, it.value(), origin, key_path);
     } else if (cur.is_object() && cur.empty()) {
-      cur = it.value();  // open section (filled by a plugin later)
+      if (!it.value().is_object())  // open section (filled by a plugin later): still an object
+        throw ConfigError(origin + ": '" + key_path + "' must be an object, got " + type_name(it.value()));
+      cur = it.value();
     } else {
       if (!compatible(cur, it.value()))
         throw ConfigError(origin + ": '" + key_path + "' must be " + type_name(cur) + ", got " +
@@ -100,6 +102,8 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
 static json parse_set_value(const std::string& text) {
   try {
     return json::parse(text);
+  } catch (const json::out_of_range&) {  // "1e999": a number, but not a double
+    throw ConfigError("--set value '" + text + "' is out of range for a number");
   } catch (const json::parse_error&) {
     return json(text);
   }
@@ -129,6 +133,9 @@ json resolve_config(const json& experiment, const std::vector<std::string>& sets
   std::string plugin = "gpt", flavour = "debug";
   if (experiment.contains("model") && experiment["model"].is_object()) {
     const json& m = experiment["model"];
+    for (const char* key : {"plugin", "flavour"})
+      if (m.contains(key) && !m[key].is_string())
+        throw ConfigError(experiment_origin + ": 'model." + key + "' must be a string, got " + m[key].dump());
     if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
     if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
   }

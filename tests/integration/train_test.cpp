@@ -1,0 +1,194 @@
+// Implements: end-to-end tests of `aobench train` (DESIGN.md §3, issue G) on the debug GPT and a byte
+// corpus the test writes itself: the loss falls in ~20 steps; a run of 2N steps and a run of N steps +
+// (new process) --resume for N more give bitwise-identical losses; SIGINT checkpoints and exits 130;
+// vocabulary and model-config mismatches are refused with errors naming both values.
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
+#include "harness/config.h"
+#include "harness/errors.h"
+#include "harness/registry.h"
+#include "harness/trainer.h"
+#include "tests/test_util.h"
+
+namespace aobench {
+namespace {
+namespace fs = std::filesystem;
+using aobench::testing::TempDir;
+
+// A repetitive English-like byte corpus: learnable in a few steps, deterministic.
+std::vector<uint32_t> byte_corpus(size_t n_bytes, uint32_t salt) {
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "dog ", "ran ", "far ", "away. "};
+  std::vector<uint32_t> out;
+  uint32_t x = 12345 + salt;
+  while (out.size() < n_bytes) {
+    x = x * 1103515245u + 12345u;
+    for (const char* c = words[(x >> 16) % 11]; *c; ++c) out.push_back(uint8_t(*c));
+  }
+  out.resize(n_bytes);
+  return out;
+}
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bool have_gpt = false;
+    for (const auto& p : PluginRegistry::instance().plugins()) have_gpt |= p.name == "gpt";
+    if (!have_gpt) GTEST_SKIP() << "the gpt plugin is not built (libaobench_gpt.so not found)";
+    train_path_ = dir_.file("train.bin");
+    val_path_ = dir_.file("val.bin");
+    write_token_file(train_path_, byte_corpus(20000, 0), 256);
+    write_token_file(val_path_, byte_corpus(4000, 1), 256);
+  }
+
+  // Experiment JSON for the debug GPT shrunk to test size (keys set only where the flavour has them).
+  nlohmann::json experiment(const std::string& out_dir, int64_t max_iters) const {
+    const nlohmann::json defaults = flavour_defaults("gpt", "debug");
+    nlohmann::json model = {{"plugin", "gpt"}, {"flavour", "debug"}};
+    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2},
+                                                   {"n_head", 2}, {"n_embd", 32}};
+    for (const auto& [k, v] : shrink)
+      if (defaults.contains(k)) model[k] = v;
+    if (defaults.contains("dropout")) model["dropout"] = 0.0;
+    return {{"model", model},
+            {"data", {{"train", train_path_}, {"val", val_path_}}},
+            {"train",
+             {{"out_dir", out_dir}, {"device", "cpu"}, {"batch_size", 8}, {"max_iters", max_iters},
+              {"learning_rate", 3e-3}, {"min_lr", 3e-4}, {"warmup_iters", 2}, {"lr_decay_iters", 40},
+              {"log_interval", 1}, {"eval_interval", 10}, {"eval_iters", 2}, {"checkpoint_interval", 0},
+              {"keep_checkpoints", 2}}}};
+  }
+
+  std::string write_experiment(const std::string& name, const nlohmann::json& e) const {
+    const std::string path = dir_.file(name);
+    aobench::testing::write_text(path, e.dump(2));
+    return path;
+  }
+
+  // step → "loss/train" exactly as written (string compare = bitwise for round-trip doubles).
+  static std::map<int64_t, std::string> train_losses(const std::string& run_dir) {
+    std::map<int64_t, std::string> out;
+    std::ifstream in(run_dir + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("loss/train")) {
+        EXPECT_EQ(out.count(j["step"].get<int64_t>()), 0u) << "duplicate step in " << run_dir;
+        out[j["step"].get<int64_t>()] = j["loss/train"].dump();
+      }
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  std::string train_path_, val_path_;
+};
+
+TEST_F(TrainTest, LossFallsAndRunDirIsComplete) {
+  const std::string run = dir_.file("run");
+  const TrainSummary s = run_training(resolve_config(experiment(run, 20), {}), /*resume=*/false);
+  EXPECT_EQ(s.steps, 20);
+  EXPECT_FALSE(s.interrupted);
+  EXPECT_TRUE(std::isfinite(s.final_val_loss));
+  EXPECT_TRUE(fs::exists(run + "/config.resolved.json"));
+  ASSERT_TRUE(latest_checkpoint(run).has_value());
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), "step_20");
+
+  std::vector<double> losses;
+  int val_lines = 0;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("loss/train")) {
+      losses.push_back(j["loss/train"].get<double>());
+      for (const char* k : {"lr", "grad_norm", "throughput/tok_s", "mfu", "tokens", "time_s"})
+        EXPECT_TRUE(j.contains(k)) << k;
+      EXPECT_TRUE(j["mfu"].is_null()) << "CPU has no peak-FLOPs entry: MFU must be n/a";
+    }
+    val_lines += j.contains("loss/val");
+  }
+  ASSERT_EQ(losses.size(), 20u);
+  EXPECT_EQ(val_lines, 2);  // steps 10 and 20
+  const double first = losses.front(), last = losses.back();
+  EXPECT_GT(first, 4.0);            // ≈ ln(256) = 5.55 at init
+  EXPECT_LT(last, first - 1.0) << "loss did not fall: " << first << " → " << last;
+}
+
+TEST_F(TrainTest, ResumeIsBitwiseIdenticalAcrossProcesses) {
+  const int64_t N = 6;
+  const std::string straight = dir_.file("straight"), split = dir_.file("split");
+  // checkpoint_interval N in both runs, so both write the same checkpoints (writing one draws no RNG).
+  auto e_straight = experiment(straight, 2 * N), e_first = experiment(split, N), e_second = experiment(split, 2 * N);
+  for (auto* e : {&e_straight, &e_first, &e_second}) (*e)["train"]["checkpoint_interval"] = N;
+  std::string out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("a.json", e_straight), &out), 0) << out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("b.json", e_first), &out), 0) << out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("c.json", e_second) + " --resume", &out), 0)
+      << out;
+  EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
+  const auto a = train_losses(straight), b = train_losses(split);
+  ASSERT_EQ(a.size(), size_t(2 * N));
+  ASSERT_EQ(b.size(), size_t(2 * N));
+  for (int64_t step = 1; step <= 2 * N; ++step) EXPECT_EQ(a.at(step), b.at(step)) << "step " << step;
+
+  // Starting again without --resume is refused (the run dir holds checkpoints).
+  EXPECT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("d.json", e_first), &out), 2) << out;
+  EXPECT_NE(out.find("--resume"), std::string::npos) << out;
+}
+
+TEST_F(TrainTest, ResumeRefusesADifferentModelConfig) {
+  const std::string run = dir_.file("run");
+  run_training(resolve_config(experiment(run, 2), {}), false);
+  auto e = experiment(run, 4);
+  e["model"]["n_layer"] = 3;
+  if (!flavour_defaults("gpt", "debug").contains("n_layer")) GTEST_SKIP() << "debug flavour has no n_layer";
+  try {
+    run_training(resolve_config(e, {}), /*resume=*/true);
+    FAIL() << "resumed with a different model";
+  } catch (const CheckpointError& err) {
+    EXPECT_NE(std::string(err.what()).find("model.n_layer: 2 (checkpoint) vs 3 (config)"), std::string::npos)
+        << err.what();
+  }
+}
+
+TEST_F(TrainTest, VocabularyMustCoverTheTokenFile) {
+  const std::string big = dir_.file("big.bin");
+  write_token_file(big, byte_corpus(2000, 2), 1 << 24);
+  auto e = experiment(dir_.file("run"), 2);
+  e["data"]["train"] = big;
+  try {
+    run_training(resolve_config(e, {}), false);
+    FAIL() << "accepted a token file with a larger vocabulary";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("16777216"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("vocab_size"), std::string::npos) << err.what();
+  }
+}
+
+TEST_F(TrainTest, SigintWritesACheckpointAndExits130) {
+  const std::string run = dir_.file("run");
+  auto e = experiment(run, 1000000);
+  e["train"]["max_seconds"] = 60;   // safety net if the signal were lost
+  const std::string cfg = write_experiment("sig.json", e);
+  // SIGINT after 4 s (the handler is installed before the model is built... or the process dies: both fail
+  // the message check below rather than hanging).
+  const std::string cmd = "timeout --preserve-status -s INT 6 " + std::string(AOBENCH_BINARY) + " train --config " +
+                          cfg + " > " + dir_.file("sig.log") + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string log = aobench::testing::read_text(dir_.file("sig.log"));
+  ASSERT_TRUE(WIFEXITED(rc)) << log;
+  EXPECT_EQ(WEXITSTATUS(rc), 130) << log;
+  EXPECT_NE(log.find("interrupted at step"), std::string::npos) << log;
+  EXPECT_NE(log.find("--resume"), std::string::npos) << log;
+  ASSERT_TRUE(latest_checkpoint(run).has_value());
+  EXPECT_NO_THROW(load_checkpoint(*latest_checkpoint(run)));
+}
+
+}  // namespace
+}  // namespace aobench

@@ -1,0 +1,126 @@
+// Implements: tests of the layered strict config (harness/config.h; style.md lesson 5): unknown keys with
+// "did you mean", type mismatches, --set parsing, and range checks that reject NaN/negative/absurd values.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "harness/config.h"
+#include "harness/errors.h"
+#include "tests/test_util.h"
+
+namespace aobench {
+namespace {
+
+// Runs f, expects a ConfigError whose message contains every needle; returns the message.
+template <class F>
+std::string expect_config_error(F f, std::initializer_list<std::string> needles) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    const std::string msg = std::string(e.what()) + " | HINT: " + e.hint();
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "no ConfigError thrown";
+  return "";
+}
+
+TEST(Config, BaseHasTrainAndDataSections) {
+  const json& b = base_config();
+  EXPECT_TRUE(b["train"].is_object());
+  EXPECT_EQ(b["data"]["val"], "");
+  EXPECT_EQ(b["train"]["nan_policy"], "stop");
+}
+
+TEST(Config, UnknownKeySuggestsTheClosest) {
+  json c = base_config();
+  expect_config_error([&] { apply_set(c, "train.learnin_rate=1e-3"); },
+                      {"unknown key 'train.learnin_rate'", "did you mean 'train.learning_rate'"});
+  expect_config_error([&] { apply_set(c, "nosuchsection.x=1"); }, {"unknown key 'nosuchsection'"});
+}
+
+TEST(Config, SetParsesJsonOrString) {
+  json c = base_config();
+  apply_set(c, "train.learning_rate=3e-4");
+  EXPECT_DOUBLE_EQ(c["train"]["learning_rate"].get<double>(), 3e-4);
+  apply_set(c, "train.out_dir=runs/x-1");
+  EXPECT_EQ(c["train"]["out_dir"], "runs/x-1");
+  apply_set(c, "train.batch_size=16.0");  // integral float fills an integer
+  EXPECT_TRUE(c["train"]["batch_size"].is_number_integer());
+  EXPECT_EQ(c["train"]["batch_size"], 16);
+  apply_set(c, "train.learning_rate=1");  // integer fills a float
+  EXPECT_DOUBLE_EQ(get_number(c, "train.learning_rate"), 1.0);
+  apply_set(c, R"(train.order={"kind": "mixture", "p_l2r": 0.2})");  // objects merge
+  EXPECT_EQ(c["train"]["order"]["kind"], "mixture");
+  EXPECT_EQ(c["train"]["order"]["block"], 1);
+  // Only the first '=' splits: "5=6" is a string, not an integer.
+  expect_config_error([&] { apply_set(c, "train.max_iters=5=6"); }, {"train.max_iters", "got string"});
+  expect_config_error([&] { apply_set(c, "train.max_iters"); }, {"key.path=value"});
+  expect_config_error([&] { apply_set(c, "=5"); }, {"key.path=value"});
+}
+
+TEST(Config, TypeMismatchesNameKeyAndTypes) {
+  json c = base_config();
+  expect_config_error([&] { apply_set(c, "train.batch_size=1.5"); }, {"train.batch_size", "must be integer"});
+  expect_config_error([&] { apply_set(c, "train.batch_size=\"8\""); }, {"train.batch_size", "got string"});
+  expect_config_error([&] { apply_set(c, "train.ema=true"); }, {"train.ema", "must be number"});
+  expect_config_error([&] { apply_set(c, "train.order=5"); }, {"train.order"});
+  expect_config_error([&] { merge_strict(c, json{{"train", 3}}, "exp.json"); }, {"exp.json", "'train'"});
+  // The empty `model` slot takes an object only.
+  expect_config_error([&] { merge_strict(c, json{{"model", "gpt"}}, "exp.json"); }, {"exp.json", "'model'"});
+}
+
+TEST(Config, OverflowingNumberIsAConfigError) {
+  json c = base_config();
+  // 1e999 overflows a double: either rejected at --set time or as a non-finite value by get_number_in.
+  try {
+    apply_set(c, "train.learning_rate=1e999");
+  } catch (const ConfigError&) {
+    return;
+  }
+  expect_config_error([&] { get_number_in(c, "train.learning_rate", 0, 10); }, {"train.learning_rate"});
+}
+
+TEST(Config, RangeChecksRejectNanNegativeAbsurd) {
+  json c = base_config();
+  c["train"]["learning_rate"] = std::nan("");
+  expect_config_error([&] { get_number_in(c, "train.learning_rate", 0, 10); }, {"train.learning_rate", "nan"});
+  c["train"]["learning_rate"] = -1e-3;
+  expect_config_error([&] { get_number_in(c, "train.learning_rate", 0, 10); }, {"train.learning_rate"});
+  c["train"]["learning_rate"] = std::numeric_limits<double>::infinity();
+  expect_config_error([&] { get_number_in(c, "train.learning_rate", 0, 10); }, {"train.learning_rate"});
+  c["train"]["learning_rate"] = 1e6;
+  expect_config_error([&] { get_number_in(c, "train.learning_rate", 0, 10); }, {"out of range"});
+  c["train"]["learning_rate"] = 3e-4;
+  EXPECT_DOUBLE_EQ(get_number_in(c, "train.learning_rate", 0, 10), 3e-4);
+  expect_config_error([&] { get_number(c, "train.nope"); }, {"missing config key 'train.nope'"});
+  expect_config_error([&] { get_int(c, "train.learning_rate"); }, {"must be an integer"});
+  expect_config_error([&] { get_string(c, "train.seed"); }, {"must be a string"});
+  expect_config_error([&] { get_bool(c, "train.seed"); }, {"true or false"});
+}
+
+TEST(Config, JsonFilesAllowCommentsAndNameTheFileOnErrors) {
+  aobench::testing::TempDir dir;
+  const std::string good = dir.file("good.json"), bad = dir.file("bad.json");
+  aobench::testing::write_text(good, "{\n  // a comment\n  \"train\": {\"max_iters\": 5} /* x */\n}\n");
+  json c = base_config();
+  merge_strict(c, load_json_file(good), good);
+  EXPECT_EQ(c["train"]["max_iters"], 5);
+  aobench::testing::write_text(bad, "{\"train\": {\"max_iters\": 5,}}");
+  expect_config_error([&] { load_json_file(bad); }, {bad});
+  expect_config_error([&] { load_json_file(dir.file("missing.json")); }, {"missing.json"});
+  // Free top-level string keys.
+  merge_strict(c, json{{"description", "why"}}, "x");
+  EXPECT_EQ(c["description"], "why");
+  expect_config_error([&] { merge_strict(c, json{{"description", 3}}, "x"); }, {"description"});
+}
+
+TEST(Config, TableListsLeaves) {
+  const std::string t = config_table(base_config());
+  EXPECT_NE(t.find("train.learning_rate"), std::string::npos);
+  EXPECT_NE(t.find("train.order.kind"), std::string::npos);
+  EXPECT_EQ(t.find("description"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aobench
