@@ -66,9 +66,17 @@ OrderSpec OrderSpec::from_json(const nlohmann::json& j, const std::string& path)
   else
     throw ConfigError("'" + path + ".kind' = '" + kind + "' is not an order distribution",
                       "kinds: l2r, random, fixed_random, blockwise, mixture");
-  if (j.contains("seed")) s.seed = j["seed"].get<uint64_t>();
-  if (j.contains("block")) s.block = j["block"].get<int64_t>();
-  if (j.contains("p_l2r")) s.p_l2r = j["p_l2r"].get<double>();
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "kind" && it.key() != "seed" && it.key() != "block" && it.key() != "p_l2r")
+      throw ConfigError("unknown key '" + path + "." + it.key() + "'", "order keys: kind, seed, block, p_l2r");
+  try {
+    if (j.contains("seed")) s.seed = j["seed"].get<uint64_t>();
+    if (j.contains("block")) s.block = j["block"].get<int64_t>();
+    if (j.contains("p_l2r")) s.p_l2r = j["p_l2r"].get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError("'" + path + "' has a value of the wrong type: " + j.dump(),
+                      "seed: non-negative integer, block: integer, p_l2r: number");
+  }
   if (s.kind == Kind::kMixture && !(s.p_l2r >= 0.0 && s.p_l2r <= 1.0))
     throw ConfigError("'" + path + ".p_l2r' must lie in [0, 1]", "AO-GPT uses 0.1");
   if (s.kind == Kind::kBlockwise && s.block <= 0)
