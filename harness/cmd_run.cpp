@@ -124,10 +124,14 @@ int cmd_run(const std::vector<std::string>& args) {
   if (jobs.empty()) throw ConfigError(origin + ": 'jobs' is empty", "add {\"name\": ..., \"config\": {...}}");
   const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
-  for (const auto& mode : modes)
+  for (const auto& mode : modes) {
     if (!mode.is_object())
       throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + mode.dump(),
                         "example: {\"mode\": \"random\", \"orders\": 4}");
+    for (const char* filter : {"jobs", "datasets"})
+      if (mode.contains(filter) && !mode[filter].is_array())
+        throw ConfigError(origin + ": eval.modes[]." + filter + " must be a list of names, got " + mode[filter].dump());
+  }
   for (auto d = datasets.begin(); d != datasets.end(); ++d)
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
@@ -169,16 +173,25 @@ int cmd_run(const std::vector<std::string>& args) {
       write_done(job_dir, done);
     }
     for (const auto& mode : modes) {
+      // Optional filters: "jobs" / "datasets" (lists of names) restrict a mode, e.g. ensembles only for
+      // any-order jobs on one dataset; every other key is an eval patch.
+      if (mode.contains("jobs") &&
+          std::find(mode["jobs"].begin(), mode["jobs"].end(), json(name)) == mode["jobs"].end())
+        continue;
       const std::string key = mode.dump();
       if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
         std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
         continue;
       }
       std::vector<std::string> eval_args = {"--run", job_dir.string()};
-      for (auto d = datasets.begin(); d != datasets.end(); ++d)
+      for (auto d = datasets.begin(); d != datasets.end(); ++d) {
+        if (mode.contains("datasets") &&
+            std::find(mode["datasets"].begin(), mode["datasets"].end(), json(d.key())) == mode["datasets"].end())
+          continue;
         eval_args.insert(eval_args.end(), {"--data", d.key() + "=" + d.value().get<std::string>()});
+      }
       for (auto m = mode.begin(); m != mode.end(); ++m)
-        eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});
+        if (m.key() != "jobs" && m.key() != "datasets") eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});
       if (int rc = call_command("eval", eval_args); rc != 0) return rc;
       done["evals"].push_back(key);
       write_done(job_dir, done);

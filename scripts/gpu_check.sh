@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
+#   scripts/gpu_check.sh PHASE...    phases: build data speed paradigms ensemble
+# Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
+# scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
+set -eo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+# The experiment files name ../shared/data; point it at the carried copy.
+if [[ ! -e ../shared/data && -d data/shared ]]; then mkdir -p ../shared && ln -s "$PWD/data/shared" ../shared/data; fi
+export AOBENCH_DATA_DIR=$PWD/../shared/data AOBENCH_GPT2_DIR=$PWD/../shared/data/gpt2
+A=build/aobench
+
+phase_build() {
+  export AOBENCH_CMAKE_ARGS="-DAOBENCH_BUILD_TESTS=OFF"
+  source scripts/gpu_build.sh
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee "$OUT/device.txt"
+  $A list | tee -a "$OUT/device.txt"
+}
+ensure_libs() { export LD_LIBRARY_PATH="${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"; }
+
+phase_data() {   # prepare every dataset of the paradigms experiment (the runner skips existing outputs)
+  ensure_libs
+  python3 - <<'PY' > /tmp/prepare_cmds.sh
+import json, shlex
+for p in json.load(open("configs/experiments/paradigms_tiny.json"))["prepare"]:
+    args = ["build/aobench", "prepare"]
+    for k, v in p.items():
+        if k == "name": continue
+        for x in (v if isinstance(v, list) else [v]): args += ["--" + k.replace("_", "-"), str(x)]
+    print("mkdir -p " + shlex.quote(p["output"].rsplit("/", 1)[0]) + " && " + " ".join(map(shlex.quote, args)))
+PY
+  bash -e /tmp/prepare_cmds.sh 2>&1 | tee "$OUT/prepare.log"
+}
+
+phase_speed() {  # training tok/s + MFU of the small models, eval tok/s of the small GPT, one SEDD step
+  ensure_libs
+  local d=runs/speed; rm -rf $d; mkdir -p $d
+  for m in gpt ao_gpt sigma_gpt sedd radd; do
+    $A train --set model.plugin=$m --set model.flavour=small \
+      --set data.train=runs/paradigms_tiny/data/wiki_train.bin --set data.val= --set data.tokenizer=gpt2 \
+      --set train.out_dir=$d/$m --set train.batch_size=16 --set train.max_iters=60 --set train.warmup_iters=10 \
+      --set train.lr_decay_iters=60 --set train.log_interval=10 --set train.checkpoint_interval=1000 \
+      --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) 2>&1 | grep -E "^step|error" | tee "$OUT/speed_train_$m.log"
+  done
+  $A eval --run $d/gpt --data wikitext103=runs/paradigms_tiny/data/wikitext103.bin --set eval.batch_size=32 \
+    --throughput 2>&1 | tee "$OUT/speed_eval_gpt.log"
+  for m in sedd gpt ao_gpt; do
+    AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 build/aobench_bench \
+      --benchmark_filter=Plugin --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>&1 \
+      | tee "$OUT/bench_step_$m.log"
+  done
+}
+
+phase_paradigms() {  # train + evaluate the five tiny models (resumable: re-run to continue)
+  ensure_libs
+  $A run configs/experiments/paradigms_tiny.json "$@" 2>&1 | tee -a "$OUT/paradigms.log" | grep -vE "^step .*[1-9]0/|^step .*[1-9]50/" || true
+  tar czf "$OUT/paradigms_runs.tgz" --exclude=checkpoints --exclude=data runs/paradigms_tiny
+}
+
+for p in "$@"; do
+  echo "=== gpu_check: $p ($(date -u +%H:%M:%S))"
+  "phase_$p"
+done
