@@ -124,6 +124,15 @@ static json set_to_patch(const std::string& assignment) {
 }
 
 void apply_set(json& config, const std::string& assignment) {
+  // argv is raw bytes but JSON strings are UTF-8: refuse other bytes here, or a later dump() of the value
+  // (an error message, the config table) throws nlohmann's type_error 316 far from the cause.
+  try {
+    (void)json(assignment).dump();
+  } catch (const json::type_error&) {
+    throw ConfigError("--set " + json(assignment).dump(-1, ' ', true, json::error_handler_t::replace) +
+                          " is not valid UTF-8",
+                      "pass the key and value as UTF-8 text");
+  }
   merge_strict(config, set_to_patch(assignment), "--set " + assignment);
 }
 
