@@ -257,8 +257,8 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
       fail(path, "a tensor may not be called \"__metadata__\"", "rename the tensor");
     if (!t0.defined())
       fail(path, "tensor '" + name + "': undefined tensor", "skip undefined tensors when saving");
-    auto it = std::find_if(dtypes().begin(), dtypes().end(),
-                           [&](const DtypeInfo& d) { return d.type == t0.scalar_type(); });
+    const auto type = t0.scalar_type();  // not captured directly: C++17 lambdas cannot capture bindings
+    auto it = std::find_if(dtypes().begin(), dtypes().end(), [&](const DtypeInfo& d) { return d.type == type; });
     if (it == dtypes().end())
       fail(path, "tensor '" + name + "': cannot store dtype " + std::string(c10::toString(t0.scalar_type())),
            "supported dtypes: " + supported_names());
