@@ -1,8 +1,13 @@
-// Implements: the torchrun environment contract (DESIGN.md §6): RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-// MASTER_PORT. A single process (no WORLD_SIZE, or 1) is rank 0 of 1. Multi-process training over c10d
-// is not wired into the trainer yet: WORLD_SIZE > 1 is refused with a clear error (see distributed.cpp).
+// Implements: multi-GPU data parallelism (DESIGN.md §6): the torchrun environment contract (RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and a c10d NCCL process group, one process per GPU: parameters are
+// broadcast from rank 0, gradients averaged once per optimizer step, logged scalars averaged over ranks.
+// A single process (no WORLD_SIZE, or 1) is rank 0 of 1 and never touches c10d.
 #pragma once
+#include <memory>
 #include <string>
+#include <vector>
+
+#include <torch/types.h>
 
 namespace aobench {
 
@@ -12,13 +17,48 @@ struct DistEnv {
   int local_rank = 0;
   std::string master_addr;
   int master_port = 0;
+  bool agent_store = false;   // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the TCPStore
   bool is_main() const { return rank == 0; }
 };
 
 // Parses and validates the torchrun variables; ConfigError naming the variable on bad values.
 DistEnv dist_env_from_environment();
 
-// Throws ConfigError when world > 1: this build has no multi-process gradient all-reduce.
-void require_single_process(const DistEnv& env);
+// This rank's device. world == 1: exactly select_device(spec). world > 1: cuda:LOCAL_RANK; ConfigError when
+// `spec` resolves to the CPU (no Gloo in this build), names another index, or LOCAL_RANK has no GPU, and
+// when this build has no NCCL process group.
+torch::Device rank_device(const std::string& spec, const DistEnv& env,
+                          const std::string& key = "train.device");
+
+// The data-parallel group. Inactive (every call a no-op returning its input) when world == 1.
+class DataParallel {
+ public:
+  // world > 1: sets the current CUDA device, connects the TCPStore (rank 0 serves it unless torchrun's
+  // agent does) and creates a ProcessGroupNCCL with default options.
+  DataParallel(const DistEnv& env, torch::Device device);
+  ~DataParallel();   // shuts the group down (aborts it when unwinding from an exception)
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  bool active() const { return impl_ != nullptr; }
+  int world() const { return world_; }
+  // In place: every rank ends with rank 0's values (contiguous tensors on this rank's device).
+  void broadcast_from_main(const std::vector<torch::Tensor>& tensors);
+  // grad ← mean over ranks, in ~25 MB buckets per dtype. A gradient undefined on some ranks only is
+  // taken as zeros there; one undefined on every rank stays undefined (the optimizer skips it).
+  void average_gradients(const std::vector<torch::Tensor>& params);
+  // Element-wise mean over ranks (float64).
+  std::vector<double> average(const std::vector<double>& values);
+  // True when `flag` is true on any rank.
+  bool any(bool flag);
+  // Rank 0 receives every rank's string (index = rank); other ranks receive {}. Collective.
+  std::vector<std::string> gather_to_main(const std::string& value);
+  void barrier();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int world_ = 1;
+};
 
 }  // namespace aobench

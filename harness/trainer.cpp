@@ -1,6 +1,8 @@
 // Implements: the training loop (see trainer.h; DESIGN.md §3; spec-ao-gpt §2.2–2.3; spec-sedd-radd §2.6).
 // One readable nanoGPT-style loop: sample → (order) → loss/accum → backward, clip, AdamW step, EMA update,
 // then logging, validation (EMA weights), checkpoints. Exact resume restores every RNG the loop draws from.
+// Data parallel (DESIGN.md §6, torchrun + c10d NCCL): ranks start from rank 0's weights, gradients are
+// averaged once per optimizer step, logged/validation losses averaged; world = 1 runs the single-process loop.
 #include "harness/trainer.h"
 
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -239,6 +242,29 @@ void load_optimizer_state(torch::optim::AdamW& opt, torch::nn::Module& module, c
   }
 }
 
+// Every parameter and buffer, the state rank 0 broadcasts so that all ranks start identical.
+std::vector<torch::Tensor> module_tensors(torch::nn::Module& module) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : module.named_parameters()) out.push_back(p.value());
+  for (auto& b : module.named_buffers()) out.push_back(b.value());
+  return out;
+}
+
+// AOBENCH_DEBUG_DDP=1: an FNV-1a hash of every parameter's bytes, to show that ranks hold identical weights.
+std::string parameter_checksum(torch::nn::Module& module) {
+  uint64_t h = 1469598103934665603ull;
+  double sum = 0;
+  for (auto& p : module.named_parameters()) {
+    const torch::Tensor t = p.value().detach().to(torch::kCPU).contiguous();
+    const auto* b = static_cast<const uint8_t*>(t.data_ptr());
+    for (size_t i = 0; i < t.nbytes(); ++i) h = (h ^ b[i]) * 1099511628211ull;
+    sum += t.to(torch::kFloat64).sum().item<double>();
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "fnv1a %016llx sum %.17g", static_cast<unsigned long long>(h), sum);
+  return buf;
+}
+
 }  // namespace
 
 double learning_rate_at(const nlohmann::json& train_config, int64_t it) {
@@ -249,9 +275,11 @@ double learning_rate_at(const nlohmann::json& train_config, int64_t it) {
 TrainSummary run_training(const nlohmann::json& config, bool resume) {
   const TrainParams hp = parse_train(config);
   const DistEnv dist = dist_env_from_environment();
-  require_single_process(dist);
   const bool main_rank = dist.is_main();
-  const torch::Device device = select_device(hp.device);
+  const torch::Device device = rank_device(hp.device, dist);   // cuda:LOCAL_RANK when world > 1
+  DataParallel dp(dist, device);                               // inactive (no-op) when world == 1
+  const char* debug_env = std::getenv("AOBENCH_DEBUG_DDP");
+  const bool debug_ddp = debug_env && std::string(debug_env) == "1";
   const bool bf16 = use_bf16_autocast(hp.dtype, device);
 
   // Model. The global torch generator (weight init, dropout) is seeded per rank, as nanoGPT does.
@@ -262,6 +290,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   model->configure(config.at("model"));
   model->build(device);
   torch::nn::Module& net = model->module();
+  dp.broadcast_from_main(module_tensors(net));   // ranks were initialised with different seeds
   const PluginInfo info = model->info();
   const int64_t T = model->block_size(), B = hp.batch_size;
 
@@ -334,15 +363,23 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     tokens_seen = st.at("tokens").get<int64_t>();
     nan_skips = st.value("nan_skips", int64_t(0));
     time_offset = st.value("time_s", 0.0);
-    const auto& rng = st.at("rng");
-    sampler.set_state(from_hex(rng.at("data").get<std::string>(), "data"));
-    gen.set_state(from_hex(rng.at("order").get<std::string>(), "order"));
-    at::Generator cpu_default = at::detail::getDefaultCPUGenerator();   // shares the global generator's state
-    cpu_default.set_state(from_hex(rng.at("torch_cpu").get<std::string>(), "torch_cpu"));
-    if (device.is_cuda() && rng.contains("cuda")) {
-      at::Generator cuda_default = at::globalContext().defaultGenerator(device);
-      cuda_default.set_state(from_hex(rng.at("cuda").get<std::string>(), "cuda"));
+    // Multi-rank checkpoints hold every rank's RNG streams in "rng_ranks"; "rng" is rank 0's.
+    const bool per_rank = st.contains("rng_ranks") && st.at("rng_ranks").size() == size_t(dist.world);
+    if (dp.active() && !per_rank && main_rank)
+      std::cout << "note: checkpoint has no RNG state for " << dist.world
+                << " ranks; ranks > 0 draw fresh streams\n";
+    const auto& rng = per_rank ? st.at("rng_ranks").at(size_t(dist.rank)) : st.at("rng");
+    if (per_rank || main_rank) {
+      sampler.set_state(from_hex(rng.at("data").get<std::string>(), "data"));
+      gen.set_state(from_hex(rng.at("order").get<std::string>(), "order"));
+      at::Generator cpu_default = at::detail::getDefaultCPUGenerator();   // shares the global generator state
+      cpu_default.set_state(from_hex(rng.at("torch_cpu").get<std::string>(), "torch_cpu"));
+      if (device.is_cuda() && rng.contains("cuda")) {
+        at::Generator cuda_default = at::globalContext().defaultGenerator(device);
+        cuda_default.set_state(from_hex(rng.at("cuda").get<std::string>(), "cuda"));
+      }
     }
+    dp.broadcast_from_main(module_tensors(net));
     if (st.contains("extra_state")) model->load_extra_state(st["extra_state"]);
     if (main_rank) run.truncate_metrics_after(step);
     if (main_rank) std::cout << "resumed from " << *ckpt << " at step " << step << "\n";
@@ -357,6 +394,9 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     std::cout << "config:\n" << config_table(config);
     std::cout << "model " << plugin_name << "/" << flavour << " (" << to_string(info.paradigm) << ") on "
               << device_name(device) << (bf16 ? " bf16 autocast" : " fp32") << "; run dir " << run.path() << "\n";
+    if (dp.active())
+      std::cout << "data parallel: " << dist.world << " ranks (c10d NCCL), " << B * T * hp.accum
+                << " tokens per rank per step\n";
   }
 
   const double peak = peak_bf16_flops(device_name(device));
@@ -387,23 +427,30 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     }
     if (ema) ema->swap_out();
     net.train();
-    return sum / double(hp.eval_iters);
+    const double local = sum / double(hp.eval_iters);
+    return dp.active() ? dp.average({local})[0] : local;   // each rank scored its own shard
   };
 
-  auto checkpoint = [&](double elapsed) -> std::string {
+  auto checkpoint = [&](double elapsed) -> std::string {   // collective when data parallel
+    nlohmann::json rng = {{"data", to_hex(sampler.get_state())},
+                          {"order", to_hex(gen.get_state())},
+                          {"torch_cpu", to_hex(at::detail::getDefaultCPUGenerator().get_state())}};
+    if (device.is_cuda()) rng["cuda"] = to_hex(at::globalContext().defaultGenerator(device).get_state());
+    const std::vector<std::string> rank_rngs =
+        dp.active() ? dp.gather_to_main(rng.dump()) : std::vector<std::string>{};
     if (!main_rank) return "";
     CheckpointData data;
     data.model = module_state(net);
     if (ema) data.ema = ema->state();
     data.optimizer = optimizer_state(optimizer, net);
-    nlohmann::json rng = {{"data", to_hex(sampler.get_state())},
-                          {"order", to_hex(gen.get_state())},
-                          {"torch_cpu", to_hex(at::detail::getDefaultCPUGenerator().get_state())}};
-    if (device.is_cuda()) rng["cuda"] = to_hex(at::globalContext().defaultGenerator(device).get_state());
     data.state = {{"plugin", plugin_name}, {"flavour", flavour}, {"plugin_version", info.version},
                   {"tokens", tokens_seen}, {"time_s", elapsed}, {"nan_skips", nan_skips},
                   {"ema_updates", ema ? ema->num_updates() : 0}, {"ema_decay", hp.ema}, {"rng", rng},
                   {"extra_state", model->extra_state()}, {"config", config}};
+    if (dp.active()) {
+      data.state["world_size"] = dist.world;
+      for (const auto& r : rank_rngs) data.state["rng_ranks"].push_back(nlohmann::json::parse(r));
+    }
     return save_checkpoint(run.path(), step, std::move(data), hp.keep_checkpoints);
   };
 
@@ -418,6 +465,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   int64_t tokens_at_log = tokens_seen, last_ckpt_step = -1, last_eval_step = -1;
   const int64_t tokens_per_step = B * T * hp.accum * dist.world;
   const int64_t start_step = step;
+  bool stop_signal = false;   // agreed over ranks: every rank leaves the loop at the same step
   auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
 
   while (step < hp.max_iters) {
@@ -438,7 +486,21 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       loss_sum += out.loss.detach().to(torch::kFloat64) / double(hp.accum);
       for (const auto& [k, v] : out.metrics) extra[k] += v / double(hp.accum);
     }
-    const double loss = loss_sum.item<double>();
+    double loss = loss_sum.item<double>();
+    if (dp.active()) {
+      // Mean gradient over ranks (one all-reduce per optimizer step, none per micro-step); the logged
+      // loss and metrics are rank means, so every rank takes the same finite / non-finite decision.
+      dp.average_gradients(params);
+      std::vector<double> scalars{loss};
+      for (const auto& kv : extra) scalars.push_back(kv.second);
+      scalars = dp.average(scalars);
+      if (debug_ddp && step == start_step)
+        std::cout << "ddp-debug rank " << dist.rank << " step " << step + 1 << ": local loss "
+                  << fmt("%.6f", loss) << ", mean over ranks " << fmt("%.6f", scalars[0]) << "\n" << std::flush;
+      loss = scalars[0];
+      size_t i = 1;
+      for (auto& kv : extra) kv.second = scalars[i++];
+    }
     // Global-norm clipping; the logged norm is the pre-clip one. grad_clip 0 = measure only.
     const double grad_norm =
         torch::nn::utils::clip_grad_norm_(params, hp.grad_clip > 0 ? hp.grad_clip : 1e300, 2.0);
@@ -475,6 +537,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     summary.final_train_loss = loss;
 
     if (main_rank && (step % hp.log_interval == 0 || step == hp.max_iters)) {
+      // tokens_seen counts all ranks (world × per-rank), so tok_s is the summed throughput.
       const double dt = std::chrono::duration<double>(Clock::now() - t_log).count();
       const double tok_s = dt > 0 ? double(tokens_seen - tokens_at_log) / dt : 0.0;
       const double mfu = peak > 0 ? flops_tok * tok_s / (peak * dist.world) : std::nan("");
@@ -517,8 +580,14 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       checkpoint(time_offset + elapsed_s());
       last_ckpt_step = step;
     }
-    if (g_signal != 0) break;
-    if (hp.max_seconds > 0 && elapsed_s() >= hp.max_seconds) {
+    stop_signal = g_signal != 0;
+    bool stop_time = hp.max_seconds > 0 && elapsed_s() >= hp.max_seconds;
+    if (dp.active()) {
+      const std::vector<double> any = dp.average({stop_signal ? 1.0 : 0.0, stop_time ? 1.0 : 0.0});
+      stop_signal = any[0] > 0, stop_time = any[1] > 0;
+    }
+    if (stop_signal) break;
+    if (stop_time) {
       if (main_rank)
         std::cout << (tty && progress_shown ? "\r\033[K" : "") << "train.max_seconds = " << hp.max_seconds
                   << " reached at step " << step << "\n";
@@ -528,7 +597,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   }
   if (tty && progress_shown) std::cout << "\r\033[K" << std::flush;
 
-  const bool interrupted = g_signal != 0;
+  const bool interrupted = dp.active() ? stop_signal : g_signal != 0;
   if (!interrupted && val_file && hp.eval_interval > 0 && last_eval_step != step && step > 0) {
     summary.final_val_loss = evaluate();
     if (main_rank && std::isfinite(summary.final_val_loss)) {
@@ -542,13 +611,17 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   summary.nan_skips = nan_skips;
   if (interrupted) {
     summary.interrupted = true;
-    summary.signal = int(g_signal);
+    summary.signal = g_signal != 0 ? int(g_signal) : SIGTERM;   // a peer rank was signalled
     if (main_rank)
       std::cout << "interrupted at step " << step << "; checkpoint written to " << ckpt_dir
                 << "; resume with: aobench train --config " << run.path() << "/config.resolved.json --resume\n";
   } else if (main_rank) {
     std::cout << "done: " << step << " steps, " << tokens_seen << " tokens, checkpoint " << ckpt_dir << "\n";
   }
+  if (debug_ddp)
+    std::cout << "ddp-debug rank " << dist.rank << "/" << dist.world << " final parameters: "
+              << parameter_checksum(net) << "\n" << std::flush;
+  dp.barrier();   // no rank exits (tearing down NCCL) while a peer is still in a collective
   return summary;
 }
 

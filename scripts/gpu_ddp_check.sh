@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Implements: the GPU check of data-parallel training (DESIGN.md §6; harness/distributed.h). On a 2-GPU
+# machine: build aobench + the GPT plugin, make a byte-token corpus from the repository's own sources,
+# train the debug GPT for 50 steps with 1 process and with torchrun 2 processes (AOBENCH_DEBUG_DDP=1 prints
+# each rank's step-1 loss and final parameter checksum: equal checksums = ranks stayed in sync).
+# Usage (repo root, GPU machine, .debs/ carried):  bash scripts/gpu_ddp_check.sh
+set -eo pipefail
+export AOBENCH_TARGETS="aobench aobench_gpt"
+source scripts/gpu_build.sh
+set -eo pipefail
+export AOBENCH_PLUGIN_PATH=$PWD/build
+W=${AOBENCH_DDP_WORK:-/tmp/aobench_ddp}
+STEPS=${AOBENCH_DDP_STEPS:-50}
+rm -rf "$W" && mkdir -p "$W"
+
+cat harness/*.cpp harness/*.h datasets/*.cpp plugins/*/*.cpp docs/*.md 2>/dev/null > "$W/corpus.txt" || true
+build/aobench prepare --format lines --tokenizer bytes --input "$W/corpus.txt" --output "$W/train.bin" \
+  --val-output "$W/val.bin" --val-fraction 0.05
+
+cat > "$W/config.json" <<EOF
+{"model": {"plugin": "gpt", "flavour": "debug"},
+ "data": {"train": "$W/train.bin", "val": "$W/val.bin", "tokenizer": "bytes"},
+ "train": {"device": "cuda", "batch_size": 16, "max_iters": $STEPS, "learning_rate": 1e-3, "min_lr": 1e-4,
+           "warmup_iters": 5, "lr_decay_iters": $STEPS, "eval_interval": 25, "eval_iters": 4,
+           "log_interval": 10, "checkpoint_interval": 25}}
+EOF
+
+if command -v torchrun >/dev/null; then TORCHRUN=(torchrun); else TORCHRUN=(python3 -m torch.distributed.run); fi
+export AOBENCH_DEBUG_DDP=1
+echo "=== 1 process (cuda:0) ==="
+build/aobench train --config "$W/config.json" --set train.out_dir="$W/run1"
+echo "=== 2 processes (torchrun --standalone --nproc_per_node=2) ==="
+"${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
+  --set train.out_dir="$W/run2"
+echo "=== 2 processes, --resume for 10 more steps from step $STEPS ==="
+"${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
+  --set train.out_dir="$W/run2" --set train.max_iters=$((STEPS + 10)) --set train.lr_decay_iters=$((STEPS + 10)) \
+  --resume
+echo "=== WORLD_SIZE=2 on CPU must be refused ==="
+if WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 build/aobench train --config "$W/config.json" \
+     --set train.device=cpu --set train.out_dir="$W/run_cpu"; then
+  echo "FAIL: CPU multi-process was not refused"; exit 1
+fi
+echo "gpu_ddp_check: done"
