@@ -54,6 +54,8 @@ json load_json_file(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw ConfigError("invalid JSON in '" + path + "': " + e.what(),
                       "fix the syntax at the byte offset given (trailing commas are not JSON)");
+  } catch (const json::exception& e) {  // out_of_range 406: a number such as 1e999 overflows a double
+    throw ConfigError("invalid value in '" + path + "': " + e.what(), "use a number a double can hold");
   }
 }
 
@@ -103,7 +105,8 @@ static json parse_set_value(const std::string& text) {
   try {
     return json::parse(text);
   } catch (const json::out_of_range&) {  // "1e999": a number, but not a double
-    throw ConfigError("--set value '" + text + "' is out of range for a number");
+    throw ConfigError("--set value '" + text + "' is out of range for a number",
+                      "use a number a double can hold");
   } catch (const json::parse_error&) {
     return json(text);
   }

@@ -11,9 +11,10 @@
 namespace aobench::fuzz {
 
 inline const std::string& scratch_path(const char* tag) {
-  static const std::string path =
-      (std::filesystem::is_directory("/dev/shm") ? std::string("/dev/shm") : std::filesystem::temp_directory_path().string()) +
-      "/aobench_fuzz_" + tag + "_" + std::to_string(getpid());
+  static const std::string dir = std::filesystem::is_directory("/dev/shm")
+                                     ? std::string("/dev/shm")
+                                     : std::filesystem::temp_directory_path().string();
+  static const std::string path = dir + "/aobench_fuzz_" + tag + "_" + std::to_string(getpid());
   return path;
 }
 

@@ -59,11 +59,13 @@ int run_child(const std::vector<std::string>& args, std::string* out, const char
 }
 
 // The contract of every hostile-input case.
-void expect_clean_error(int rc, const std::string& out, int expected_rc, const std::vector<std::string>& names) {
+void expect_clean_error(int rc, const std::string& out, int expected_rc,
+                        const std::vector<std::string>& names) {
   EXPECT_EQ(rc, expected_rc) << out;
   EXPECT_NE(out.find("error: "), std::string::npos) << out;
   EXPECT_NE(out.find("\nHINT: "), std::string::npos) << out;
-  for (const auto& n : names) EXPECT_NE(out.find(n), std::string::npos) << "message does not name '" << n << "':\n" << out;
+  for (const auto& n : names)
+    EXPECT_NE(out.find(n), std::string::npos) << "message does not name '" << n << "':\n" << out;
   for (const char* crash : {"Sanitizer", "runtime error:", "terminate called", "Segmentation", "Aborted"})
     EXPECT_EQ(out.find(crash), std::string::npos) << out;
 }
@@ -92,7 +94,8 @@ class HostileInputTest : public ::testing::Test {
   nlohmann::json experiment(const std::string& out_dir, int64_t max_iters) const {
     const nlohmann::json defaults = flavour_defaults("gpt", "debug");
     nlohmann::json model = {{"plugin", "gpt"}, {"flavour", "debug"}};
-    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}};
+    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2},
+                                                   {"n_embd", 32}};
     for (const auto& [k, v] : shrink)
       if (defaults.contains(k)) model[k] = v;
     return {{"model", model},
@@ -138,12 +141,14 @@ TEST_F(HostileInputTest, TokenFileWithWrongMagic) {
 }
 
 TEST_F(HostileInputTest, ConfigWithBadJson) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   const std::string cfg = write_config("bad.json", "{\"train\": {\"max_iters\": 3,}}");
   std::string out;
   expect_clean_error(run_child({"train", "--config", cfg}, &out), out, 2, {cfg, "invalid JSON"});
 }
 
 TEST_F(HostileInputTest, ConfigWithUnknownKey) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   const std::string cfg = write_config("typo.json", "{\"train\": {\"learnin_rate\": 1e-3}}");
   std::string out;
   expect_clean_error(run_child({"train", "--config", cfg}, &out), out, 2,
@@ -151,22 +156,35 @@ TEST_F(HostileInputTest, ConfigWithUnknownKey) {
 }
 
 TEST_F(HostileInputTest, ConfigWithWrongType) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   const std::string cfg = write_config("type.json", "{\"train\": {\"batch_size\": \"eight\"}}");
   std::string out;
   expect_clean_error(run_child({"train", "--config", cfg}, &out), out, 2,
                      {cfg, "'train.batch_size' must be integer", "\"eight\""});
+  // Command-line bytes that are not UTF-8 cannot become a JSON string.
+  const std::string ok = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
+  expect_clean_error(run_child({"train", "--config", ok, "--set", "train.batch_size=8\xa2"}, &out), out, 2,
+                     {"train.batch_size", "not valid UTF-8"});
 }
 
 TEST_F(HostileInputTest, NanAndNegativeHyperParameters) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
   const std::string cfg = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
   std::string out;
+  auto train_set = [&](const std::string& assignment) {
+    return run_child({"train", "--config", cfg, "--set", assignment}, &out);
+  };
   // JSON has no NaN: on the command line it arrives as the string "nan" and is refused by type.
-  expect_clean_error(run_child({"train", "--config", cfg, "--set", "train.learning_rate=nan"}, &out), out, 2,
+  expect_clean_error(train_set("train.learning_rate=nan"), out, 2,
                      {"train.learning_rate", "\"nan\""});
-  expect_clean_error(run_child({"train", "--config", cfg, "--set", "train.learning_rate=-0.001"}, &out), out, 2,
+  // 1e999 overflows a double, on the command line and in a file: refused, not turned into infinity.
+  expect_clean_error(train_set("train.learning_rate=1e999"), out, 2,
+                     {"1e999", "out of range"});
+  const std::string huge = write_config("huge.json", "{\"train\": {\"learning_rate\": 1e999}}");
+  expect_clean_error(run_child({"train", "--config", huge}, &out), out, 2, {huge, "1e999"});
+  expect_clean_error(train_set("train.learning_rate=-0.001"), out, 2,
                      {"train.learning_rate", "-0.001", "negative"});
-  expect_clean_error(run_child({"train", "--config", cfg, "--set", "train.weight_decay=-1"}, &out), out, 2,
+  expect_clean_error(train_set("train.weight_decay=-1"), out, 2,
                      {"train.weight_decay", "-1"});
 }
 
@@ -189,20 +207,23 @@ TEST_F(HostileInputTest, CheckpointOfAnotherPluginOrFlavour) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
   const std::string run = dir_.file("run");
   std::string out;
-  ASSERT_EQ(run_child({"train", "--config", write_config("a.json", experiment(run, 1).dump(2))}, &out), 0) << out;
+  const std::string first = write_config("a.json", experiment(run, 1).dump(2));
+  ASSERT_EQ(run_child({"train", "--config", first}, &out), 0) << out;
   ASSERT_TRUE(latest_checkpoint(run).has_value());
 
   auto other_flavour = experiment(run, 2);
   other_flavour["model"] = {{"plugin", "gpt"}, {"flavour", "tiny"}};
   expect_clean_error(
-      run_child({"train", "--config", write_config("b.json", other_flavour.dump(2)), "--resume"}, &out), out, 5,
+      run_child({"train", "--config", write_config("b.json", other_flavour.dump(2)), "--resume"}, &out), out,
+      5,
       {*latest_checkpoint(run), "gpt/debug", "gpt/tiny"});
 
   if (!have_plugin("sigma_gpt")) GTEST_SKIP() << "the sigma_gpt plugin is not built";
   auto other_plugin = experiment(run, 2);
   other_plugin["model"] = {{"plugin", "sigma_gpt"}, {"flavour", "debug"}};
   expect_clean_error(
-      run_child({"train", "--config", write_config("c.json", other_plugin.dump(2)), "--resume"}, &out), out, 5,
+      run_child({"train", "--config", write_config("c.json", other_plugin.dump(2)), "--resume"}, &out), out,
+      5,
       {*latest_checkpoint(run), "gpt/debug", "sigma_gpt/debug"});
 }
 
