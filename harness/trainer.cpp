@@ -309,6 +309,18 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       throw DataError(key + " '" + path + "' has " + std::to_string(f->size()) + " tokens, fewer than one window of " +
                           std::to_string(T),
                       "use more data or a smaller model.block_size");
+    if (f->raw()) {  // no header, hence no vocab_size: check the ids themselves, or a file of another format
+                     // read as raw uint16 fails later inside the embedding, naming neither file nor cause
+      const int64_t chunk = int64_t(1) << 22;
+      for (int64_t i = 0; i < f->size(); i += chunk) {
+        const int64_t top = f->slice(i, std::min(chunk, f->size() - i)).max().item<int64_t>();
+        if (top >= model->vocab_size())
+          throw DataError(key + " '" + path + "' has no token-file header (wrong magic), so it was read as raw " +
+                              "uint16 tokens, but it holds id " + std::to_string(top) + " >= model.vocab_size " +
+                              std::to_string(model->vocab_size()),
+                          "is it a token file? re-create it with `aobench prepare`");
+      }
+    }
     return f;
   };
   auto train_file = open_checked(train_path, "data.train");

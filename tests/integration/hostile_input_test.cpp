@@ -138,6 +138,11 @@ TEST_F(HostileInputTest, TokenFileWithWrongMagic) {
   const std::string bin = write_config("notes.bin", "these are some notes, not tokens!");
   std::string out;
   expect_clean_error(train_on(bin, &out), out, 3, {bin, "header"});
+  // Even size: readable as a header-less nanoGPT uint16 file, but its "ids" exceed the vocabulary.
+  std::string text;
+  while (text.size() < 4000) text += "Plain English text is not a token file. ";
+  const std::string even = write_config("text.bin", text.substr(0, 4000));
+  expect_clean_error(train_on(even, &out), out, 3, {even, "wrong magic", "vocab_size"});
 }
 
 TEST_F(HostileInputTest, ConfigWithBadJson) {
