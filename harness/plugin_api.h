@@ -16,7 +16,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 1;
+inline constexpr uint32_t kPluginApiVersion = 2;
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -126,6 +126,11 @@ class ModelPlugin {
   virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens,
                                         const torch::Tensor& ctx_positions,
                                         const torch::Tensor& targets);
+  // The last slot's row of chain_log_probs only: (N, V) float32. Ensembles need nothing else, and the
+  // head over every slot would dominate their cost. Default: chain_log_probs(...)[:, S−1].
+  virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens,
+                                             const torch::Tensor& ctx_positions,
+                                             const torch::Tensor& targets);
 
   virtual SampleOutput sample(const SampleRequest& request) = 0;
 

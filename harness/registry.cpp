@@ -34,6 +34,11 @@ torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor&, const torch::Te
                     "context-order ensembles need an any-order decoder (sigma_gpt, ao_gpt)");
 }
 
+torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                                const torch::Tensor& targets) {
+  return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
+}
+
 std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
   auto distance = [](const std::string& a, const std::string& b) {
     std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);

@@ -1,7 +1,8 @@
 // Implements: context-order ensembles (spec-ao-gpt §3.3, metrics/ensemble.h). Member 0 comes from one full
 // chain forward; member j ≥ 1 at step k reshuffles the context σ(<k) and runs a TRUNCATED forward of k+1
-// slots (causal attention: step k depends on slots 0..k only), many (member, k) rows per call, padded at
-// the end. Probabilities, not log-probabilities, are averaged: nll_M = −log mean_{j<M} exp(−ℓ_j), float64.
+// slots (causal attention: step k depends on slots 0..k only). Steps are processed one at a time across all
+// sequences, so every row of a call has the same length and only the last slot goes through the head
+// (chain_log_probs_last). Probabilities, not log-probabilities, are averaged: nll_M = −log mean_{j<M} exp(−ℓ_j), float64.
 #include "metrics/ensemble.h"
 
 #include <algorithm>
@@ -12,17 +13,6 @@
 #include "harness/plugin_api.h"
 
 namespace aobench {
-namespace {
-
-// One batch of truncated member rows: blocks of rows sharing a step k, padded to the widest on flush.
-struct RowBatch {
-  std::vector<torch::Tensor> tok, pos;  // (R_i, k_i + 1) each
-  std::vector<int64_t> k;               // step of each block
-  std::vector<int64_t> member0;         // first member index (1-based) of each block's rows
-  int64_t rows = 0, width = 0;
-};
-
-}  // namespace
 
 EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& tokens,
                                       const torch::Tensor& base_order, const EnsembleOptions& options,
@@ -44,16 +34,13 @@ EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& t
   const auto tok_cpu = tokens.to(torch::kCPU, torch::kLong);
   const auto ord_cpu = base_order.to(torch::kCPU, torch::kLong);
   const auto x_sigma = tok_cpu.gather(1, ord_cpu);  // (N, T) tokens in generation order
+  const int64_t budget = std::max<int64_t>(1, options.max_batch_tokens);  // slots per network call
 
-  // Slots per chain_log_probs call: the option, and at most 2^28 output floats (1 GiB) per call since
-  // chain_log_probs returns (rows, S, V) log-probabilities.
-  const int64_t V = model.vocab_size();
-  const int64_t budget =
-      std::max<int64_t>(1, std::min<int64_t>(options.max_batch_tokens, (int64_t{1} << 28) / V));
-
-  // Member 0: the un-reshuffled chain, a few full rows per call. ell (N, M, T) float64.
+  // Member 0: the un-reshuffled chain, full rows. ell (N, M, T) float64. The full (rows, T, V) output
+  // is capped at 2^28 floats (1 GiB) per call.
   auto ell = torch::full({N, M, T}, std::numeric_limits<double>::quiet_NaN(), torch::kFloat64);
-  const int64_t rows_per_call = std::max<int64_t>(1, budget / T);
+  const int64_t rows_per_call =
+      std::max<int64_t>(1, std::min(budget, (int64_t{1} << 28) / model.vocab_size()) / T);
   for (int64_t r0 = 0; r0 < N; r0 += rows_per_call) {
     const int64_t r = std::min(rows_per_call, N - r0);
     auto xs = x_sigma.narrow(0, r0, r), os = ord_cpu.narrow(0, r0, r);
@@ -64,83 +51,44 @@ EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& t
 
   // Steps evaluated per sequence: all, or a seeded subsample of `positions` steps.
   auto evaluated = torch::zeros({N, T}, torch::kBool);
-  std::vector<std::vector<int64_t>> steps(N);
-  for (int64_t n = 0; n < N; ++n) {
-    if (options.positions == 0) {
-      for (int64_t k = 0; k < T; ++k) steps[n].push_back(k);
-    } else {
-      auto pick = torch::randperm(T, gen, torch::kLong).narrow(0, 0, options.positions);
-      for (int64_t i = 0; i < options.positions; ++i) steps[n].push_back(pick[i].item<int64_t>());
-      std::sort(steps[n].begin(), steps[n].end());
-    }
-    for (int64_t k : steps[n]) evaluated[n][k] = true;
+  if (options.positions == 0) {
+    evaluated.fill_(true);
+  } else {
+    for (int64_t n = 0; n < N; ++n)
+      evaluated[n].index_fill_(0, torch::randperm(T, gen, torch::kLong).narrow(0, 0, options.positions), true);
   }
 
-  // Members j ≥ 1. Steps 0 and 1 have a single possible context order, so every member equals member 0.
-  for (int64_t n = 0; n < N; ++n) {
-    auto a_ell = ell.accessor<double, 3>();
-    for (int64_t k : steps[n])
-      if (k <= 1)
-        for (int64_t j = 1; j < M; ++j) a_ell[n][j][k] = a_ell[n][0][k];
-  }
-  if (M > 1) {
-    for (int64_t n = 0; n < N; ++n) {
-      const auto xs = x_sigma[n], os = ord_cpu[n];  // (T)
-      RowBatch batch;
-      auto flush = [&]() {
-        if (batch.rows == 0) return;
-        const int64_t S = batch.width;
-        std::vector<torch::Tensor> tok, pos;
-        for (size_t b = 0; b < batch.tok.size(); ++b) {
-          const int64_t pad = S - batch.tok[b].size(1);  // padding at the END never affects earlier slots
-          tok.push_back(torch::constant_pad_nd(batch.tok[b], {0, pad}, 0));
-          pos.push_back(torch::constant_pad_nd(batch.pos[b], {0, pad}, 0));
-        }
-        auto ctx_tok = torch::cat(tok).to(dev), ctx_pos = torch::cat(pos).to(dev);  // (R, S)
-        auto lp = model.chain_log_probs(ctx_tok, ctx_pos, ctx_pos);                 // (R, S, V)
-        int64_t row = 0;
-        for (size_t b = 0; b < batch.tok.size(); ++b) {
-          const int64_t k = batch.k[b], R = batch.tok[b].size(0);
-          // The last real slot (k) reads context token k−1 and targets σ(k), whose token is x_σ(k).
-          auto target_tok = xs[k].item<int64_t>();
-          auto l = -lp.narrow(0, row, R)
-                        .select(1, k)
-                        .select(1, target_tok)
-                        .to(torch::kCPU, torch::kFloat64);  // (R)
-          ell[n].narrow(0, batch.member0[b], R).select(1, k).copy_(l);
-          row += R;
-        }
-        batch = RowBatch();
-      };
-      // Descending k groups similar lengths together, so padding wastes little.
-      for (auto it = steps[n].rbegin(); it != steps[n].rend(); ++it) {
-        const int64_t k = *it;
-        if (k <= 1) continue;
-        // (M−1, k) uniform permutations of the context indices 0..k−1, then the target index k.
-        auto perm = torch::rand({M - 1, k}, gen, torch::kFloat64).argsort(int64_t{1});
-        auto idx = torch::cat({perm, torch::full({M - 1, 1}, k, torch::kLong)}, 1);  // (M−1, k+1)
-        auto pos_rows = os.index({idx});                                             // σ'(i), (M−1, k+1)
-        auto tok_rows = xs.index({idx});                                             // x_σ'(i)
-        int64_t done = 0;
-        while (done < M - 1) {
-          const int64_t width = std::max(batch.width, k + 1);
-          int64_t fit = budget / width - batch.rows;
-          if (fit <= 0 && batch.rows > 0) {
-            flush();
-            continue;
-          }
-          fit = std::max<int64_t>(1, std::min(fit, M - 1 - done));
-          batch.tok.push_back(tok_rows.narrow(0, done, fit));
-          batch.pos.push_back(pos_rows.narrow(0, done, fit));
-          batch.k.push_back(k);
-          batch.member0.push_back(1 + done);
-          batch.rows += fit;
-          batch.width = width;
-          done += fit;
-        }
-      }
-      flush();
+  // Steps 0 and 1 have a single possible context order, so every member equals member 0.
+  for (int64_t k = 0; k < std::min<int64_t>(T, 2); ++k)
+    ell.select(2, k).narrow(1, 1, M - 1).copy_(ell.select(2, k).narrow(1, 0, 1).expand({N, M - 1}));
+
+  // Members j ≥ 1, step-major: for each step k every (sequence, member) row has the same length k+1, so a
+  // call needs only the last slot's log-probs (chain_log_probs_last) and rows of all sequences share calls.
+  const auto eval_acc = evaluated.accessor<bool, 2>();
+  for (int64_t k = 2; k < T && M > 1; ++k) {
+    std::vector<int64_t> seqs;
+    for (int64_t n = 0; n < N; ++n)
+      if (eval_acc[n][k]) seqs.push_back(n);
+    if (seqs.empty()) continue;
+    const int64_t S = static_cast<int64_t>(seqs.size());
+    auto seq_idx = torch::tensor(seqs, torch::kLong);                                 // (S)
+    // (S, M−1, k) uniform permutations of the context indices 0..k−1, then the target index k.
+    auto perm = torch::rand({S, M - 1, k}, gen, torch::kFloat64).argsort(int64_t{2});
+    auto idx = torch::cat({perm, torch::full({S, M - 1, 1}, k, torch::kLong)}, 2).view({S, -1});
+    auto pos_rows = ord_cpu.index_select(0, seq_idx).gather(1, idx).view({S * (M - 1), k + 1});  // σ'(i)
+    auto tok_rows = x_sigma.index_select(0, seq_idx).gather(1, idx).view({S * (M - 1), k + 1});  // x_σ'(i)
+    auto target = x_sigma.index_select(0, seq_idx).select(1, k).repeat_interleave(M - 1);        // (S·(M−1))
+    std::vector<torch::Tensor> parts;
+    const int64_t rows = S * (M - 1), chunk = std::max<int64_t>(1, budget / (k + 1));
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t r = std::min(chunk, rows - r0);
+      auto pos = pos_rows.narrow(0, r0, r).to(dev);
+      // The last slot (k) reads context token k−1 and targets σ(k), whose token is x_σ(k).
+      auto lp = model.chain_log_probs_last(tok_rows.narrow(0, r0, r).to(dev), pos, pos);  // (r, V)
+      parts.push_back(-lp.gather(1, target.narrow(0, r0, r).to(dev).unsqueeze(1)).squeeze(1));
     }
+    auto l = torch::cat(parts).to(torch::kCPU, torch::kFloat64).view({S, M - 1});
+    ell.select(2, k).index_put_({seq_idx, torch::indexing::Slice(1, M)}, l);
   }
 
   EnsembleResult res;

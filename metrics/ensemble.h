@@ -1,5 +1,5 @@
 // Implements: context-order ensemble likelihood for any-order decoders (spec-ao-gpt §3.3), computed
-// exactly with truncated forwards (only slots 0..k for step k) batched across members and steps,
+// exactly with truncated forwards (only slots 0..k for step k) batched across members and sequences,
 // never one full-length forward per kept position.
 #pragma once
 #include <cstdint>
@@ -14,7 +14,7 @@ class ModelPlugin;
 struct EnsembleOptions {
   std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32, 64};  // M values; members are nested (first M of max M)
   int64_t positions = 0;        // 0 = every step k; else a seeded subsample of this many steps per sequence
-  int64_t max_batch_tokens = 1 << 18;  // slots per chain_log_probs call (memory bound)
+  int64_t max_batch_tokens = 1 << 18;  // slots per network call (memory bound)
 };
 
 struct EnsembleResult {

@@ -243,6 +243,17 @@ class SigmaGptPlugin : public ModelPlugin {
     return out;
   }
 
+  // Only the last slot goes through ln_f and the tied head (ensembles).
+  torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                     const torch::Tensor& targets) override {
+    torch::NoGradGuard no_grad;
+    check_tokens(ctx_tokens, "chain_log_probs_last");
+    if (cfg_.idiap && ctx_tokens.size(1) < 2) return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, 0);
+    auto s = cfg_.idiap ? idiap_slots(ctx_tokens, ctx_positions, targets)
+                        : common::slots_for_chain(ctx_tokens, ctx_positions, targets);
+    return torch::log_softmax(logits(s, nullptr, std::nullopt, 1).to(torch::kFloat32), -1).select(1, 0);  // (N, V)
+  }
+
   // idiap has no [None] slot: row 0 of the result (the unconditional first prediction) is NaN.
   torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                 const torch::Tensor& targets) override {

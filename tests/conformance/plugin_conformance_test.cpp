@@ -83,7 +83,31 @@ TEST_P(PluginConformance, ShapesAndInitialNllNearLnV) {
   EXPECT_LT(std::abs(mean - lnV), 0.1 * lnV) << "mean NLL " << mean << " vs ln V " << lnV;
   LossOutput l = p->loss(batch(*p, x), gen);
   EXPECT_EQ(l.loss.dim(), 0);
-  EXPECT_LT(std::abs(l.loss.item<double>() - lnV), 0.1 * lnV);
+  if (!encoder(*p)) {
+    EXPECT_LT(std::abs(l.loss.item<double>() - lnV), 0.1 * lnV);
+    return;
+  }
+  // A diffusion loss is a one-draw Monte-Carlo estimate whose expectation is ≈ ln V per token at init
+  // (every masked token costs ln V, weighted by 1/t or 1/λ), but with heavy tails: λ-DCE's 1/λ weight has
+  // infinite variance. Average 256 draws and allow 25 %: a missing 1/t weight (E = ln V / 2) or a wrong
+  // normalisation still fails. Exact unbiasedness is tested in each plugin's own tests.
+  double sum = 0;
+  for (int i = 0; i < 256; ++i) sum += p->loss(batch(*p, x), gen).loss.item<double>();
+  EXPECT_LT(std::abs(sum / 256 - lnV), 0.25 * lnV) << "mean of 256 loss draws " << sum / 256 << " vs ln V " << lnV;
+}
+
+TEST_P(PluginConformance, LastSlotLogProbsMatchTheFullChain) {
+  auto p = make();
+  if (p->info().paradigm != Paradigm::kAnyOrder) GTEST_SKIP() << "chain log-probs are for any-order decoders";
+  p->module().eval();
+  torch::Tensor x = tokens(*p);
+  auto g = at::make_generator<at::CPUGeneratorImpl>(3);
+  auto order = torch::rand(x.sizes(), g, torch::kFloat64).argsort(int64_t{1});
+  auto xs = x.gather(1, order);
+  auto full = p->chain_log_probs(xs, order, order);   // (B, S, V)
+  auto last = p->chain_log_probs_last(xs, order, order);  // (B, V)
+  ASSERT_EQ(last.sizes(), (std::vector<int64_t>{x.size(0), p->vocab_size()}));
+  EXPECT_TRUE(torch::allclose(last, full.select(1, x.size(1) - 1), 1e-5, 1e-5));
 }
 
 TEST_P(PluginConformance, OverfitsOneBatch) {

@@ -88,21 +88,23 @@ TEST(Ensemble, EfficientEqualsBruteForce) {
   auto d = make_data(N, T, model->vocab_size(), 2);
   EnsembleOptions opt;
   opt.sizes = {1, 2, 4};
-  opt.max_batch_tokens = 40;  // force several calls with mixed k and padding
+  opt.max_batch_tokens = 40;  // force several calls per step
   auto g = at::make_generator<at::CPUGeneratorImpl>(77);
   auto res = context_order_ensemble(*model, d.tokens, d.order, opt, g);
 
-  // Brute force with the same draws: per sequence, steps k = T−1 … 2, one (M−1, k) block of uniform
-  // permutations (argsort of float64 uniforms) each; member j's full order is
+  // Brute force with the same draws: steps k = 2 … T−1, one (N, M−1, k) block of uniform permutations
+  // (argsort of float64 uniforms) each; member j's full order is
   // σ'_j = (σ(π(0)), …, σ(π(k−1)), σ(k), …, σ(T−1)) and ONE full-length forward scores step k.
   auto bg = at::make_generator<at::CPUGeneratorImpl>(77);
   auto ell = torch::zeros({N, M, T}, torch::kFloat64);
   auto lg = at::make_generator<at::CPUGeneratorImpl>(0);
   auto base = model->log_prob(d.tokens, d.order, lg).nll;  // (N, T)
-  for (int64_t n = 0; n < N; ++n) {
+  for (int64_t n = 0; n < N; ++n)
     for (int64_t j = 0; j < M; ++j) ell[n][j].copy_(base[n]);  // k ∈ {0, 1}: members identical
-    for (int64_t k = T - 1; k >= 2; --k) {
-      auto perm = torch::rand({M - 1, k}, bg, torch::kFloat64).argsort(int64_t{1});
+  for (int64_t k = 2; k < T; ++k) {
+    auto perms = torch::rand({N, M - 1, k}, bg, torch::kFloat64).argsort(int64_t{2});
+    for (int64_t n = 0; n < N; ++n) {
+      auto perm = perms[n];
       for (int64_t j = 1; j < M; ++j) {
         auto sig = d.order[n].clone();
         sig.narrow(0, 0, k).copy_(d.order[n].index({perm[j - 1]}));
@@ -120,6 +122,16 @@ TEST(Ensemble, EfficientEqualsBruteForce) {
   }
   // The ensemble is a proper mixture: its NLL never exceeds the worst member's and differs from member 0.
   EXPECT_FALSE(torch::allclose(res.nll[2], res.nll[0]));
+}
+
+TEST(Ensemble, LastSlotEqualsTheFullChainsLastRow) {
+  auto model = debug_ao_gpt();
+  auto d = make_data(3, 10, model->vocab_size(), 4);
+  auto xs = d.tokens.gather(1, d.order);
+  auto full = model->chain_log_probs(xs, d.order, d.order);      // (3, 10, V)
+  auto last = model->chain_log_probs_last(xs, d.order, d.order);  // (3, V)
+  ASSERT_EQ(last.sizes(), (std::vector<int64_t>{3, model->vocab_size()}));
+  EXPECT_TRUE(torch::allclose(last, full.select(1, 9), 1e-6, 1e-5));
 }
 
 TEST(Ensemble, MembersReshuffleTheSameContextSetKeepingPositions) {
