@@ -7,6 +7,8 @@
 # Extra arguments go to aobench_tests (e.g. --gtest_filter='HostileInput*').
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: paths relative to the checkout and no cwd in the hash, so every clone shares one cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 BUILD_DIR=${AOBENCH_ASAN_BUILD_DIR:-build-asan}
 VENV=${AOBENCH_VENV:-$HOME/.cache/aobench/venv}
 JOBS=${AOBENCH_JOBS:-$(nproc)}

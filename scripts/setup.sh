@@ -7,6 +7,8 @@
 # AOBENCH_JOBS (default nproc), AOBENCH_CMAKE_ARGS (extra CMake flags), AOBENCH_SKIP_APT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: paths relative to the checkout and no cwd in the hash, so every clone shares one cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 BUILD_DIR=${AOBENCH_BUILD_DIR:-build}
 VENV=${AOBENCH_VENV:-$HOME/.cache/aobench/venv}
 JOBS=${AOBENCH_JOBS:-$(nproc)}
