@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Quickstart: set up and build (scripts/setup.sh), then train, evaluate and report a debug GPT on the
-# Debian `fortunes` corpus in about two CPU minutes (configs/quickstart.json). Extra arguments go to
+# Quickstart comparison: set up and build (scripts/setup.sh), then train, evaluate and report the five
+# paradigms at debug size on the Debian `fortunes` corpus in a few CPU minutes (configs/quickstart.json). Extra arguments go to
 # `aobench run`, e.g. scripts/quickstart.sh --set train.max_iters=50   or   --force to start over.
 set -euo pipefail
 cd "$(dirname "$0")/.."

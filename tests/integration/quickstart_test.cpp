@@ -56,6 +56,19 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
   EXPECT_EQ(gpt.steps, 20);
   EXPECT_FALSE(gpt.curves.at("loss/train").empty());
   EXPECT_NE(testing::read_text((report / "summary.md").string()).find("fortunes_val"), std::string::npos);
+  // The comparison: every paradigm trained on the same data and evaluated under its protocols.
+  for (const char* name : {"sigma_gpt", "ao_gpt", "sedd", "radd"}) {
+    ASSERT_TRUE(r.runs.count(name)) << name << "\n" << out;
+    EXPECT_EQ(r.runs.at(name).steps, 20) << name;
+  }
+  for (const char* name : {"sigma_gpt", "ao_gpt"})
+    EXPECT_TRUE(r.runs.at(name).metrics.count("fortunes_val/ppl_k1")) << name;
+  for (const char* name : {"sedd", "radd"}) {
+    ASSERT_TRUE(r.runs.at(name).metrics.count("fortunes_val/ppl_elbo")) << name;
+    const MetricValue& bound = r.runs.at(name).metrics.at("fortunes_val/ppl_elbo");
+    EXPECT_TRUE(bound.is_bound) << name;
+    EXPECT_TRUE(std::isfinite(bound.value) && bound.value > 1.0) << name;
+  }
 
   // A second run finds everything done.
   ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
