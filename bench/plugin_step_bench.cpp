@@ -4,13 +4,21 @@
 // ELBO) it times log_prob under the L2R order, also one forward. Reports achieved TFLOP/s from
 // flops_per_token(T)/3 (forward only). Env: AOBENCH_BENCH_PLUGIN (sedd), AOBENCH_BENCH_FLAVOUR (small),
 // AOBENCH_BENCH_BATCH (32). Example: AOBENCH_BENCH_PLUGIN=radd aobench_bench --benchmark_filter=PluginForward
+// Diagnosis: AOBENCH_SDPA_BACKEND=flash|cudnn|efficient|math allows only that SDPA kernel (a call it cannot
+// serve throws "No available kernel"); AOBENCH_BENCH_PROFILE=1 prints the top CUDA kernels of one forward.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <benchmark/benchmark.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include "harness/plugin_api.h"
@@ -21,6 +29,46 @@ namespace {
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
+}
+
+// Restricts scaled_dot_product_attention to one backend (diagnosis of which kernel a plugin gets).
+void restrict_sdpa(const std::string& backend) {
+  if (backend.empty()) return;
+  auto& ctx = at::globalContext();
+  ctx.setSDPUseFlash(backend == "flash");
+  ctx.setSDPUseCuDNN(backend == "cudnn");
+  ctx.setSDPUseMemEfficient(backend == "efficient");
+  ctx.setSDPUseMath(backend == "math");
+}
+
+// Runs `fn` once under the Kineto profiler and prints the 15 CUDA kernels with the most total time.
+template <typename Fn>
+void print_kernel_profile(const std::string& label, Fn fn) {
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const std::set<ActivityType> acts = {ActivityType::CPU, ActivityType::CUDA};
+  const torch::profiler::impl::ProfilerConfig cfg(torch::profiler::impl::ProfilerState::KINETO);
+  prof::prepareProfiler(cfg, acts);
+  prof::enableProfiler(cfg, acts);
+  fn();
+  torch::cuda::synchronize();
+  auto result = prof::disableProfiler();
+  std::map<std::string, std::pair<double, int>> per_kernel;  // name → (total µs, calls)
+  double total = 0;
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CUDA) continue;
+    auto& k = per_kernel[e.name().substr(0, 90)];
+    k.first += e.durationNs() / 1e3;
+    k.second += 1;
+    total += e.durationNs() / 1e3;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(per_kernel.begin(), per_kernel.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::printf("profile %s: %.2f ms of GPU time in %zu kernel kinds\n", label.c_str(), total / 1e3,
+              rows.size());
+  for (size_t i = 0; i < rows.size() && i < 15; ++i)
+    std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second,
+                rows[i].first.c_str());
 }
 
 void BM_PluginForward(benchmark::State& state) {
@@ -54,8 +102,10 @@ void BM_PluginForward(benchmark::State& state) {
     }
   };
   auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
   for (int i = 0; i < 3; ++i) forward();  // warm-up: kernels, caches, rotary tables
   torch::cuda::synchronize();
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(plugin + "/" + flavour, forward);
   for (auto _ : state) {
     c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);

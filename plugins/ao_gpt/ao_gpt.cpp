@@ -2,7 +2,10 @@
 // per-head QK RMSNorm, per-token adaLN from a 128-d target-position embedding, untied lm_head with bias,
 // truncated-normal init; loss = mean CE over all B·T chain predictions (§1.1 "Loss"); KV-cache any-order
 // sampler (§4.2, plugins/common). `injection` selects the paper's target-position ablation (a)–(d).
+#include <algorithm>
 #include <cmath>
+
+#include <ATen/autocast_mode.h>
 
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
@@ -26,11 +29,29 @@ struct AoConfig {
   int64_t padded_vocab() const { return common::padded_vocab(vocab_size); }
 };
 
+// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
+  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), l->weight, l->bias);  // (N, out)
+  auto shape = x.sizes().vec();
+  shape.back() = y.size(-1);
+  return y.view(shape);
+}
+
 // RMSNorm with a weight only, eps 1e-5 (spec §1.1).
 struct RMSNormImpl : torch::nn::Module {
   torch::Tensor weight;
   explicit RMSNormImpl(int64_t n) { weight = register_parameter("weight", torch::ones({n})); }
-  torch::Tensor forward(const torch::Tensor& x) { return torch::rms_norm(x, {weight.size(0)}, weight, 1e-5); }
+  // Under autocast the input and weight take the activation dtype: the fused kernel needs equal dtypes (a
+  // bf16 input with an fp32 weight falls back to a slow composite) and keeps its statistics in fp32; the
+  // bf16 output saves the fp32 passes of the adaLN modulation that the next Linear would cast down anyway.
+  // A no-op in fp32 (CPU).
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto dt = x.scalar_type();
+    if (at::autocast::is_autocast_enabled(x.device().type()))
+      dt = at::autocast::get_autocast_dtype(x.device().type());
+    return torch::rms_norm(x.to(dt), {weight.size(0)}, weight.to(dt), 1e-5);
+  }
 };
 TORCH_MODULE(RMSNorm);
 
@@ -49,12 +70,12 @@ struct AttentionImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, KVCache* cache, int64_t layer,
                         const std::optional<torch::Tensor>& mask) {
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
-    auto qkv = c_attn(x).view({B, S, 3, n_head, h});    // (B, S, 3, H, h) fused projection
+    auto qkv = linear2d(c_attn, x).view({B, S, 3, n_head, h});    // (B, S, 3, H, h) fused projection
     auto q = q_norm(qkv.select(2, 0)).transpose(1, 2);  // (B, H, S, h)
     auto k = k_norm(qkv.select(2, 1)).transpose(1, 2);
     auto v = qkv.select(2, 2).transpose(1, 2);
     auto y = common::attend(q, k, v, cache, layer, mask);  // (B, H, S, h)
-    return c_proj(y.transpose(1, 2).reshape({B, S, n_embd}));
+    return linear2d(c_proj, y.transpose(1, 2).reshape({B, S, n_embd}));
   }
 };
 TORCH_MODULE(Attention);
@@ -67,7 +88,9 @@ struct MLPImpl : torch::nn::Module {
     c_proj = register_module(
         "c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)));
   }
-  torch::Tensor forward(const torch::Tensor& x) { return c_proj(torch::gelu(c_fc(x))); }  // exact erf GELU
+  torch::Tensor forward(const torch::Tensor& x) {
+    return linear2d(c_proj, torch::gelu(linear2d(c_fc, x)));  // exact erf GELU
+  }
 };
 TORCH_MODULE(MLP);
 
@@ -96,7 +119,7 @@ struct BlockImpl : torch::nn::Module {
       x = x + drop(attn(ln_1(x), cache, layer, mask));
       return x + drop(mlp(ln_2(x)));
     }
-    auto m = adaLN(silu_c).chunk(6, -1);  // 6 × (B, S, d): β₁, γ₁, α₁, β₂, γ₂, α₂
+    auto m = linear2d(adaLN, silu_c).chunk(6, -1);  // 6 × (B, S, d): β₁, γ₁, α₁, β₂, γ₂, α₂
     x = x + m[2] * drop(attn(ln_1(x) * (1 + m[1]) + m[0], cache, layer, mask));
     return x + m[5] * drop(mlp(ln_2(x) * (1 + m[4]) + m[3]));
   }
@@ -158,6 +181,12 @@ struct AoGptImpl : torch::nn::Module {
   // logits (B, n_last, padded V) of the last n_last slots.
   torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
                         int64_t n_last) {
+    return linear2d(lm_head, hidden(s, cache, mask, n_last));
+  }
+
+  // Final (modulated) hidden states (B, n_last, d) of the last n_last slots: the head's input.
+  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
+                       int64_t n_last) {
     auto is_none = s.tokens.lt(0).unsqueeze(-1);                           // (B, S, 1)
     auto tok = torch::where(is_none, wnonee, wte(s.tokens.clamp_min(0)));  // (B, S, d)
     auto x = tok + wpe(s.positions + 1);                                   // (B, S, d)
@@ -177,10 +206,10 @@ struct AoGptImpl : torch::nn::Module {
     x = x.narrow(1, S - n_last, n_last);  // only the slots whose logits are needed
     auto z = ln_f(x);
     if (adaLN_final) {
-      auto m = adaLN_final(silu_c.narrow(1, S - n_last, n_last)).chunk(2, -1);  // β, γ (B, n, d)
+      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last)).chunk(2, -1);  // β, γ (B,n,d)
       z = z * (1 + m[1]) + m[0];
     }
-    return lm_head(z);
+    return z;
   }
 };
 TORCH_MODULE(AoGpt);
@@ -272,14 +301,26 @@ class AoGptPlugin : public ModelPlugin {
     torch::NoGradGuard no_grad;
     check_tokens(tokens, "log_prob");
     auto s = common::slots_for_order(tokens, order);
-    auto lg = logits(s, nullptr, std::nullopt, s.tokens.size(1)).to(torch::kFloat32);  // (B, T, V)
-    auto target = tokens.gather(1, order);
+    auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, d)
+    const int64_t N = z.size(0) * z.size(1);
+    z = z.reshape({N, z.size(-1)});                       // (N, d)
+    auto target = tokens.gather(1, order).reshape({N, 1});  // (N, 1)
+    // The head runs on chunks of rows so only an (n, V) slice of logits lives at once; log-probabilities
+    // are fp32 whatever the logits' dtype. CPU (fp32) numbers are unchanged.
+    auto nll = torch::empty({N}, tokens.options().dtype(torch::kFloat64));
+    const int64_t chunk = 8192;
+    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+      const int64_t n = std::min(chunk, N - r0);
+      auto lg = net_->lm_head(z.narrow(0, r0, n));  // (n, V_pad)
+      if (lg.is_cuda())  // padded ids get probability 0 without a contiguous copy of the (n, V) slice
+        lg.narrow(-1, cfg_.vocab_size, lg.size(-1) - cfg_.vocab_size).fill_(-INFINITY);
+      else
+        lg = lg.narrow(-1, 0, cfg_.vocab_size);
+      auto logp = torch::log_softmax(lg, -1, torch::kFloat32);  // (n, V or V_pad)
+      nll.narrow(0, r0, n).copy_(-logp.gather(1, target.narrow(0, r0, n)).squeeze(1));
+    }
     NllOutput out;
-    out.nll = torch::nn::functional::cross_entropy(
-                  lg.reshape({-1, lg.size(-1)}), target.reshape(-1),
-                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
-                  .view(tokens.sizes())
-                  .to(torch::kFloat64);
+    out.nll = nll.view(tokens.sizes());
     out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));
     return out;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 namespace aobench::common {
 namespace F = torch::nn::functional;
@@ -31,6 +32,16 @@ DDiTLayerNormImpl::DDiTLayerNormImpl(int64_t dim_, bool with_bias, bool bias_ini
 }
 
 torch::Tensor DDiTLayerNormImpl::forward(const torch::Tensor& x) {
+  const auto dev = x.device().type();
+  if (at::autocast::is_autocast_enabled(dev)) {
+    // Under autocast one fused kernel keeps the statistics in fp32 and writes the activation dtype that the
+    // next Linear reads anyway (instead of an fp32 output, separate weight/bias/modulation passes in fp32
+    // and a cast). Autocast is bypassed here because it would force layer_norm to fp32 output.
+    const auto dt = at::autocast::get_autocast_dtype(dev);
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    auto b = bias.defined() ? bias.to(dt) : torch::Tensor();
+    return torch::layer_norm(x.to(dt), {dim}, weight.to(dt), b);
+  }
   // Statistics in fp32 whatever the activation dtype (the reference disables autocast here).
   auto y = torch::layer_norm(x.to(torch::kFloat32), {dim});
   y = y * weight;
@@ -43,6 +54,18 @@ static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& c
   auto halves = x.chunk(2, -1);
   auto rotated = torch::cat({-halves[1], halves[0]}, -1);
   return x * cos + rotated * sin;
+}
+
+// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+static torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  auto y = F::linear(x.reshape({-1, x.size(-1)}), w, b);  // (N, out)
+  auto shape = x.sizes().vec();
+  shape.back() = y.size(-1);
+  return y.view(shape);
+}
+static torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
+  return linear2d(x, l->weight, l->bias);
 }
 
 static torch::nn::Linear zero_linear(int64_t in, int64_t out, bool bias = true) {
@@ -72,19 +95,19 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
   if (cfg.time_cond) mod = adaLN_modulation->forward(c).unsqueeze(1).chunk(6, -1);  // 6 × (B, 1, H)
 
   // Attention branch.
-  auto a = norm1->forward(x);                                               // (B, T, H) fp32
+  auto a = norm1->forward(x);  // (B, T, H) fp32; the autocast dtype under autocast
   if (cfg.time_cond) a = a * (1 + mod[1]) + mod[0];
-  auto qkv = attn_qkv->forward(a).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});  // (3, B, h, T, d)
+  auto qkv = linear2d(attn_qkv, a).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});  // (3, B, h, T, d)
   auto q = apply_rotary(qkv[0], cos, sin), k = apply_rotary(qkv[1], cos, sin), v = qkv[2];
   auto o = at::scaled_dot_product_attention(q, k, v);                       // (B, h, T, d)
-  o = attn_out->forward(o.transpose(1, 2).reshape({B, T, H}));              // (B, T, H)
+  o = linear2d(attn_out, o.transpose(1, 2).reshape({B, T, H}));              // (B, T, H)
   if (drop) o = F::dropout(o, F::DropoutFuncOptions().p(cfg.dropout).training(true));
   x = cfg.time_cond ? x + mod[2] * o : x + o;
 
   // MLP branch.
   auto m = norm2->forward(x);
   if (cfg.time_cond) m = m * (1 + mod[4]) + mod[3];
-  m = mlp_proj->forward(F::gelu(mlp_fc->forward(m), F::GELUFuncOptions().approximate("tanh")));
+  m = linear2d(mlp_proj, F::gelu(linear2d(mlp_fc, m), F::GELUFuncOptions().approximate("tanh")));
   if (drop) m = F::dropout(m, F::DropoutFuncOptions().p(cfg.dropout).training(true));
   return cfg.time_cond ? x + mod[5] * m : x + m;
 }
@@ -145,6 +168,15 @@ torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& s
   if (cfg.time_cond) {
     auto mod = final_adaLN->forward(c).unsqueeze(1).chunk(2, -1);           // shift, scale (B, 1, H)
     y = y * (1 + mod[1]) + mod[0];
+  }
+  if (y.is_cuda()) {
+    // V+1 output columns make the bf16 logits' row stride not a multiple of 16 bytes, which keeps cuBLAS
+    // off its fast (TMA) kernels: run the head with rows padded to a multiple of 64 and drop the padding.
+    // (B, T, V+1) view with row stride V_pad.
+    const int64_t V1 = head->weight.size(0), pad = (V1 + 63) / 64 * 64 - V1;
+    auto w = torch::constant_pad_nd(head->weight, {0, 0, 0, pad});          // (V_pad, H)
+    auto b = torch::constant_pad_nd(head->bias, {0, pad});                  // (V_pad)
+    return linear2d(y, w, b).narrow(-1, 0, V1);
   }
   return head->forward(y);                                                   // (B, T, V+1)
 }

@@ -33,7 +33,8 @@ class RotaryCache {
   std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> cache_;
 };
 
-// LayerNorm with fp32 statistics, learned weight and optional bias: (.., H) → (.., H) float32.
+// LayerNorm with fp32 statistics, learned weight and optional bias: (.., H) → (.., H) float32, or the
+// autocast dtype under autocast (one fused kernel, statistics still fp32).
 struct DDiTLayerNormImpl : torch::nn::Module {
   DDiTLayerNormImpl(int64_t dim, bool bias, bool bias_init_ones);
   torch::Tensor forward(const torch::Tensor& x);

@@ -4,6 +4,7 @@
 // exact loading of Hugging Face GPT-2 weights (Conv1D weights transposed, lm_head tied to wte).
 #include "gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -42,10 +43,21 @@ BlockImpl::BlockImpl(const GptConfig& c) : cfg(c) {
       mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * d, d).bias(c.bias)));
 }
 
+namespace {
+// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
+  torch::Tensor y = F::linear(x.reshape({-1, x.size(-1)}), l->weight, l->bias);  // (N, out)
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = y.size(-1);
+  return y.view(shape);
+}
+}  // namespace
+
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, KvCache* cache, size_t layer) {
   const int64_t B = x.size(0), S = x.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
   const double p = is_training() ? cfg.dropout : 0.0;
-  auto qkv = c_attn(ln_1(x)).split(cfg.n_embd, 2);  // 3 × (B, S, d)
+  auto qkv = linear2d(c_attn, ln_1(x)).split(cfg.n_embd, 2);  // 3 × (B, S, d)
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
   torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
   torch::Tensor y;
@@ -67,10 +79,11 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, KvCache* cache, size_t 
     y = at::scaled_dot_product_attention(q, k, v, mask, p, false);
   }
   y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
-  torch::Tensor out = x + F::dropout(attn_proj(y), F::DropoutFuncOptions().p(p).training(is_training()));
-  torch::Tensor hmid = c_fc(ln_2(out));  // (B, S, 4d)
+  const auto drop_opts = F::DropoutFuncOptions().p(p).training(is_training());
+  torch::Tensor out = x + F::dropout(linear2d(attn_proj, y), drop_opts);
+  torch::Tensor hmid = linear2d(c_fc, ln_2(out));  // (B, S, 4d)
   hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
-  return out + F::dropout(mlp_proj(hmid), F::DropoutFuncOptions().p(p).training(is_training()));
+  return out + F::dropout(linear2d(mlp_proj, hmid), drop_opts);
 }
 
 GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
@@ -340,10 +353,28 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
   out.scored = torch::ones({B, T}, opts.dtype(torch::kBool));
   if (!cfg_.start_token) out.scored.select(1, 0).fill_(false);
   if (T < 2 && !cfg_.start_token) return out;
-  torch::Tensor logp = torch::log_softmax(net_->logits(tokens.narrow(1, 0, T - 1)).to(torch::kFloat32), -1);
-  torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);            // (B, S)
-  torch::Tensor nll = -logp.gather(2, targets.unsqueeze(2)).squeeze(2).to(torch::kFloat64);  // (B, S)
-  out.nll.narrow(1, T - nll.size(1), nll.size(1)).copy_(nll);
+  torch::NoGradGuard no_grad;
+  torch::Tensor h = net_->hidden(tokens.narrow(1, 0, T - 1));                       // (B, S, d)
+  torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);  // (B, S)
+  const int64_t S = h.size(1), N = B * S;
+  h = h.reshape({N, cfg_.n_embd});                  // (N, d)
+  torch::Tensor flat_targets = targets.reshape({N, 1});  // (N, 1)
+  torch::Tensor nll = torch::empty({N}, opts.dtype(torch::kFloat64));
+  // The head runs on chunks of rows so only an (n, V) slice of logits lives at once (the full (B, S, V)
+  // tensor plus its fp32 copies are GBs at GPT-2 size); log-probabilities are fp32 whatever the logits'
+  // dtype. On CPU (fp32) the numbers are those of the unchunked computation.
+  const int64_t chunk = 8192;
+  for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    const int64_t n = std::min(chunk, N - r0);
+    torch::Tensor lg = F::linear(h.narrow(0, r0, n), net_->wte->weight);  // (n, V_pad)
+    if (lg.is_cuda())  // padded ids get probability 0 without a contiguous copy of the (n, V) slice
+      lg.narrow(-1, cfg_.vocab_size, lg.size(-1) - cfg_.vocab_size).fill_(-INFINITY);
+    else
+      lg = lg.narrow(-1, 0, cfg_.vocab_size);
+    torch::Tensor logp = torch::log_softmax(lg, -1, torch::kFloat32);  // (n, V or V_pad)
+    nll.narrow(0, r0, n).copy_(-logp.gather(1, flat_targets.narrow(0, r0, n)).squeeze(1));
+  }
+  out.nll.narrow(1, T - S, S).copy_(nll.view({B, S}));
   return out;
 }
 
