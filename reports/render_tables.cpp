@@ -1,11 +1,13 @@
 // Implements: the text renderers of the results schema (style.md §10 lesson 14: one schema, many
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
 // table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
 
+#include "metrics/conditionals.h"
 #include "reports/results.h"
 
 namespace aobench {
@@ -107,6 +109,16 @@ std::string render_markdown(const Results& r) {
       for (const auto& p : fam.protocols) md << "- " << p << "\n";
     }
   }
+  // Finding 5 (AO-GPT paper): an any-order model must learn order-dependent conditionals, far more than
+  // the order-invariant ones a masked-diffusion encoder needs.
+  const bool any_order = std::any_of(r.runs.begin(), r.runs.end(), [](const auto& kv) {
+    return kv.second.paradigm == "any_order" || kv.second.paradigm == "masked_diffusion_encoder";
+  });
+  if (any_order)
+    md << "\n## Univariate conditionals over n positions (finding 5)\n\n"
+       << "Order-invariant: n·2^(n−1) (target, context set); order-dependent: n!·Σ_{i<n} 1/i! (target, "
+          "context sequence).\n\n"
+       << conditionals_table_markdown() << "\n";
   md << "\n## Context\n\n";
   for (auto it = r.context.begin(); it != r.context.end(); ++it)
     md << "- " << it.key() << ": " << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump())

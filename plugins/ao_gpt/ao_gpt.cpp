@@ -333,6 +333,15 @@ class AoGptPlugin : public ModelPlugin {
     return torch::log_softmax(logits(s, nullptr, std::nullopt, s.tokens.size(1)).to(torch::kFloat32), -1);
   }
 
+  // Only the last slot goes through the final adaLN and the head (ensembles): (N, V).
+  torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                     const torch::Tensor& targets) override {
+    torch::NoGradGuard no_grad;
+    check_tokens(ctx_tokens, "chain_log_probs_last");
+    auto s = common::slots_for_chain(ctx_tokens, ctx_positions, targets);
+    return torch::log_softmax(logits(s, nullptr, std::nullopt, 1).to(torch::kFloat32), -1).select(1, 0);
+  }
+
   SampleOutput sample(const SampleRequest& r) override {
     if (r.length > cfg_.block_size || r.length < 1)
       throw ConfigError("sample length " + std::to_string(r.length) +

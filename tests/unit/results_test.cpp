@@ -85,6 +85,11 @@ TEST(ResultsTest, MarkdownMarksBoundsAndStderr) {
   EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.25 |"), std::string::npos) << md;
   EXPECT_NE(md.find("- wikitext2: ELBO upper bound"), std::string::npos) << md;  // protocol note
   EXPECT_NE(md.find("- git_commit: abc123"), std::string::npos) << md;
+  // A comparison with an encoder or any-order model shows finding 5's table; a GPT-only one does not.
+  EXPECT_NE(md.find("(finding 5)"), std::string::npos) << md;
+  Results ar_only = sample_results();
+  ar_only.runs.erase("sedd_small");
+  EXPECT_EQ(render_markdown(ar_only).find("(finding 5)"), std::string::npos);
 }
 
 TEST(ResultsTest, CsvIsFlatOneRowPerMetric) {
