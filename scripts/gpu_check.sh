@@ -22,9 +22,10 @@ ensure_libs() { export LD_LIBRARY_PATH="${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}
 
 phase_data() {   # prepare every dataset of the paradigms experiment (the runner skips existing outputs)
   ensure_libs
-  python3 - <<'PY' > /tmp/prepare_cmds.sh
+  python3 - ${DATA_EXPERIMENT:-} <<'PY' > /tmp/prepare_cmds.sh
 import json, shlex
-for p in json.load(open("configs/experiments/paradigms_tiny.json"))["prepare"]:
+import sys
+for p in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))["prepare"]:
     args = ["build/aobench", "prepare"]
     for k, v in p.items():
         if k == "name": continue
@@ -57,6 +58,26 @@ phase_paradigms() {  # train + evaluate the five tiny models (resumable: re-run 
   ensure_libs
   $A run configs/experiments/paradigms_tiny.json "$@" 2>&1 | tee -a "$OUT/paradigms.log" | grep -vE "^step .*[1-9]0/|^step .*[1-9]50/" || true
   tar czf "$OUT/paradigms_runs.tgz" --exclude=checkpoints --exclude=data runs/paradigms_tiny
+}
+
+phase_speed2() {  # after the plugin speed-ups: small gpt / ao_gpt training and gpt eval throughput, same call
+  ensure_libs
+  local d=runs/speed2; rm -rf $d; mkdir -p $d
+  for m in gpt ao_gpt; do
+    $A train --set model.plugin=$m --set model.flavour=small \
+      --set data.train=runs/ensemble_tiny/data/wiki_train.bin --set data.val= --set data.tokenizer=gpt2 \
+      --set train.out_dir=$d/$m --set train.batch_size=16 --set train.max_iters=40 --set train.warmup_iters=10 \
+      --set train.lr_decay_iters=40 --set train.log_interval=10 --set train.checkpoint_interval=1000 \
+      --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) 2>&1 | grep -E "^step|error" | tee "$OUT/speed2_train_$m.log"
+  done
+  $A eval --run $d/gpt --data wikitext2=runs/ensemble_tiny/data/wikitext2.bin --set eval.batch_size=32 \
+    --throughput 2>&1 | tee "$OUT/speed2_eval_gpt.log"
+}
+
+phase_ensemble() {  # ao_gpt tiny + timed M ∈ {1,2,4,8} ensemble on WikiText-2 (EXTRA args go to aobench run)
+  ensure_libs
+  /usr/bin/time -v $A run configs/experiments/ensemble_tiny.json "${ENSEMBLE_ARGS[@]}" 2>&1 | grep -vE "^  [a-z_]+\." \
+    | grep -vE "^step [0-9]+/" | tee "$OUT/ensemble.log"
 }
 
 for p in "$@"; do
