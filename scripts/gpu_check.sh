@@ -74,10 +74,14 @@ phase_speed2() {  # after the plugin speed-ups: small gpt / ao_gpt training and 
     --throughput 2>&1 | tee "$OUT/speed2_eval_gpt.log"
 }
 
-phase_ensemble() {  # ao_gpt tiny + timed M ∈ {1,2,4,8} ensemble on WikiText-2 (EXTRA args go to aobench run)
+phase_ensemble() {  # ao_gpt tiny + timed M ∈ {1,2,4,8} ensemble on WikiText-2 ($ENSEMBLE_SET: extra --set args)
   ensure_libs
-  /usr/bin/time -v $A run configs/experiments/ensemble_tiny.json "${ENSEMBLE_ARGS[@]}" 2>&1 | grep -vE "^  [a-z_]+\." \
+  SECONDS=0
+  # shellcheck disable=SC2086
+  $A run configs/experiments/ensemble_tiny.json ${ENSEMBLE_SET:-} 2>&1 | grep -vE "^  [a-z_]+\." \
     | grep -vE "^step [0-9]+/" | tee "$OUT/ensemble.log"
+  echo "ensemble phase: ${SECONDS} s" | tee -a "$OUT/ensemble.log"
+  tar czf "$OUT/ensemble_runs.tgz" --exclude=checkpoints --exclude=data runs/ensemble_tiny
 }
 
 for p in "$@"; do
