@@ -513,9 +513,10 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       size_t i = 1;
       for (auto& kv : extra) kv.second = scalars[i++];
     }
-    // Global-norm clipping; the logged norm is the pre-clip one. grad_clip 0 = measure only.
+    // Global-norm clipping; the logged norm is the pre-clip one. grad_clip 0 = measure only: a bound no
+    // norm reaches, yet finite in fp32 (torch converts max_norm to the gradients' dtype; 1e300 overflows).
     const double grad_norm =
-        torch::nn::utils::clip_grad_norm_(params, hp.grad_clip > 0 ? hp.grad_clip : 1e300, 2.0);
+        torch::nn::utils::clip_grad_norm_(params, hp.grad_clip > 0 ? hp.grad_clip : 1e30, 2.0);
 
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
       std::string culprit = "loss";
