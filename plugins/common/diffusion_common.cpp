@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/errors.h"
+
 namespace aobench::common {
 using torch::indexing::Slice;
 
@@ -208,6 +210,60 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
   }
   out.tokens = x;
   return out;
+}
+
+ModelSection::ModelSection(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin)
+    : m_(model), plugin_(std::move(plugin)) {
+  const auto& keys = defaults.at("flavours").at("debug");
+  for (auto& [k, v] : m_.items())
+    if (!keys.contains(k) && k != "plugin" && k != "flavour")
+      throw ConfigError("model." + k + ": unknown key for plugin " + plugin_,
+                        "known keys: see `doc` in plugins/" + plugin_ + "/default.json");
+}
+
+const nlohmann::json& ModelSection::get(const std::string& k) const {
+  if (!m_.contains(k)) throw ConfigError("model." + k + ": missing", "every flavour of " + plugin_ + " defines it");
+  return m_.at(k);
+}
+
+int64_t ModelSection::get_int(const std::string& k, int64_t min) const {
+  const auto& v = get(k);
+  if (!v.is_number_integer() || v.get<int64_t>() < min)
+    throw ConfigError("model." + k + " = " + v.dump() + ": must be an integer ≥ " + std::to_string(min),
+                      "fix the value in the experiment file or --set");
+  return v.get<int64_t>();
+}
+
+bool ModelSection::get_bool(const std::string& k) const {
+  const auto& v = get(k);
+  if (!v.is_boolean()) throw ConfigError("model." + k + " = " + v.dump() + ": must be true or false", "");
+  return v.get<bool>();
+}
+
+std::string ModelSection::get_choice(const std::string& k, const std::set<std::string>& allowed) const {
+  const auto& v = get(k);
+  if (!v.is_string() || !allowed.count(v.get<std::string>()))
+    throw ConfigError("model." + k + " = " + v.dump() + ": not an allowed value",
+                      "use one of the values listed in the `doc` of plugins/" + plugin_ + "/default.json");
+  return v.get<std::string>();
+}
+
+void read_ddit_config(const ModelSection& m, const std::string& dropout_hint, DDiTConfig& cfg,
+                      int64_t& block_size, int64_t& chain_chunk) {
+  cfg.n_layer = m.get_int("n_layer", 1);
+  cfg.n_head = m.get_int("n_head", 1);
+  cfg.n_embd = m.get_int("n_embd", 2);
+  cfg.vocab_size = m.get_int("vocab_size", 2);
+  block_size = m.get_int("block_size", 1);
+  chain_chunk = m.get_int("chain_chunk", 1);
+  if (cfg.n_embd % cfg.n_head != 0 || (cfg.n_embd / cfg.n_head) % 2 != 0)
+    throw ConfigError("model.n_embd = " + std::to_string(cfg.n_embd) + ", model.n_head = " +
+                          std::to_string(cfg.n_head) + ": head dim must be an even integer",
+                      "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
+  const auto& d = m.get("dropout");
+  if (!d.is_number() || d.get<double>() < 0 || d.get<double>() >= 1)
+    throw ConfigError("model.dropout = " + d.dump() + ": must be in [0, 1)", dropout_hint);
+  cfg.dropout = d.get<double>();
 }
 
 }  // namespace aobench::common

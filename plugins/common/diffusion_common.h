@@ -4,12 +4,44 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <string>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "harness/plugin_api.h"
+#include "plugins/common/ddit_backbone.h"
 
 namespace aobench::common {
+
+// Puts a module in eval mode for a scope (likelihoods and sampling) and restores its previous mode.
+struct EvalMode {
+  torch::nn::Module& m;
+  bool was_training;
+  explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
+  ~EvalMode() { m.train(was_training); }
+};
+
+// The resolved `model` section of sedd / radd with checked getters; errors name "model.<key>" and point
+// to plugins/<plugin>/default.json. The constructor rejects keys absent from the debug flavour.
+class ModelSection {
+ public:
+  ModelSection(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin);
+  const nlohmann::json& get(const std::string& key) const;
+  int64_t get_int(const std::string& key, int64_t min) const;
+  bool get_bool(const std::string& key) const;
+  std::string get_choice(const std::string& key, const std::set<std::string>& allowed) const;
+
+ private:
+  const nlohmann::json& m_;
+  std::string plugin_;
+};
+
+// The DDiT keys both plugins share: n_layer, n_head, n_embd (even head dim for rotary), vocab_size,
+// block_size, chain_chunk and dropout ∈ [0, 1) (`dropout_hint` names typical values).
+void read_ddit_config(const ModelSection& m, const std::string& dropout_hint, DDiTConfig& cfg,
+                      int64_t& block_size, int64_t& chain_chunk);
 
 inline constexpr double kNoiseEps = 1e-3;   // log-linear schedule: α_1 = 1e-3 (§2.1)
 inline constexpr double kSampleEps = 1e-5;  // sampler time grid ends at t = 1e-5 (§5)

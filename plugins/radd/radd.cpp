@@ -16,13 +16,6 @@ namespace {
 using common::kNoiseEps;
 
 // Model-mode guard: likelihoods and samples always run without dropout, the caller's mode is restored.
-struct EvalMode {
-  torch::nn::Module& m;
-  bool was_training;
-  explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
-  ~EvalMode() { m.train(was_training); }
-};
-
 class RaddPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override {
@@ -32,54 +25,14 @@ class RaddPlugin : public ModelPlugin {
 
   nlohmann::json default_config() const override { return nlohmann::json::parse(aobench_plugin_default_json()); }
 
-  void configure(const nlohmann::json& m) override {
-    auto keys = default_config()["flavours"]["debug"];
-    for (auto& [k, v] : m.items())
-      if (!keys.contains(k) && k != "plugin" && k != "flavour")
-        throw ConfigError("model." + k + ": unknown key for plugin radd",
-                          "known keys: see `doc` in plugins/radd/default.json");
-    auto get = [&](const std::string& k) -> const nlohmann::json& {
-      if (!m.contains(k)) throw ConfigError("model." + k + ": missing", "every flavour of radd defines it");
-      return m.at(k);
-    };
-    auto get_int = [&](const std::string& k, int64_t min) {
-      const auto& v = get(k);
-      if (!v.is_number_integer() || v.get<int64_t>() < min)
-        throw ConfigError("model." + k + " = " + v.dump() + ": must be an integer ≥ " + std::to_string(min),
-                          "fix the value in the experiment file or --set");
-      return v.get<int64_t>();
-    };
-    auto get_bool = [&](const std::string& k) {
-      const auto& v = get(k);
-      if (!v.is_boolean()) throw ConfigError("model." + k + " = " + v.dump() + ": must be true or false", "");
-      return v.get<bool>();
-    };
-    auto get_choice = [&](const std::string& k, std::set<std::string> ok) {
-      const auto& v = get(k);
-      if (!v.is_string() || !ok.count(v.get<std::string>()))
-        throw ConfigError("model." + k + " = " + v.dump() + ": not an allowed value",
-                          "use one of the values listed in the `doc` of plugins/radd/default.json");
-      return v.get<std::string>();
-    };
-    cfg_.n_layer = get_int("n_layer", 1);
-    cfg_.n_head = get_int("n_head", 1);
-    cfg_.n_embd = get_int("n_embd", 2);
-    cfg_.vocab_size = get_int("vocab_size", 2);
-    block_size_ = get_int("block_size", 1);
-    chain_chunk_ = get_int("chain_chunk", 1);
-    if (cfg_.n_embd % cfg_.n_head != 0 || (cfg_.n_embd / cfg_.n_head) % 2 != 0)
-      throw ConfigError("model.n_embd = " + std::to_string(cfg_.n_embd) + ", model.n_head = " +
-                            std::to_string(cfg_.n_head) + ": head dim must be an even integer",
-                        "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
-    const auto& d = get("dropout");
-    if (!d.is_number() || d.get<double>() < 0 || d.get<double>() >= 1)
-      throw ConfigError("model.dropout = " + d.dump() + ": must be in [0, 1)", "typical: 0.02 (RADD), 0.0 (debug)");
-    cfg_.dropout = d.get<double>();
-    lambda_dce_ = get_choice("loss", {"lambda_dce", "t_dce"}) == "lambda_dce";
-    stratified_ = get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
-    final_argmax_ = get_choice("final_step", {"sample", "argmax"}) == "argmax";
-    cfg_.ln_bias_init_ones = get_bool("ln_bias_init_ones");
-    tdce_extra_term_ = get_bool("tdce_extra_term");
+  void configure(const nlohmann::json& model) override {
+    const common::ModelSection m(model, default_config(), "radd");
+    common::read_ddit_config(m, "typical: 0.02 (RADD), 0.0 (debug)", cfg_, block_size_, chain_chunk_);
+    lambda_dce_ = m.get_choice("loss", {"lambda_dce", "t_dce"}) == "lambda_dce";
+    stratified_ = m.get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
+    final_argmax_ = m.get_choice("final_step", {"sample", "argmax"}) == "argmax";
+    cfg_.ln_bias_init_ones = m.get_bool("ln_bias_init_ones");
+    tdce_extra_term_ = m.get_bool("tdce_extra_term");
     cfg_.time_cond = false;
     cfg_.ln_bias = true;
   }
@@ -112,7 +65,7 @@ class RaddPlugin : public ModelPlugin {
   }
 
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
-    EvalMode em(*net_);
+    common::EvalMode em(*net_);
     torch::NoGradGuard ng;
     return common::masked_chain_nll(tokens, order, cfg_.vocab_size, chain_chunk_,
                                     [&](const torch::Tensor& x, const torch::Tensor&) { return net_->forward(x); });
@@ -120,7 +73,7 @@ class RaddPlugin : public ModelPlugin {
 
   NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
     TORCH_CHECK(mc_steps >= 1, "elbo: mc_steps must be ≥ 1, got ", mc_steps);
-    EvalMode em(*net_);
+    common::EvalMode em(*net_);
     torch::NoGradGuard ng;
     const int64_t B = tokens.size(0);
     auto acc = torch::zeros(tokens.sizes(), tokens.options().dtype(torch::kFloat64));
@@ -133,7 +86,7 @@ class RaddPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& req) override {
-    EvalMode em(*net_);
+    common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;
     opt.time_conditioned = false;
