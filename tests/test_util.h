@@ -1,11 +1,18 @@
 // Shared test helpers: temp dirs, the shared data dir, running the aobench binary.
 #pragma once
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -56,6 +63,50 @@ inline int run_aobench(const std::string& args, std::string* output = nullptr) {
   int rc = std::system(cmd.c_str());
   if (output) *output = read_text(log);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// `aobench args...` as a child process with stdout+stderr in `log`; returns its pid at once. Optional:
+// another AOBENCH_PLUGIN_PATH, and a file-size limit (RLIMIT_FSIZE with SIGXFSZ ignored: write() then fails
+// with EFBIG, as on a full disk).
+struct ChildOptions {
+  const char* plugin_path = nullptr;
+  rlim_t fsize_limit = RLIM_INFINITY;
+};
+inline pid_t spawn_aobench(const std::vector<std::string>& args, const std::string& log,
+                           const ChildOptions& options = {}) {
+  std::vector<std::string> argv_s = {AOBENCH_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(120);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (options.plugin_path) ::setenv("AOBENCH_PLUGIN_PATH", options.plugin_path, 1);
+    if (options.fsize_limit != RLIM_INFINITY) {
+      ::signal(SIGXFSZ, SIG_IGN);
+      const rlimit lim{options.fsize_limit, options.fsize_limit};
+      if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(121);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(122);
+  }
+  return pid;
+}
+
+// Runs `aobench args...` to completion; the exit code, or −signal when the child died of a signal.
+inline int run_aobench_child(const std::vector<std::string>& args, std::string* out,
+                             const ChildOptions& options = {}) {
+  TempDir tmp;
+  const std::string log = tmp.file("out.txt");
+  const pid_t pid = spawn_aobench(args, log, options);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  *out = read_text(log);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 }  // namespace aobench::testing

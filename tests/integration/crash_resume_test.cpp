@@ -42,35 +42,8 @@ std::vector<uint32_t> byte_corpus(size_t n_bytes, uint32_t salt) {
   return out;
 }
 
-// `aobench args...` as a child process with stdout+stderr in `log`; returns its pid at once.
-pid_t spawn_aobench(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv_s = {AOBENCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) ::_exit(120);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(122);
-  }
-  return pid;
-}
-
-// Runs `aobench args...` to completion; exit code, or −signal when it died of a signal.
-int run_aobench_child(const std::vector<std::string>& args, std::string* out) {
-  TempDir tmp;
-  const std::string log = tmp.file("out.txt");
-  const pid_t pid = spawn_aobench(args, log);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  *out = aobench::testing::read_text(log);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-}
+using aobench::testing::run_aobench_child;
+using aobench::testing::spawn_aobench;
 
 // Polls (every 2 ms, at most `timeout_s`) until `ready()` or the child exits; true when ready first.
 template <class F>

@@ -25,37 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 using aobench::testing::TempDir;
 
-// Runs `aobench args...` in a child, optionally with another AOBENCH_PLUGIN_PATH and a file-size limit
-// (RLIMIT_FSIZE with SIGXFSZ ignored: write() then fails with EFBIG, as on a full disk). Returns the exit
-// code, or -signal when the child died of a signal; stdout+stderr go to `out`.
+// `aobench args...` in a child (tests/test_util.h), optionally with another AOBENCH_PLUGIN_PATH and a
+// file-size limit standing in for a full disk.
 int run_child(const std::vector<std::string>& args, std::string* out, const char* plugin_path = nullptr,
               rlim_t fsize_limit = RLIM_INFINITY) {
-  TempDir tmp;
-  const std::string log = tmp.file("out.txt");
-  std::vector<std::string> argv_s = {AOBENCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) ::_exit(120);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (plugin_path) ::setenv("AOBENCH_PLUGIN_PATH", plugin_path, 1);
-    if (fsize_limit != RLIM_INFINITY) {
-      ::signal(SIGXFSZ, SIG_IGN);
-      const rlimit lim{fsize_limit, fsize_limit};
-      if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(121);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(122);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  *out = aobench::testing::read_text(log);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return aobench::testing::run_aobench_child(args, out, {plugin_path, fsize_limit});
 }
 
 // The contract of every hostile-input case.
