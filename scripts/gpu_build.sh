@@ -17,6 +17,8 @@ LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
 sed -i "s|^prefix=.*|prefix=$PREFIX/usr|" "$LIBDIR/pkgconfig/libpcre2-8.pc"
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# CMake looks for nvcc on PATH; the CUDA toolkit's usual home is /usr/local/cuda.
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 TORCH_PREFIX=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
 cmake -S . -B "${AOBENCH_BUILD_DIR:-build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPython3_EXECUTABLE="$(command -v python3)" \
@@ -24,4 +26,5 @@ cmake -S . -B "${AOBENCH_BUILD_DIR:-build}" -G Ninja -DCMAKE_BUILD_TYPE=Release 
   -DCMAKE_PREFIX_PATH="$PREFIX/usr;$TORCH_PREFIX" \
   -DCMAKE_CUDA_ARCHITECTURES=90 ${AOBENCH_CMAKE_ARGS:-} > "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" 2>&1 \
   || { cat "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}"; return 1 2>/dev/null || exit 1; }
+grep "aobench:" "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" || true   # CUDA kernels / NCCL on or off
 cmake --build "${AOBENCH_BUILD_DIR:-build}" -j "${AOBENCH_JOBS:-16}" ${AOBENCH_TARGETS:+--target $AOBENCH_TARGETS}

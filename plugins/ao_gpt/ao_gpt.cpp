@@ -10,6 +10,7 @@
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "plugins/common/any_order.h"
+#include "plugins/common/fused_ops.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -31,11 +32,27 @@ struct AoConfig {
 
 // x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
 // input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
-torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
-  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), l->weight, l->bias);  // (N, out)
+// `bias` overrides the layer's own (adaLN folds its constant +1 of the scales in there).
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {}) {
+  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), l->weight,
+                                         bias.defined() ? bias : l->bias);  // (N, out)
   auto shape = x.sizes().vec();
   shape.back() = y.size(-1);
   return y.view(shape);
+}
+
+// Bias of an adaLN Linear whose output is `parts` chunks (shift, scale, gate, …) of width d, with 1 added to
+// every scale chunk (1, 4 of six; 1 of two), so ln(x)·(1+γ)+β is one addcmul. (parts·d). `ones` caches
+// the constant (built on first use, rebuilt if the weights move to another device or dtype).
+torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {
+  const auto& w = l->weight;
+  if (!ones.defined() || ones.device() != w.device() || ones.dtype() != w.dtype()) {
+    torch::NoGradGuard no_grad;
+    ones = torch::zeros({parts, w.size(0) / parts}, w.options().requires_grad(false));
+    for (int64_t c = 1; c < parts; c += 3) ones[c].fill_(1.0);
+    ones = ones.view({-1});
+  }
+  return l->bias.defined() ? l->bias + ones : ones;
 }
 
 // RMSNorm with a weight only, eps 1e-5 (spec §1.1).
@@ -70,10 +87,12 @@ struct AttentionImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, KVCache* cache, int64_t layer,
                         const std::optional<torch::Tensor>& mask) {
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
-    auto qkv = linear2d(c_attn, x).view({B, S, 3, n_head, h});    // (B, S, 3, H, h) fused projection
-    auto q = q_norm(qkv.select(2, 0)).transpose(1, 2);  // (B, H, S, h)
-    auto k = k_norm(qkv.select(2, 1)).transpose(1, 2);
-    auto v = qkv.select(2, 2).transpose(1, 2);
+    // One fused projection, then ONE copy to (3, B, S, H, h): q and k become contiguous, so their
+    // RMSNorms take the fused kernel (a strided slice was profiled falling back to a slow composite).
+    auto qkv = linear2d(c_attn, x).view({B, S, 3, n_head, h}).permute({2, 0, 1, 3, 4}).contiguous();
+    auto q = q_norm(qkv[0]).transpose(1, 2);  // (B, H, S, h)
+    auto k = k_norm(qkv[1]).transpose(1, 2);
+    auto v = qkv[2].transpose(1, 2);
     auto y = common::attend(q, k, v, cache, layer, mask);  // (B, H, S, h)
     return linear2d(c_proj, y.transpose(1, 2).reshape({B, S, n_embd}));
   }
@@ -99,6 +118,7 @@ struct BlockImpl : torch::nn::Module {
   Attention attn{nullptr};
   MLP mlp{nullptr};
   torch::nn::Linear adaLN{nullptr};  // SiLU → Linear(cond_dim → 6d): per-token shift/scale/gate ×2
+  torch::Tensor scale_ones;          // adaln_bias's constant, not a parameter
   double dropout;
   explicit BlockImpl(const AoConfig& c) : dropout(c.dropout) {
     ln_1 = register_module("ln_1", RMSNorm(c.n_embd));
@@ -119,9 +139,10 @@ struct BlockImpl : torch::nn::Module {
       x = x + drop(attn(ln_1(x), cache, layer, mask));
       return x + drop(mlp(ln_2(x)));
     }
-    auto m = linear2d(adaLN, silu_c).chunk(6, -1);  // 6 × (B, S, d): β₁, γ₁, α₁, β₂, γ₂, α₂
-    x = x + m[2] * drop(attn(ln_1(x) * (1 + m[1]) + m[0], cache, layer, mask));
-    return x + m[5] * drop(mlp(ln_2(x) * (1 + m[4]) + m[3]));
+    // 6 × (B, S, d): β₁, 1+γ₁, α₁, β₂, 1+γ₂, α₂ (the +1 rides in the GEMM's bias: no extra pass)
+    auto m = linear2d(adaLN, silu_c, adaln_bias(adaLN, 6, scale_ones)).chunk(6, -1);
+    x = torch::addcmul(x, m[2], drop(attn(torch::addcmul(m[0], ln_1(x), m[1]), cache, layer, mask)));
+    return torch::addcmul(x, m[5], drop(mlp(torch::addcmul(m[3], ln_2(x), m[4]))));
   }
 };
 TORCH_MODULE(Block);
@@ -134,6 +155,7 @@ struct AoGptImpl : torch::nn::Module {
   std::vector<Block> blocks;
   RMSNorm ln_f{nullptr};
   torch::nn::Linear adaLN_final{nullptr}, lm_head{nullptr};
+  torch::Tensor scale_ones_final;  // adaln_bias's constant, not a parameter
 
   explicit AoGptImpl(const AoConfig& c) : cfg(c) {
     const int64_t d = c.n_embd, T = c.block_size;
@@ -206,8 +228,9 @@ struct AoGptImpl : torch::nn::Module {
     x = x.narrow(1, S - n_last, n_last);  // only the slots whose logits are needed
     auto z = ln_f(x);
     if (adaLN_final) {
-      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last)).chunk(2, -1);  // β, γ (B,n,d)
-      z = z * (1 + m[1]) + m[0];
+      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last), adaln_bias(adaLN_final, 2, scale_ones_final))
+                   .chunk(2, -1);  // β, 1+γ (B, n, d)
+      z = torch::addcmul(m[0], z, m[1]);
     }
     return z;
   }
@@ -304,21 +327,8 @@ class AoGptPlugin : public ModelPlugin {
     auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, d)
     const int64_t N = z.size(0) * z.size(1);
     z = z.reshape({N, z.size(-1)});                       // (N, d)
-    auto target = tokens.gather(1, order).reshape({N, 1});  // (N, 1)
-    // The head runs on chunks of rows so only an (n, V) slice of logits lives at once; log-probabilities
-    // are fp32 whatever the logits' dtype. CPU (fp32) numbers are unchanged.
-    auto nll = torch::empty({N}, tokens.options().dtype(torch::kFloat64));
-    const int64_t chunk = 8192;
-    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
-      const int64_t n = std::min(chunk, N - r0);
-      auto lg = net_->lm_head(z.narrow(0, r0, n));  // (n, V_pad)
-      if (lg.is_cuda())  // padded ids get probability 0 without a contiguous copy of the (n, V) slice
-        lg.narrow(-1, cfg_.vocab_size, lg.size(-1) - cfg_.vocab_size).fill_(-INFINITY);
-      else
-        lg = lg.narrow(-1, 0, cfg_.vocab_size);
-      auto logp = torch::log_softmax(lg, -1, torch::kFloat32);  // (n, V or V_pad)
-      nll.narrow(0, r0, n).copy_(-logp.gather(1, target.narrow(0, r0, n)).squeeze(1));
-    }
+    auto target = tokens.gather(1, order).reshape({N});  // (N) x_σ(k)
+    auto nll = common::head_nll(z, net_->lm_head->weight, net_->lm_head->bias, target, cfg_.vocab_size);
     NllOutput out;
     out.nll = nll.view(tokens.sizes());
     out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));

@@ -20,8 +20,9 @@ std::pair<torch::Tensor, torch::Tensor> RotaryCache::get(int64_t T, int64_t d, t
   auto opt = torch::TensorOptions().dtype(torch::kFloat64);
   auto inv_freq = torch::pow(10000.0, -torch::arange(0, d, 2, opt) / double(d));  // (d/2)
   auto angles = torch::outer(torch::arange(T, opt), inv_freq);                   // (T, d/2)
-  angles = torch::cat({angles, angles}, -1);                                      // (T, d)
-  auto entry = std::make_pair(angles.cos().to(device, dtype), angles.sin().to(device, dtype));
+  auto cos = torch::cat({angles, angles}, -1).cos();                              // (T, d)
+  auto sin_signed = torch::cat({-angles, angles}, -1).sin();                      // (−sin, sin) (T, d)
+  auto entry = std::make_pair(cos.to(device, dtype), sin_signed.to(device, dtype));
   cache_[key] = entry;
   return entry;
 }
@@ -49,11 +50,13 @@ torch::Tensor DDiTLayerNormImpl::forward(const torch::Tensor& x) {
   return y;
 }
 
-// NeoX rotate-half: x·cos + (−x2, x1)·sin on the two halves of the head dim. x (B, h, T, d).
-static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  auto halves = x.chunk(2, -1);
-  auto rotated = torch::cat({-halves[1], halves[0]}, -1);
-  return x * cos + rotated * sin;
+// NeoX rotate-half x·cos + (−x2, x1)·sin on the two halves of the head dim, as three passes: the halves
+// swapped by one cat, the sign carried by sin± = (−sin, sin). x (.., T, d); cos, sin± (T, d).
+static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
+                                  const torch::Tensor& sin_signed) {
+  const int64_t h = x.size(-1) / 2;
+  auto swapped = torch::cat({x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);  // (x2, x1)
+  return torch::addcmul(x * cos, swapped, sin_signed);
 }
 
 // x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
@@ -96,20 +99,21 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
 
   // Attention branch.
   auto a = norm1->forward(x);  // (B, T, H) fp32; the autocast dtype under autocast
-  if (cfg.time_cond) a = a * (1 + mod[1]) + mod[0];
+  if (cfg.time_cond) a = torch::addcmul(mod[0], a, 1 + mod[1]);
   auto qkv = linear2d(attn_qkv, a).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});  // (3, B, h, T, d)
-  auto q = apply_rotary(qkv[0], cos, sin), k = apply_rotary(qkv[1], cos, sin), v = qkv[2];
+  auto qk = apply_rotary(qkv.narrow(0, 0, 2), cos, sin);  // q and k in one set of passes (2, B, h, T, d)
+  auto q = qk[0], k = qk[1], v = qkv[2];
   auto o = at::scaled_dot_product_attention(q, k, v);                       // (B, h, T, d)
   o = linear2d(attn_out, o.transpose(1, 2).reshape({B, T, H}));              // (B, T, H)
   if (drop) o = F::dropout(o, F::DropoutFuncOptions().p(cfg.dropout).training(true));
-  x = cfg.time_cond ? x + mod[2] * o : x + o;
+  x = cfg.time_cond ? torch::addcmul(x, mod[2], o) : x + o;
 
   // MLP branch.
   auto m = norm2->forward(x);
-  if (cfg.time_cond) m = m * (1 + mod[4]) + mod[3];
+  if (cfg.time_cond) m = torch::addcmul(mod[3], m, 1 + mod[4]);
   m = linear2d(mlp_proj, F::gelu(linear2d(mlp_fc, m), F::GELUFuncOptions().approximate("tanh")));
   if (drop) m = F::dropout(m, F::DropoutFuncOptions().p(cfg.dropout).training(true));
-  return cfg.time_cond ? x + mod[5] * m : x + m;
+  return cfg.time_cond ? torch::addcmul(x, mod[5], m) : x + m;
 }
 
 torch::Tensor sigma_features(const torch::Tensor& sigma) {
@@ -167,7 +171,7 @@ torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& s
   auto y = norm_final->forward(x);
   if (cfg.time_cond) {
     auto mod = final_adaLN->forward(c).unsqueeze(1).chunk(2, -1);           // shift, scale (B, 1, H)
-    y = y * (1 + mod[1]) + mod[0];
+    y = torch::addcmul(mod[0], y, 1 + mod[1]);
   }
   if (y.is_cuda()) {
     // V+1 output columns make the bf16 logits' row stride not a multiple of 16 bytes, which keeps cuBLAS

@@ -23,10 +23,10 @@ struct DDiTConfig {
   bool ln_bias_init_ones = false;  // RADD reference quirk: LN bias initialised to 1
 };
 
-// Rotary cos/sin, cached per (length, dtype, device): angles p·10000^(−2j/d), duplicated [f, f].
+// Rotary tables, cached per (length, dtype, device): angles f = p·10000^(−2j/d), duplicated [f, f].
 class RotaryCache {
  public:
-  // (T, d) each, in `dtype` on `device`.
+  // (cos[f, f], sin±[−f, f]) = (cos, (−sin, sin)), (T, d) each, in `dtype` on `device`.
   std::pair<torch::Tensor, torch::Tensor> get(int64_t T, int64_t d, torch::ScalarType dtype,
                                               torch::Device device);
  private:
@@ -45,7 +45,7 @@ TORCH_MODULE(DDiTLayerNorm);
 
 struct DDiTBlockImpl : torch::nn::Module {
   explicit DDiTBlockImpl(const DDiTConfig& c);
-  // x (B, T, H); c (B, C) or undefined; cos/sin (T, d).
+  // x (B, T, H); c (B, C) or undefined; cos/sin± (T, d) from RotaryCache.
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,
                         const torch::Tensor& sin);
   DDiTConfig cfg;

@@ -12,6 +12,7 @@
 
 #include "harness/errors.h"
 #include "harness/safetensors.h"
+#include "plugins/common/fused_ops.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -357,23 +358,9 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
   torch::Tensor h = net_->hidden(tokens.narrow(1, 0, T - 1));                       // (B, S, d)
   torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);  // (B, S)
   const int64_t S = h.size(1), N = B * S;
-  h = h.reshape({N, cfg_.n_embd});                  // (N, d)
-  torch::Tensor flat_targets = targets.reshape({N, 1});  // (N, 1)
-  torch::Tensor nll = torch::empty({N}, opts.dtype(torch::kFloat64));
-  // The head runs on chunks of rows so only an (n, V) slice of logits lives at once (the full (B, S, V)
-  // tensor plus its fp32 copies are GBs at GPT-2 size); log-probabilities are fp32 whatever the logits'
-  // dtype. On CPU (fp32) the numbers are those of the unchunked computation.
-  const int64_t chunk = 8192;
-  for (int64_t r0 = 0; r0 < N; r0 += chunk) {
-    const int64_t n = std::min(chunk, N - r0);
-    torch::Tensor lg = F::linear(h.narrow(0, r0, n), net_->wte->weight);  // (n, V_pad)
-    if (lg.is_cuda())  // padded ids get probability 0 without a contiguous copy of the (n, V) slice
-      lg.narrow(-1, cfg_.vocab_size, lg.size(-1) - cfg_.vocab_size).fill_(-INFINITY);
-    else
-      lg = lg.narrow(-1, 0, cfg_.vocab_size);
-    torch::Tensor logp = torch::log_softmax(lg, -1, torch::kFloat32);  // (n, V or V_pad)
-    nll.narrow(0, r0, n).copy_(-logp.gather(1, flat_targets.narrow(0, r0, n)).squeeze(1));
-  }
+  // Tied head, no bias; the logits of the padded vocabulary ids are never read (fused_ops.h).
+  torch::Tensor nll = common::head_nll(h.reshape({N, cfg_.n_embd}), net_->wte->weight, {},
+                                       targets.reshape({N}), cfg_.vocab_size);  // (N) float64
   out.nll.narrow(1, T - S, S).copy_(nll.view({B, S}));
   return out;
 }

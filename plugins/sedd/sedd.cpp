@@ -8,6 +8,7 @@
 #include "harness/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
+#include "plugins/common/fused_ops.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -15,19 +16,17 @@ namespace aobench {
 namespace {
 using common::kNoiseEps;
 
-// Model-mode guard: likelihoods and samples always run without dropout, the caller's mode is restored.
-// DWDSE score entropy of masked rows (§2.3), fp32. logits (n, V+1), target (n), sigma (n) → (n).
-// log s_y = z_y − log(e^σ−1) − log V over the V real tokens; r = 1/(e^σ−1);
+// DWDSE score entropy of masked rows (§2.3), fp32. lse (n) = log Σ_{y<V} e^{z_y} over the V real tokens,
+// z_a (n) the target's logit, sigma (n) → (n). log s_y = z_y − log(e^σ−1) − log V; r = 1/(e^σ−1);
 // SE = Σ_y s_y − r·log s_a + r(log r − 1) ≥ 0, zero iff s = r·onehot(a).
-torch::Tensor score_entropy(const torch::Tensor& logits, const torch::Tensor& target, const torch::Tensor& sigma) {
-  const int64_t V = logits.size(-1) - 1;
-  auto z = logits.narrow(-1, 0, V).to(torch::kFloat32);                     // (n, V)
+torch::Tensor score_entropy(const torch::Tensor& lse, const torch::Tensor& z_a, const torch::Tensor& sigma,
+                            int64_t V) {
   auto sig = sigma.to(torch::kFloat32);
   auto em1 = torch::expm1(sig);                                              // e^σ − 1, accurate for small σ
   auto offset = torch::log(em1) + std::log(double(V));                       // log(e^σ−1) + log V
   auto r = 1 / em1;
-  auto pos = torch::exp(torch::logsumexp(z, -1) - offset);                  // Σ_y s_y
-  auto neg = r * (z.gather(1, target.unsqueeze(1)).squeeze(1) - offset);    // r·log s_a
+  auto pos = torch::exp(lse - offset);                                       // Σ_y s_y
+  auto neg = r * (z_a.to(torch::kFloat32) - offset);                         // r·log s_a
   return pos - neg + r * (-torch::log(em1) - 1);                             // + r(log r − 1)
 }
 
@@ -132,13 +131,21 @@ class SeddPlugin : public ModelPlugin {
                    (1 - torch::exp(-sigma)).unsqueeze(1)).to(dev);          // (B, T)
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
     auto sigma_d = sigma.to(dev, torch::kFloat32), dsigma_d = dsigma.to(dev, torch::kFloat32);
+    const int64_t V = cfg_.vocab_size;
     auto logits = net_->forward(x, sigma_d);                                // (B, T, V+1)
-    auto idx = masked.nonzero();                                            // (n, 2)
-    auto b = idx.select(1, 0), l = idx.select(1, 1);
-    auto se = score_entropy(logits.index({b, l}), tokens.index({b, l}), sigma_d.index({b}));  // (n)
-    auto contrib = torch::zeros({B, T}, logits.options().dtype(torch::kFloat32))
-                       .index_put({b, l}, dsigma_d.index({b}) * se);
-    return {contrib, masked.to(torch::kFloat64).mean().item<double>()};
+    auto flat = logits.reshape({B * T, V + 1});                             // (B·T, V+1), a view
+    auto idx = masked.reshape({-1}).nonzero().squeeze(1);                   // (n) masked rows
+    auto b = idx.div(T, "floor");                                           // (n) their sequences
+    // Training differentiates through the gathered masked rows; evaluation reads every row once in the
+    // fused logsumexp (cheaper than gathering half of them) and keeps the masked ones.
+    const bool grad = torch::GradMode::is_enabled() && logits.requires_grad();
+    auto lse = grad ? common::row_logsumexp(flat.index_select(0, idx), V)
+                    : common::row_logsumexp(flat, V).index_select(0, idx);  // (n) fp32
+    auto z_a = flat.index({idx, tokens.reshape({-1}).index_select(0, idx)});  // (n) target logits
+    auto se = score_entropy(lse, z_a, sigma_d.index_select(0, b), V);       // (n)
+    auto contrib = torch::zeros({B * T}, logits.options().dtype(torch::kFloat32))
+                       .index_put({idx}, dsigma_d.index_select(0, b) * se);
+    return {contrib.view({B, T}), masked.to(torch::kFloat64).mean().item<double>()};
   }
 
   common::DDiTConfig cfg_;

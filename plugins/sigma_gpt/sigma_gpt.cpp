@@ -8,6 +8,7 @@
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "plugins/common/any_order.h"
+#include "plugins/common/fused_ops.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -109,6 +110,12 @@ struct SigmaGptImpl : torch::nn::Module {
   // logits (B, n_last, padded V) of the last n_last slots.
   torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
                         int64_t n_last) {
+    return torch::nn::functional::linear(hidden(s, cache, mask, n_last), wte->weight);  // tied head, no bias
+  }
+
+  // Final hidden states (B, n_last, d) of the last n_last slots: the head's input.
+  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
+                       int64_t n_last) {
     torch::Tensor x;
     if (cfg.idiap) {
       // pos_i = concat(wpe[o_i], wpe[o_{i+1}]): current and target position, half width each.
@@ -120,8 +127,7 @@ struct SigmaGptImpl : torch::nn::Module {
     if (cfg.dropout > 0) x = torch::dropout(x, cfg.dropout, is_training());
     for (size_t l = 0; l < blocks.size(); ++l)
       x = blocks[l]->forward(x, cache, static_cast<int64_t>(l), mask);
-    x = ln_f(x.narrow(1, x.size(1) - n_last, n_last));
-    return torch::nn::functional::linear(x, wte->weight);  // tied head, no bias
+    return ln_f(x.narrow(1, x.size(1) - n_last, n_last));
   }
 };
 TORCH_MODULE(SigmaGpt);
@@ -233,11 +239,10 @@ class SigmaGptPlugin : public ModelPlugin {
       return out;
     }
     Slots s = cfg_.idiap ? idiap_slots(x_sigma, order, order) : common::slots_for_order(tokens, order);
-    auto lg = logits(s, nullptr, std::nullopt, s.tokens.size(1)).to(torch::kFloat32);
-    auto target = x_sigma.narrow(1, skip, x_sigma.size(1) - skip);
-    auto nll = torch::nn::functional::cross_entropy(
-        lg.reshape({-1, lg.size(-1)}), target.reshape(-1),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, S, d)
+    auto target = x_sigma.narrow(1, skip, x_sigma.size(1) - skip);        // (B, S)
+    auto nll = common::head_nll(z.reshape({-1, z.size(-1)}), net_->wte->weight, {}, target.reshape(-1),
+                                cfg_.vocab_size);
     out.nll.narrow(1, skip, target.size(1)).copy_(nll.view(target.sizes()));
     if (skip) out.scored.narrow(1, 0, 1).fill_(false);
     return out;

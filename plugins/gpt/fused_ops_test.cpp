@@ -1,0 +1,93 @@
+// Implements: tests of plugins/common/fused_ops (row_logsumexp, head_nll) against plain LibTorch
+// references. The CUDA kernel is checked against the CPU expression on awkward shapes (padded columns,
+// rows not 16-byte aligned, −inf and NaN entries, bf16/half/float); those tests skip without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/autocast_mode.h>
+
+#include "plugins/common/fused_ops.h"
+
+namespace aobench::common {
+namespace {
+
+TEST(FusedOps, HeadNllEqualsLogSoftmaxGather) {
+  torch::manual_seed(3);
+  const int64_t N = 37, d = 16, V = 50, V_pad = 64;
+  auto h = torch::randn({N, d}), w = torch::randn({V_pad, d}), b = torch::randn({V_pad});
+  auto target = torch::randint(0, V, {N}, torch::kLong);
+  for (bool with_bias : {false, true}) {
+    auto logits = torch::nn::functional::linear(h, w, with_bias ? b : torch::Tensor()).narrow(1, 0, V);
+    auto ref = -torch::log_softmax(logits.to(torch::kFloat64), 1).gather(1, target.unsqueeze(1)).squeeze(1);
+    auto got = head_nll(h, w, with_bias ? b : torch::Tensor(), target, V);
+    ASSERT_EQ(got.scalar_type(), torch::kFloat64);
+    EXPECT_TRUE(torch::allclose(got, ref, 1e-5, 1e-5)) << (got - ref).abs().max().item<double>();
+  }
+}
+
+TEST(FusedOps, RowLogSumExpChecksItsArguments) {
+  EXPECT_THROW(row_logsumexp(torch::zeros({4}), 1), c10::Error);                   // not 2-D
+  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}), 9), c10::Error);                // cols > V
+  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}).t(), 2), c10::Error);            // column stride ≠ 1
+  auto x = torch::tensor({{0.0, std::log(3.0), 100.0}}, torch::kFloat32);
+  EXPECT_NEAR(row_logsumexp(x, 2).item<float>(), std::log(4.0), 1e-6);             // column 2 is never read
+}
+
+TEST(FusedOps, RowLogSumExpKeepsAGradientPath) {
+  auto x = torch::randn({3, 5}, torch::requires_grad());
+  row_logsumexp(x, 5).sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), torch::softmax(x.detach(), 1)));
+}
+
+TEST(FusedOps, CudaRowLogSumExpMatchesCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(7);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto dt : {torch::kBFloat16, torch::kFloat16, torch::kFloat32}) {
+    // (rows, row width, columns read, column offset): the offset makes rows start off 16-byte boundaries.
+    const int64_t shapes[][4] = {{1, 1, 1, 0}, {5, 7, 7, 0}, {33, 50304, 50257, 0}, {9, 1000, 999, 3},
+                                 {4, 4099, 4000, 1}, {2, 70000, 70000, 0}};
+    for (auto& sh : shapes) {
+      auto full = (torch::randn({sh[0], sh[1] + sh[3]}) * 8).to(dt);
+      auto x = full.narrow(1, sh[3], sh[1]);
+      auto ref = torch::logsumexp(x.narrow(1, 0, sh[2]).to(torch::kFloat64), 1);
+      auto got = row_logsumexp(x.cuda(), sh[2]).cpu().to(torch::kFloat64);
+      EXPECT_TRUE(torch::allclose(got, ref, 1e-5, 1e-4))
+          << dt << " " << sh[0] << "x" << sh[1] << ": max err " << (got - ref).abs().max().item<double>();
+    }
+    // −inf entries and an all −inf row; a NaN anywhere makes the row NaN.
+    auto x = torch::randn({4, 300}).to(dt);
+    x.index_put_({0, torch::indexing::Slice(0, 150)}, -inf);
+    x[1].fill_(-inf);
+    x.index_put_({2, 299}, std::nan(""));
+    x.index_put_({3, 5}, std::nan(""));
+    auto got = row_logsumexp(x.cuda(), 300).cpu().to(torch::kFloat64);
+    auto ref = torch::logsumexp(x.to(torch::kFloat64), 1);
+    EXPECT_NEAR(got[0].item<double>(), ref[0].item<double>(), 1e-4);
+    EXPECT_EQ(got[1].item<double>(), -inf);
+    EXPECT_TRUE(std::isnan(got[2].item<double>()));
+    EXPECT_TRUE(std::isnan(got[3].item<double>()));
+  }
+}
+
+TEST(FusedOps, CudaHeadNllMatchesCpuUnderAutocast) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(11);
+  const int64_t N = 10000, d = 64, V = 5000, V_pad = 5056;  // N > one 8192-row chunk
+  auto h = torch::randn({N, d}), w = torch::randn({V_pad, d}) * 0.2, b = torch::randn({V_pad});
+  auto target = torch::randint(0, V, {N}, torch::kLong);
+  auto ref = head_nll(h, w, b, target, V);  // CPU fp32
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto got = head_nll(h.cuda(), w.cuda(), b.cuda(), target.cuda(), V).cpu();
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  // bf16 logits: a few 1e-2 nats per row at most, unbiased on average.
+  EXPECT_LT((got - ref).abs().max().item<double>(), 0.1);
+  EXPECT_LT(std::abs((got - ref).mean().item<double>()), 2e-3);
+}
+
+}  // namespace
+}  // namespace aobench::common
