@@ -1,4 +1,5 @@
-// Implements: a forward-pass micro-benchmark for any plugin through the generic API (style.md lesson 13).
+// Implements: forward-pass and training-step micro-benchmarks for any plugin through the generic API
+// (style.md lesson 13).
 // Times elbo(tokens, mc_steps = 1) under NoGrad and bf16 autocast on CUDA with CUDA events: one network
 // forward at (BATCH, block_size) plus the estimator's O(B·T) bookkeeping. For decoder-only plugins (no
 // ELBO) it times log_prob under the L2R order, also one forward. Reports achieved TFLOP/s from
@@ -124,6 +125,64 @@ void BM_PluginForward(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PluginForward)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
+// One training step's network work: loss(batch) + backward under bf16 autocast (no optimizer update, which
+// is the same AdamW for every plugin). Decoder-only plugins get one uniform random order per sequence
+// (gpt: identity). Reports tok/s and achieved TFLOP/s from flops_per_token(T); AOBENCH_BENCH_PROFILE=1
+// prints the top kernels of one step, which is how two plugins' steps are compared kernel by kernel.
+void BM_PluginTrainStep(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
+    return;
+  }
+  const std::string plugin = env_or("AOBENCH_BENCH_PLUGIN", "sedd");
+  const std::string flavour = env_or("AOBENCH_BENCH_FLAVOUR", "small");
+  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
+  const torch::Device dev(torch::kCUDA, 0);
+
+  auto model = aobench::PluginRegistry::instance().create(plugin);
+  model->configure(aobench::flavour_defaults(plugin, flavour));
+  model->build(dev);
+  model->module().train();
+  const int64_t T = model->block_size();
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  aobench::TrainBatch batch;
+  batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
+  if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
+    batch.order = plugin == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
+                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(1);
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  auto step = [&] {
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    auto loss = model->loss(batch, gen).loss;
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    loss.backward();
+    for (auto& p : model->module().parameters()) p.mutable_grad() = torch::Tensor();
+  };
+  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
+  for (int i = 0; i < 3; ++i) step();
+  torch::cuda::synchronize();
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(plugin + "/" + flavour + " train", step);
+  for (auto _ : state) {
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start.record(impl->getStream(dev));
+    step();
+    stop.record(impl->getStream(dev));
+    stop.synchronize();
+    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
+  }
+  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(plugin + "/" + flavour + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+}
+
+BENCHMARK(BM_PluginTrainStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10)->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
 }  // namespace

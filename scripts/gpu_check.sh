@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
-#   scripts/gpu_check.sh PHASE...    phases: build data speed paradigms ensemble
+#   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -12,8 +12,8 @@ if [[ ! -e ../shared/data && -d data/shared ]]; then mkdir -p ../shared && ln -s
 export AOBENCH_DATA_DIR=$PWD/../shared/data AOBENCH_GPT2_DIR=$PWD/../shared/data/gpt2
 A=build/aobench
 
-phase_build() {
-  export AOBENCH_CMAKE_ARGS="-DAOBENCH_BUILD_TESTS=OFF"
+phase_build() {  # AOBENCH_CMAKE_ARGS / AOBENCH_TARGETS narrow it (default: no tests, every other target)
+  export AOBENCH_CMAKE_ARGS="${AOBENCH_CMAKE_ARGS:--DAOBENCH_BUILD_TESTS=OFF}"
   source scripts/gpu_build.sh
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee "$OUT/device.txt"
   $A list | tee -a "$OUT/device.txt"
@@ -72,6 +72,54 @@ phase_speed2() {  # after the plugin speed-ups: small gpt / ao_gpt training and 
   done
   $A eval --run $d/gpt --data wikitext2=runs/ensemble_tiny/data/wikitext2.bin --set eval.batch_size=32 \
     --throughput 2>&1 | tee "$OUT/speed2_eval_gpt.log"
+}
+
+phase_kernels() {  # the CUDA kernels against their CPU references (needs test_plugin_gpt built)
+  ensure_libs
+  build/test_plugin_gpt --gtest_filter='FusedOps.*' 2>&1 | tee "$OUT/kernels.log"
+}
+
+phase_bench() {  # one training step (B = 16) and one forward (B = 32) of the small models, with kernel profiles
+  ensure_libs
+  for m in gpt ao_gpt sedd; do
+    AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_PROFILE=1 build/aobench_bench \
+      --benchmark_filter=Plugin 2>&1 | grep -v "^\*\*\*WARNING" | tee "$OUT/bench_$m.log"
+  done
+}
+
+phase_resume() {  # kill -9 mid-training on the GPU, --resume; losses vs an uninterrupted run and a repeat of it
+  ensure_libs
+  local d=runs/gpu_resume; rm -rf $d; mkdir -p $d
+  local args=(--set model.plugin=gpt --set model.flavour=tiny --set data.train=runs/ensemble_tiny/data/wiki_train.bin
+    --set data.val= --set data.tokenizer=gpt2 --set train.batch_size=8 --set train.max_iters=120
+    --set train.warmup_iters=10 --set train.lr_decay_iters=120 --set train.log_interval=1
+    --set train.checkpoint_interval=40 --set train.eval_interval=0)
+  $A train "${args[@]}" --set train.out_dir=$d/straight > $d/straight.log 2>&1
+  $A train "${args[@]}" --set train.out_dir=$d/repeat > $d/repeat.log 2>&1
+  $A train "${args[@]}" --set train.out_dir=$d/killed > $d/killed.log 2>&1 &
+  local pid=$!
+  until [[ -d $d/killed/checkpoints/step_80 ]] || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done
+  kill -9 $pid; wait $pid || true
+  ls $d/killed/checkpoints | tee "$OUT/resume.log"
+  $A train "${args[@]}" --set train.out_dir=$d/killed --resume 2>&1 | grep -E "resumed|done|error" | tee -a "$OUT/resume.log"
+  python3 - $d <<'PY' | tee -a "$OUT/resume.log"
+import json, sys
+def losses(run):
+    out = {}
+    for line in open(f"{sys.argv[1]}/{run}/metrics.jsonl"):
+        j = json.loads(line)
+        if "loss/train" in j: out[j["step"]] = j["loss/train"]
+    return out
+a, r, k = losses("straight"), losses("repeat"), losses("killed")
+steps = sorted(a)
+assert steps == sorted(k) == sorted(r) and len(steps) == 120, (len(a), len(r), len(k))
+def md(x, y, s): return max(abs(x[i] - y[i]) for i in s)
+first = next(i for i in steps if k[i] != a[i]) if any(k[i] != a[i] for i in steps) else None
+print(f"steps 1-120 logged by all three runs; first step where killed+resumed differs from straight: {first}")
+print(f"max |loss diff| straight vs repeat (no kill): steps 1-80 {md(a, r, steps[:80]):.3g}, 81-120 {md(a, r, steps[80:]):.3g}")
+print(f"max |loss diff| straight vs killed+resumed:   steps 1-80 {md(a, k, steps[:80]):.3g}, 81-120 {md(a, k, steps[80:]):.3g}")
+print(f"final loss: straight {a[120]:.6f} repeat {r[120]:.6f} resumed {k[120]:.6f}")
+PY
 }
 
 phase_ensemble() {  # ao_gpt tiny + timed M ∈ {1,2,4,8} ensemble on WikiText-2 ($ENSEMBLE_SET: extra --set args)
