@@ -151,7 +151,7 @@ void BM_PluginTrainStep(benchmark::State& state) {
   batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
   if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
     batch.order = plugin == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
-                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(1);
+                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
   at::Generator gen = at::detail::createCPUGenerator(0);
   auto step = [&] {
     at::autocast::set_autocast_enabled(at::kCUDA, true);
