@@ -182,6 +182,33 @@ void BM_PluginTrainStep(benchmark::State& state) {
   state.SetLabel(plugin + "/" + flavour + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
+// The device's measured bf16 GEMM peak (8192³, the shape cuBLAS runs fastest): the denominator of a FLOP
+// floor (forward FLOPs / this rate), which the SEDD sampling-step target of issue C is stated against.
+void BM_Bf16MatmulPeak(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available");
+    return;
+  }
+  const int64_t n = 8192;
+  auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA, 0);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts), c = torch::empty({n, n}, opts);
+  for (int i = 0; i < 5; ++i) torch::mm_out(c, a, b);
+  torch::cuda::synchronize();
+  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  for (auto _ : state) {
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start.record(impl->getStream(a.device()));
+    torch::mm_out(c, a, b);
+    stop.record(impl->getStream(a.device()));
+    stop.synchronize();
+    state.SetIterationTime(start.elapsedTime(stop) / 1e3);
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Bf16MatmulPeak)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(50)->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+
 BENCHMARK(BM_PluginTrainStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10)->Repetitions(3)
     ->ReportAggregatesOnly(true);
 

@@ -61,7 +61,7 @@ void print_table(const std::vector<LikelihoodResult>& rows) {
   std::cout << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right
             << std::setw(10) << "nll" << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb"
             << std::setw(6) << "n" << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11)
-            << "tok/s" << "\n";
+            << "tok/s" << std::setw(10) << "wall s" << "\n";
   for (const auto& r : rows) {
     std::ostringstream windows;
     windows << r.windows_used << "/" << r.windows_total;
@@ -70,7 +70,7 @@ void print_table(const std::vector<LikelihoodResult>& rows) {
               << r.stderr_ << std::setprecision(2) << std::setw(11) << r.ppl
               << std::setprecision(3) << std::setw(8) << r.bits_per_byte << std::setw(6) << r.sequences
               << std::setw(10) << r.tokens << std::setw(10) << windows.str() << std::setprecision(0)
-              << std::setw(11) << r.tok_per_s << "\n"
+              << std::setw(11) << r.tok_per_s << std::setprecision(1) << std::setw(10) << r.wall_s << "\n"
               << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
     std::cout.unsetf(std::ios::fixed);
   }

@@ -4,8 +4,23 @@
 namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
-torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols);  // fused_ops_cuda.cu
+// fused_ops_cuda.cu
+torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols);
+bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+                                  const torch::Tensor& bias);
+std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
+                                                            const torch::Tensor& weight,
+                                                            const torch::Tensor& bias, double eps);
 #endif
+
+namespace {
+bool needs_grad(std::initializer_list<torch::Tensor> ts) {
+  if (!torch::GradMode::is_enabled()) return false;
+  for (const auto& t : ts)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+}  // namespace
 
 torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
@@ -14,7 +29,7 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols) {
   TORCH_CHECK(cols >= 1 && cols <= x.size(1), "row_logsumexp: cols=", cols, " outside [1, ", x.size(1), "]");
 #ifdef AOBENCH_FUSED_CUDA
   // The kernel has no backward: a differentiable call takes the LibTorch expression below.
-  if (x.is_cuda() && !(torch::GradMode::is_enabled() && x.requires_grad())) return row_logsumexp_cuda(x, cols);
+  if (x.is_cuda() && !needs_grad({x})) return row_logsumexp_cuda(x, cols);
 #endif
   return torch::logsumexp(x.narrow(1, 0, cols).to(torch::kFloat32), 1);
 }
@@ -34,6 +49,20 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
     nll.narrow(0, r0, n).copy_(lse - picked);
   }
   return nll;
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& y,
+                                                       const torch::Tensor& weight, const torch::Tensor& bias,
+                                                       double eps) {
+  TORCH_CHECK(x.sizes() == y.sizes() && x.size(-1) == weight.size(0), "add_layer_norm: x ", x.sizes(), ", y ",
+              y.sizes(), " and weight ", weight.sizes(), " do not match");
+#ifdef AOBENCH_FUSED_CUDA
+  if (x.is_cuda() && !needs_grad({x, y, weight, bias}) && add_layer_norm_cuda_supports(x, y, weight, bias))
+    return add_layer_norm_cuda(x, y, weight, bias, eps);
+#endif
+  auto s = x + y;  // fp32 under autocast (x is fp32)
+  auto h = torch::layer_norm(s, {weight.size(0)}, weight, bias, eps);
+  return {s, h.to(y.scalar_type())};
 }
 
 }  // namespace aobench::common

@@ -89,5 +89,38 @@ TEST(FusedOps, CudaHeadNllMatchesCpuUnderAutocast) {
   EXPECT_LT(std::abs((got - ref).mean().item<double>()), 2e-3);
 }
 
+TEST(FusedOps, AddLayerNormIsTheResidualAddThenLayerNorm) {
+  torch::manual_seed(5);
+  auto x = torch::randn({3, 7, 24}), y = torch::randn({3, 7, 24}), w = torch::randn({24}), b = torch::randn({24});
+  for (bool with_bias : {false, true}) {
+    auto [s, h] = add_layer_norm(x, y, w, with_bias ? b : torch::Tensor(), 1e-5);
+    EXPECT_TRUE(torch::equal(s, x + y));
+    EXPECT_TRUE(torch::allclose(h, torch::layer_norm(x + y, {24}, w, with_bias ? b : torch::Tensor(), 1e-5)));
+  }
+  EXPECT_THROW(add_layer_norm(x, y.narrow(2, 0, 12), w, b, 1e-5), c10::Error);
+}
+
+TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(13);
+  for (auto dt : {torch::kBFloat16, torch::kFloat32}) {
+    for (int64_t d : {64, 768, 1000, 1600, 4096}) {
+      for (bool with_bias : {false, true}) {
+        auto x = torch::randn({300, d}) * 3 + 1, y = torch::randn({300, d}).to(dt);
+        auto w = torch::randn({d}), b = with_bias ? torch::randn({d}) : torch::Tensor();
+        auto s_ref = x + y.to(torch::kFloat32);
+        auto h_ref = torch::layer_norm(s_ref.to(torch::kFloat64), {d}, w.to(torch::kFloat64),
+                                       with_bias ? b.to(torch::kFloat64) : torch::Tensor(), 1e-5);
+        auto [s, h] = add_layer_norm(x.cuda(), y.cuda(), w.cuda(), with_bias ? b.cuda() : torch::Tensor(), 1e-5);
+        ASSERT_EQ(h.scalar_type(), dt);
+        EXPECT_TRUE(torch::equal(s.cpu(), s_ref)) << d;  // the same fp32 add
+        const double tol = dt == torch::kFloat32 ? 1e-4 : 4e-2;  // bf16 output rounding: 2^-8 relative
+        EXPECT_TRUE(torch::allclose(h.cpu().to(torch::kFloat64), h_ref, tol, tol))
+            << dt << " d=" << d << " max err " << (h.cpu().to(torch::kFloat64) - h_ref).abs().max().item<double>();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace aobench::common

@@ -55,10 +55,11 @@ torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
 }
 }  // namespace
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, KvCache* cache, size_t layer) {
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& a,
+                                                          const LayerNorm& next_ln, KvCache* cache, size_t layer) {
   const int64_t B = x.size(0), S = x.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
   const double p = is_training() ? cfg.dropout : 0.0;
-  auto qkv = linear2d(c_attn, ln_1(x)).split(cfg.n_embd, 2);  // 3 × (B, S, d)
+  auto qkv = linear2d(c_attn, a).split(cfg.n_embd, 2);  // 3 × (B, S, d)
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
   torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
   torch::Tensor y;
@@ -81,10 +82,14 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, KvCache* cache, size_t 
   }
   y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
   const auto drop_opts = F::DropoutFuncOptions().p(p).training(is_training());
-  torch::Tensor out = x + F::dropout(linear2d(attn_proj, y), drop_opts);
-  torch::Tensor hmid = linear2d(c_fc, ln_2(out));  // (B, S, 4d)
+  // Residual adds fused with the LayerNorm that reads their result (fused_ops.h): out = x + attn,
+  // a2 = ln_2(out); then out + mlp and the next block's ln_1 (or ln_f).
+  auto [out, a2] = common::add_layer_norm(x, F::dropout(linear2d(attn_proj, y), drop_opts), ln_2->weight,
+                                          ln_2->bias, ln_2->eps);
+  torch::Tensor hmid = linear2d(c_fc, a2);  // (B, S, 4d)
   hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
-  return out + F::dropout(linear2d(mlp_proj, hmid), drop_opts);
+  return common::add_layer_norm(out, F::dropout(linear2d(mlp_proj, hmid), drop_opts), next_ln->weight,
+                                next_ln->bias, next_ln->eps);
 }
 
 GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
@@ -128,8 +133,12 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
     cache->k.resize(h->size());
     cache->v.resize(h->size());
   }
-  for (size_t i = 0; i < h->size(); ++i) x = h[i]->as<BlockImpl>()->forward(x, cache, i);
-  return ln_f(x);
+  torch::Tensor a = h->size() > 0 ? h[0]->as<BlockImpl>()->ln_1(x) : ln_f(x);  // the first block's ln_1(x)
+  for (size_t i = 0; i < h->size(); ++i) {
+    const LayerNorm& next = i + 1 < h->size() ? h[i + 1]->as<BlockImpl>()->ln_1 : ln_f;
+    std::tie(x, a) = h[i]->as<BlockImpl>()->forward(x, a, next, cache, i);
+  }
+  return a;  // ln_f of the last residual stream
 }
 
 torch::Tensor GptImpl::logits(const torch::Tensor& ids, KvCache* cache) {

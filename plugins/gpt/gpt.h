@@ -43,8 +43,11 @@ struct KvCache {
 
 struct BlockImpl : torch::nn::Module {
   BlockImpl(const GptConfig& c);
-  // x (B, S, d); with a cache, the S new slots attend to the cached ones and are appended to it.
-  torch::Tensor forward(const torch::Tensor& x, KvCache* cache, size_t layer);
+  // x (B, S, d) the residual stream and a = ln_1(x) (computed by the previous block); returns the new
+  // stream and next_ln of it (the next block's ln_1, or ln_f). With a cache, the S new slots attend to the
+  // cached ones and are appended to it.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& a,
+                                                  const LayerNorm& next_ln, KvCache* cache, size_t layer);
   GptConfig cfg;
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   torch::nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
