@@ -141,10 +141,11 @@ struct BlockImpl : torch::nn::Module {
     }
     // 6 × (B, S, d): β₁, 1+γ₁, α₁, β₂, 1+γ₂, α₂ (the +1 rides in the GEMM's bias: no extra pass)
     // One copy to (6, B, S, d) makes every chunk contiguous: the elementwise passes below (and their
-    // backward) then run vectorized instead of on strided views of (B, S, 6d).
+    // backward) then run vectorized instead of on strided views of (B, S, 6d). unbind, not m[i]: its
+    // backward is one stack, where six selects each build and add a zero-filled (6, B, S, d) gradient.
     const int64_t B = x.size(0), S = x.size(1), d = x.size(2);
     auto m = linear2d(adaLN, silu_c, adaln_bias(adaLN, 6, scale_ones)).view({B, S, 6, d}).permute({2, 0, 1, 3})
-                 .contiguous();
+                 .contiguous().unbind(0);
     x = torch::addcmul(x, m[2], drop(attn(torch::addcmul(m[0], ln_1(x), m[1]), cache, layer, mask)));
     return torch::addcmul(x, m[5], drop(mlp(torch::addcmul(m[3], ln_2(x), m[4]))));
   }
