@@ -79,10 +79,10 @@ phase_kernels() {  # the CUDA kernels against their CPU references (needs test_p
   build/test_plugin_gpt --gtest_filter='FusedOps.*' 2>&1 | tee "$OUT/kernels.log"
 }
 
-phase_bench() {  # one training step (B = 16) and one forward (B = 32) of the small models, with kernel profiles
+phase_bench() {  # ($BENCH_PLUGINS) one training step (B = 16) and one forward (B = 32) of the small models, with kernel profiles
   ensure_libs
   build/aobench_bench --benchmark_filter=Bf16MatmulPeak 2>&1 | grep -E "^BM_|TFLOP" | tee "$OUT/bench_peak.log"
-  for m in gpt ao_gpt sedd; do
+  for m in ${BENCH_PLUGINS:-gpt ao_gpt sedd}; do
     AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_PROFILE=1 build/aobench_bench \
       --benchmark_filter=Plugin 2>&1 | grep -v "^\*\*\*WARNING" | tee "$OUT/bench_$m.log"
   done
