@@ -74,9 +74,10 @@ phase_speed2() {  # after the plugin speed-ups: small gpt / ao_gpt training and 
     --throughput 2>&1 | tee "$OUT/speed2_eval_gpt.log"
 }
 
-phase_kernels() {  # the CUDA kernels against their CPU references (needs test_plugin_gpt built)
+phase_kernels() {  # the CUDA kernels against their references (needs test_plugin_gpt and test_plugin_sedd built)
   ensure_libs
   build/test_plugin_gpt --gtest_filter='FusedOps.*' 2>&1 | tee "$OUT/kernels.log"
+  build/test_plugin_sedd --gtest_filter='DDiTFused.*' 2>&1 | tee -a "$OUT/kernels.log"
 }
 
 phase_bench() {  # ($BENCH_PLUGINS) one training step (B = 16) and one forward (B = 32) of the small models, with kernel profiles

@@ -2,6 +2,7 @@
 // adaLN-modulated or plain pre-LN blocks, fp32 LayerNorm statistics, zero-init modulation and head.
 // Everything is batched tensor code: fused qkv, one SDPA call per block, rotary cached per length.
 #include "plugins/common/ddit_backbone.h"
+#include "plugins/common/fused_ops.h"
 
 #include <cmath>
 
@@ -116,6 +117,45 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
   return cfg.time_cond ? torch::addcmul(x, mod[5], m) : x + m;
 }
 
+torch::Tensor DDiTImpl::forward_fused(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1), H = cfg.n_embd, nh = cfg.n_head, d = H / nh;
+  const int64_t L = static_cast<int64_t>(blocks->size());
+  // adaLN vectors, contiguous (B, H) each: per block shift/scale/gate of attention then MLP, then the final
+  // shift/scale. The scales carry their 1 +. All undefined without time conditioning (RADD).
+  auto split = [&](torch::nn::Linear l, int64_t parts) {
+    std::vector<torch::Tensor> v;
+    if (!cfg.time_cond) return std::vector<torch::Tensor>(parts);
+    for (auto& t : l->forward(c).view({B, parts, H}).unbind(1)) v.push_back(t.contiguous());
+    v[1] = v[1] + 1;
+    if (parts == 6) v[4] = v[4] + 1;
+    return v;
+  };
+  std::vector<std::vector<torch::Tensor>> mods;
+  for (auto& b : *blocks) mods.push_back(split(b->as<DDiTBlockImpl>()->adaLN_modulation, 6));
+  const auto fin = split(final_adaLN, 2);
+  auto block = [&](int64_t i) { return blocks[i]->as<DDiTBlockImpl>(); };
+  torch::Tensor h;  // the next Linear's input: modulated LayerNorm of the stream x
+  std::tie(x, h) = add_layer_norm(x, {}, block(0)->norm1->weight, block(0)->norm1->bias, 1e-5,
+                                  {{}, mods[0][1], mods[0][0]});
+  for (int64_t i = 0; i < L; ++i) {
+    auto* b = block(i);
+    const auto& m = mods[i];  // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
+    auto qkv = linear2d(b->attn_qkv, h).view({B, T, 3, nh, d});        // contiguous (B, T, 3, nh, d)
+    auto qk = rotary_qk(qkv, cos, sin);                                  // (2, B, T, nh, d)
+    auto o = at::scaled_dot_product_attention(qk[0].transpose(1, 2), qk[1].transpose(1, 2),
+                                              qkv.select(2, 2).transpose(1, 2));  // (B, nh, T, d)
+    o = linear2d(b->attn_out, o.transpose(1, 2).reshape({B, T, H}));
+    std::tie(x, h) = add_layer_norm(x, o, b->norm2->weight, b->norm2->bias, 1e-5, {m[2], m[4], m[3]});
+    auto f = linear2d(b->mlp_proj, F::gelu(linear2d(b->mlp_fc, h), F::GELUFuncOptions().approximate("tanh")));
+    const bool last = i + 1 == L;
+    const auto& nn = last ? norm_final : block(i + 1)->norm1;
+    std::tie(x, h) = add_layer_norm(x, f, nn->weight, nn->bias, 1e-5,
+                                    {m[5], last ? fin[1] : mods[i + 1][1], last ? fin[0] : mods[i + 1][0]});
+  }
+  return h;  // (B, T, H): modulated norm_final(x)
+}
+
 torch::Tensor sigma_features(const torch::Tensor& sigma) {
   const int64_t half = 128;
   auto opt = torch::TensorOptions().dtype(torch::kFloat32).device(sigma.device());
@@ -167,11 +207,16 @@ torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& s
                        ? at::autocast::get_autocast_dtype(idx.device().type())
                        : torch::kFloat32;
   auto [cos, sin] = rotary.get(T, d, act_dtype, idx.device());
-  for (auto& b : *blocks) x = b->as<DDiTBlockImpl>()->forward(x, c, cos, sin);
-  auto y = norm_final->forward(x);
-  if (cfg.time_cond) {
-    auto mod = final_adaLN->forward(c).unsqueeze(1).chunk(2, -1);           // shift, scale (B, 1, H)
-    y = torch::addcmul(mod[0], y, 1 + mod[1]);
+  torch::Tensor y;
+  if (fused_inference(x)) {
+    y = forward_fused(x, c, cos, sin);
+  } else {
+    for (auto& b : *blocks) x = b->as<DDiTBlockImpl>()->forward(x, c, cos, sin);
+    y = norm_final->forward(x);
+    if (cfg.time_cond) {
+      auto mod = final_adaLN->forward(c).unsqueeze(1).chunk(2, -1);  // shift, scale (B, 1, H)
+      y = torch::addcmul(mod[0], y, 1 + mod[1]);
+    }
   }
   if (y.is_cuda()) {
     // V+1 output columns make the bf16 logits' row stride not a multiple of 16 bytes, which keeps cuBLAS

@@ -1,6 +1,8 @@
 // Implements: plugins/common/fused_ops.h (CPU path and dispatch to the CUDA kernel when it is built).
 #include "plugins/common/fused_ops.h"
 
+#include <ATen/autocast_mode.h>
+
 namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
@@ -9,8 +11,11 @@ torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols);
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                   const torch::Tensor& bias);
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
-                                                            const torch::Tensor& weight,
-                                                            const torch::Tensor& bias, double eps);
+                                                            const torch::Tensor& weight, const torch::Tensor& bias,
+                                                            double eps, const torch::Tensor& gate,
+                                                            const torch::Tensor& scale, const torch::Tensor& shift,
+                                                            torch::ScalarType out_dtype, bool want_sum);
+torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 #endif
 
 namespace {
@@ -51,18 +56,70 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
   return nll;
 }
 
+bool fused_inference(const torch::Tensor& x) {
+#ifdef AOBENCH_FUSED_CUDA
+  return x.is_cuda() && !torch::GradMode::is_enabled();
+#else
+  (void)x;
+  return false;
+#endif
+}
+
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& y,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps) {
-  TORCH_CHECK(x.sizes() == y.sizes() && x.size(-1) == weight.size(0), "add_layer_norm: x ", x.sizes(), ", y ",
-              y.sizes(), " and weight ", weight.sizes(), " do not match");
+                                                       double eps, const AdaLNMod& mod) {
+  TORCH_CHECK((!y.defined() || x.sizes() == y.sizes()) && x.dim() >= 2 && x.size(-1) == weight.size(0),
+              "add_layer_norm: x ", x.sizes(), ", y ", y.defined() ? y.sizes() : torch::IntArrayRef{},
+              " and weight ", weight.sizes(), " do not match");
+  for (const auto* m : {&mod.gate, &mod.scale, &mod.shift})
+    TORCH_CHECK(!m->defined() || (m->dim() == 2 && m->size(0) == x.size(0) && m->size(1) == x.size(-1) &&
+                                  m->is_contiguous()),
+                "add_layer_norm: adaLN vectors must be contiguous (B, d) = (", x.size(0), ", ", x.size(-1),
+                "), got ", m->sizes());
+  const auto dev = x.device().type();
+  const auto out_dtype = y.defined() ? y.scalar_type()
+                         : at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev)
+                                                                  : x.scalar_type();
 #ifdef AOBENCH_FUSED_CUDA
-  if (x.is_cuda() && !needs_grad({x, y, weight, bias}) && add_layer_norm_cuda_supports(x, y, weight, bias))
-    return add_layer_norm_cuda(x, y, weight, bias, eps);
+  bool one_mod_dtype = true;  // the kernel reads gate, scale and shift as one type
+  for (const auto* m : {&mod.gate, &mod.scale, &mod.shift})
+    for (const auto* o : {&mod.gate, &mod.scale, &mod.shift})
+      one_mod_dtype &= !m->defined() || !o->defined() || m->scalar_type() == o->scalar_type();
+  if (x.is_cuda() && !needs_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && one_mod_dtype &&
+      add_layer_norm_cuda_supports(x, y.defined() ? y : x, weight, bias))
+  {
+    auto r = add_layer_norm_cuda(x, y, weight, bias, eps, mod.gate, mod.scale, mod.shift, out_dtype, y.defined());
+    if (!y.defined()) r.first = x;  // s = x: nothing was added
+    return r;
+  }
 #endif
-  auto s = x + y;  // fp32 under autocast (x is fp32)
+  // (B, d) → (B, 1, .., d): broadcast over the rows of each sequence.
+  auto per_seq = [&](const torch::Tensor& v) {
+    std::vector<int64_t> shape(x.dim(), 1);
+    shape.front() = v.size(0);
+    shape.back() = v.size(1);
+    return v.view(shape);
+  };
+  torch::Tensor s = !y.defined() ? x : mod.gate.defined() ? torch::addcmul(x, per_seq(mod.gate), y) : x + y;
   auto h = torch::layer_norm(s, {weight.size(0)}, weight, bias, eps);
-  return {s, h.to(y.scalar_type())};
+  if (mod.scale.defined()) h = h * per_seq(mod.scale);
+  if (mod.shift.defined()) h = h + per_seq(mod.shift);
+  return {s, h.to(out_dtype)};
+}
+
+torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
+  TORCH_CHECK(qkv.dim() == 5 && qkv.size(2) == 3 && qkv.size(4) % 2 == 0 && cos.sizes() == sin_signed.sizes() &&
+                  cos.size(0) == qkv.size(1) && cos.size(1) == qkv.size(4),
+              "rotary_qk: qkv must be (B, T, 3, nh, hd) and the tables (T, hd), got ", qkv.sizes(), " and ",
+              cos.sizes());
+#ifdef AOBENCH_FUSED_CUDA
+  if (qkv.is_cuda() && !needs_grad({qkv}) && qkv.is_contiguous()) return rotary_qk_cuda(qkv, cos, sin_signed);
+#endif
+  auto qk = qkv.narrow(2, 0, 2).permute({2, 0, 1, 3, 4});  // (2, B, T, nh, hd)
+  const int64_t h = qkv.size(4) / 2;
+  auto c = cos.view({1, 1, cos.size(0), 1, cos.size(1)}), s = sin_signed.view(c.sizes());
+  auto swapped = torch::cat({qk.narrow(-1, h, h), qk.narrow(-1, 0, h)}, -1);
+  return torch::addcmul(qk * c, swapped, s).contiguous();
 }
 
 }  // namespace aobench::common

@@ -20,12 +20,27 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols);
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,
                        const torch::Tensor& targets, int64_t vocab);
 
-// The pre-norm residual step s = x + y, h = LayerNorm(s)·w + b in one pass: (s, h). x (N, d) float32 (the
-// residual stream); y (N, d) the branch output; weight (d); bias (d) or undefined; both contiguous. h comes
-// out in y's dtype (bf16 under autocast: what the next Linear reads) with fp32 statistics. Used by the GPT
-// blocks in every mode: the CUDA kernel serves inference; training and CPU take x + y then layer_norm.
+// adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)); scale holds 1 + γ. Any may be
+// undefined (gate 1, scale 1, shift 0).
+struct AdaLNMod {
+  torch::Tensor gate, scale, shift;
+};
+
+// The pre-norm residual step s = x + gate·y, h = (LayerNorm(s)·w + b)·scale + shift in one pass: (s, h).
+// x (B, .., d) float32 (the residual stream); y like x (the branch output) or undefined (then s = x);
+// weight (d); bias (d) or undefined; all contiguous. h comes out in y's dtype (without y: the autocast dtype
+// under autocast, else float32) with fp32 statistics. The CUDA kernel serves inference; training and CPU
+// take the LibTorch expressions (x + gate·y, layer_norm, ·scale + shift).
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& y,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps);
+                                                       double eps, const AdaLNMod& mod = {});
+
+// NeoX rotary of q and k from a fused projection: qkv (B, T, 3, nh, hd) contiguous, cos and sin± = (−sin, sin)
+// (T, hd) in qkv's dtype (RotaryCache) → (2, B, T, nh, hd): x·cos + (x2, x1)·sin± per head. One pass on CUDA.
+torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
+
+// True when x is on a GPU, the CUDA kernels are built and no gradient is being recorded: the inference paths
+// that call the kernels directly (DDiT) check this; add_layer_norm and row_logsumexp check it themselves.
+bool fused_inference(const torch::Tensor& x);
 
 }  // namespace aobench::common

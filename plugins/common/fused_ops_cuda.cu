@@ -1,7 +1,8 @@
 // Implements: the CUDA kernels of plugins/common/fused_ops.h. row_logsumexp: one thread block per row reads
 // the row once with 16-byte loads and keeps an online (max, Σ exp(x − max)) pair in fp32, so a (N, 50k)
 // bf16 logit matrix costs one read (≈ 3.3 GB at N = 32k) instead of an fp32 copy plus log_softmax passes.
-// add_layer_norm: one block per row reads x and y once and writes x + y and its LayerNorm once.
+// add_layer_norm: one block per row reads x and y once and writes x + y and its (adaLN-modulated) LayerNorm
+// once. rotary_qk: q and k of a fused projection rotated in one pass.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -91,21 +92,35 @@ __device__ __forceinline__ float block_sum(float v, float* shm) {
 
 constexpr int kLnThreads = 256;
 
-// One block per row of d ≤ kLnThreads·kPer: s = x + y kept in registers, two-pass mean / variance in fp32
-// (biased, as layer_norm), then s and h = (s − μ)·rstd·w + b written once each.
-template <typename Ty, int kPer>
+// Per-sequence adaLN vectors, each (B, d) contiguous in Tm or null: s = x + gate[b]·y, h = LN(s)·scale[b] +
+// shift[b] with b = row / rows_per_seq (scale already holds 1 + γ).
+template <typename Tm>
+struct AdaLN {
+  const Tm *gate = nullptr, *scale = nullptr, *shift = nullptr;
+  int64_t rows_per_seq = 1;
+};
+
+// One block per row of d ≤ kLnThreads·kPer: s = x + y (y optional, gated) kept in registers, two-pass mean /
+// variance in fp32 (biased, as layer_norm), then s and h = ((s − μ)·rstd·w + b)·scale + shift written once.
+template <typename Ty, typename Tm, int kPer>
 __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
-                                      const float* __restrict__ w, const float* __restrict__ b, int d, float eps,
-                                      float* __restrict__ s_out, Ty* __restrict__ h_out) {
+                                      const float* __restrict__ w, const float* __restrict__ b, AdaLN<Tm> mod,
+                                      int d, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
   __shared__ float shm[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
+  const int64_t mbase = static_cast<int64_t>(blockIdx.x) / mod.rows_per_seq * d;  // this row's sequence
   float v[kPer];
   float sum = 0.f;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int j = threadIdx.x + i * kLnThreads;
-    v[i] = j < d ? x[base + j] + static_cast<float>(y[base + j]) : 0.f;
-    sum += v[i];
+    float t = 0.f;
+    if (j < d) {
+      t = x[base + j];
+      if (y) t += static_cast<float>(y[base + j]) * (mod.gate ? static_cast<float>(mod.gate[mbase + j]) : 1.f);
+    }
+    v[i] = t;
+    sum += t;
   }
   const float mean = block_sum(sum, shm) / d;
   float sq = 0.f;
@@ -120,8 +135,36 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
   for (int i = 0; i < kPer; ++i) {
     const int j = threadIdx.x + i * kLnThreads;
     if (j >= d) continue;
-    s_out[base + j] = v[i];
-    h_out[base + j] = static_cast<Ty>((v[i] - mean) * rstd * w[j] + (b ? b[j] : 0.f));
+    if (s_out) s_out[base + j] = v[i];
+    float o = (v[i] - mean) * rstd * w[j] + (b ? b[j] : 0.f);
+    if (mod.scale) o *= static_cast<float>(mod.scale[mbase + j]);
+    if (mod.shift) o += static_cast<float>(mod.shift[mbase + j]);
+    h_out[base + j] = static_cast<Ty>(o);
+  }
+}
+
+// NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
+// pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One thread per pair.
+template <typename T>
+__global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin_signed,
+                                 int64_t B, int64_t Tn, int64_t nh, int64_t hd, T* __restrict__ out) {
+  const int64_t half = hd / 2;
+  const int64_t pairs = 2 * B * Tn * nh * half;  // (which, b, t, head, j)
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < pairs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t r = i;
+    const int64_t j = r % half; r /= half;
+    const int64_t head = r % nh; r /= nh;
+    const int64_t t = r % Tn; r /= Tn;
+    const int64_t b = r % B;
+    const int64_t which = r / B;  // 0 = q, 1 = k
+    const T* src = qkv + (((b * Tn + t) * 3 + which) * nh + head) * hd;
+    T* dst = out + (((which * B + b) * Tn + t) * nh + head) * hd;
+    const float x1 = static_cast<float>(src[j]), x2 = static_cast<float>(src[j + half]);
+    const T* c = cos + t * hd;
+    const T* sn = sin_signed + t * hd;
+    dst[j] = static_cast<T>(x1 * static_cast<float>(c[j]) + x2 * static_cast<float>(sn[j]));
+    dst[j + half] = static_cast<T>(x2 * static_cast<float>(c[j + half]) + x1 * static_cast<float>(sn[j + half]));
   }
 }
 
@@ -137,29 +180,67 @@ bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y
          y.device() == x.device() && weight.device() == x.device();
 }
 
+// x (.., d) fp32; y like x in the output dtype, or undefined (then `out_dtype`); gate/scale/shift (B, d) or
+// undefined, with B = x.size(0) sequences of x.numel() / (B·d) rows each.
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
-                                                            const torch::Tensor& weight,
-                                                            const torch::Tensor& bias, double eps) {
+                                                            const torch::Tensor& weight, const torch::Tensor& bias,
+                                                            double eps, const torch::Tensor& gate,
+                                                            const torch::Tensor& scale, const torch::Tensor& shift,
+                                                            torch::ScalarType out_dtype, bool want_sum) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t d = x.size(-1), rows = x.numel() / std::max<int64_t>(d, 1);
-  auto s = torch::empty_like(x);
-  auto h = torch::empty_like(y);
+  auto s = want_sum ? torch::empty_like(x) : torch::Tensor();
+  auto h = torch::empty(x.sizes(), x.options().dtype(y.defined() ? y.scalar_type() : out_dtype));
   if (rows == 0) return {s, h};
   TORCH_CHECK(rows <= 0x7fffffff, "add_layer_norm: too many rows (", rows, ")");
   const auto stream = at::cuda::getCurrentCUDAStream();
   const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, y.scalar_type(), "add_layer_norm", [&] {
-    auto launch = [&](auto per) {
-      add_layer_norm_kernel<scalar_t, decltype(per)::value><<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(
-          x.data_ptr<float>(), y.data_ptr<scalar_t>(), weight.data_ptr<float>(), b, static_cast<int>(d),
-          static_cast<float>(eps), s.data_ptr<float>(), h.data_ptr<scalar_t>());
-    };
-    if (d <= 4 * kLnThreads) launch(std::integral_constant<int, 4>());
-    else if (d <= 8 * kLnThreads) launch(std::integral_constant<int, 8>());
-    else launch(std::integral_constant<int, 16>());
+  const torch::Tensor& any_mod = gate.defined() ? gate : scale.defined() ? scale : shift;
+  const auto mod_type = any_mod.defined() ? any_mod.scalar_type() : h.scalar_type();
+  const int64_t rows_per_seq = any_mod.defined() ? rows / any_mod.size(0) : rows;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, h.scalar_type(), "add_layer_norm", [&] {
+    using Ty = scalar_t;
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, mod_type, "add_layer_norm_mod", [&] {
+      AdaLN<scalar_t> mod;
+      mod.gate = gate.defined() ? gate.data_ptr<scalar_t>() : nullptr;
+      mod.scale = scale.defined() ? scale.data_ptr<scalar_t>() : nullptr;
+      mod.shift = shift.defined() ? shift.data_ptr<scalar_t>() : nullptr;
+      mod.rows_per_seq = std::max<int64_t>(rows_per_seq, 1);
+      auto launch = [&](auto per) {
+        add_layer_norm_kernel<Ty, scalar_t, decltype(per)::value>
+            <<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(
+                x.data_ptr<float>(), y.defined() ? y.data_ptr<Ty>() : nullptr, weight.data_ptr<float>(), b, mod,
+                static_cast<int>(d), static_cast<float>(eps), want_sum ? s.data_ptr<float>() : nullptr,
+                h.data_ptr<Ty>());
+      };
+      if (d <= 4 * kLnThreads) launch(std::integral_constant<int, 4>());
+      else if (d <= 8 * kLnThreads) launch(std::integral_constant<int, 8>());
+      else launch(std::integral_constant<int, 16>());
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {s, h};
+}
+
+torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
+  TORCH_CHECK(qkv.dim() == 5 && qkv.size(2) == 3 && qkv.is_contiguous() && cos.is_contiguous() &&
+                  sin_signed.is_contiguous() && cos.scalar_type() == qkv.scalar_type() &&
+                  sin_signed.scalar_type() == qkv.scalar_type() && qkv.size(4) % 2 == 0,
+              "rotary_qk: qkv must be contiguous (B, T, 3, nh, hd) with tables (T, hd) of its dtype");
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  const int64_t B = qkv.size(0), Tn = qkv.size(1), nh = qkv.size(3), hd = qkv.size(4);
+  auto out = torch::empty({2, B, Tn, nh, hd}, qkv.options());
+  const int64_t pairs = 2 * B * Tn * nh * (hd / 2);
+  if (pairs == 0) return out;
+  const int threads = 256;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((pairs + threads - 1) / threads, 65535 * 16));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qkv.scalar_type(), "rotary_qk", [&] {
+    rotary_qk_kernel<scalar_t><<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(), B, Tn, nh, hd,
+        out.data_ptr<scalar_t>());
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
 }
 
 torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols) {

@@ -122,5 +122,94 @@ TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
   }
 }
 
+// s = x + gate·y, h = LayerNorm(s)·scale + shift with per-sequence vectors, in float64.
+std::pair<torch::Tensor, torch::Tensor> adaln_reference(const torch::Tensor& x, const torch::Tensor& y,
+                                                        const torch::Tensor& w, const torch::Tensor& b,
+                                                        const AdaLNMod& m) {
+  auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat64).cpu() : t; };
+  auto s = f(x);
+  if (y.defined()) s = s + f(y) * (m.gate.defined() ? f(m.gate).unsqueeze(1) : torch::ones({1}, torch::kFloat64));
+  auto h = torch::layer_norm(s, {s.size(-1)}, f(w), f(b), 1e-5);
+  if (m.scale.defined()) h = h * f(m.scale).unsqueeze(1);
+  if (m.shift.defined()) h = h + f(m.shift).unsqueeze(1);
+  return {s, h};
+}
+
+TEST(FusedOps, AddLayerNormAppliesTheAdaLNVectors) {
+  torch::manual_seed(17);
+  const int64_t B = 3, T = 5, d = 16;
+  auto x = torch::randn({B, T, d}), y = torch::randn({B, T, d}), w = torch::randn({d}), b = torch::randn({d});
+  AdaLNMod m{torch::randn({B, d}), torch::randn({B, d}) + 1, torch::randn({B, d})};
+  for (bool with_y : {false, true}) {
+    auto yy = with_y ? y : torch::Tensor();
+    auto [s, h] = add_layer_norm(x, yy, w, b, 1e-5, m);
+    auto [s_ref, h_ref] = adaln_reference(x, yy, w, b, m);
+    EXPECT_TRUE(torch::allclose(s.to(torch::kFloat64), s_ref, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(h.to(torch::kFloat64), h_ref, 1e-5, 1e-5));
+  }
+  EXPECT_THROW(add_layer_norm(x, y, w, b, 1e-5, {torch::randn({B + 1, d}), {}, {}}), c10::Error);
+}
+
+// Rotate-half written out per element: out_j = x_j cos θ − x_{j+h} sin θ, out_{j+h} = x_{j+h} cos θ + x_j sin θ.
+torch::Tensor rotary_reference(const torch::Tensor& qkv, const torch::Tensor& angles) {
+  const int64_t h = qkv.size(4) / 2;
+  auto qk = qkv.narrow(2, 0, 2).permute({2, 0, 1, 3, 4}).to(torch::kFloat64);  // (2, B, T, nh, hd)
+  auto c = angles.cos().view({1, 1, -1, 1, h}), sn = angles.sin().view({1, 1, -1, 1, h});
+  auto x1 = qk.narrow(-1, 0, h), x2 = qk.narrow(-1, h, h);
+  return torch::cat({x1 * c - x2 * sn, x2 * c + x1 * sn}, -1);
+}
+
+// The tables of RotaryCache for angles (T, hd/2): cos [a, a], sin± [−a, a].
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(const torch::Tensor& angles) {
+  return {torch::cat({angles, angles}, -1).cos(), torch::cat({-angles, angles}, -1).sin()};
+}
+
+TEST(FusedOps, RotaryQkIsRotateHalfOnQAndK) {
+  torch::manual_seed(19);
+  auto qkv = torch::randn({2, 7, 3, 4, 8});
+  auto angles = torch::rand({7, 4}, torch::kFloat64) * 6;
+  auto [c, sn] = rotary_tables(angles);
+  auto got = rotary_qk(qkv, c.to(torch::kFloat32), sn.to(torch::kFloat32));
+  EXPECT_TRUE(torch::allclose(got.to(torch::kFloat64), rotary_reference(qkv, angles), 1e-5, 1e-5));
+  EXPECT_THROW(rotary_qk(qkv.narrow(4, 0, 7), c, sn), c10::Error);
+}
+
+TEST(FusedOps, CudaAddLayerNormWithAdaLNMatchesCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(23);
+  const int64_t B = 4, T = 33, d = 768;
+  auto x = torch::randn({B, T, d}), y = torch::randn({B, T, d}).to(torch::kBFloat16);
+  auto w = torch::randn({d}), b = torch::randn({d});
+  AdaLNMod m{torch::randn({B, d}).to(torch::kBFloat16), (torch::randn({B, d}) + 1).to(torch::kBFloat16),
+             torch::randn({B, d}).to(torch::kBFloat16)};
+  AdaLNMod mc{m.gate.cuda(), m.scale.cuda(), m.shift.cuda()};
+  for (bool with_y : {false, true}) {
+    auto yy = with_y ? y : torch::Tensor();
+    auto [s_ref, h_ref] = adaln_reference(x, yy, w, b, m);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);  // the output dtype without y
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    auto [s, h] = add_layer_norm(x.cuda(), with_y ? y.cuda() : torch::Tensor(), w.cuda(), b.cuda(), 1e-5, mc);
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    ASSERT_EQ(h.scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(torch::allclose(s.cpu().to(torch::kFloat64), s_ref, 1e-5, 1e-5)) << with_y;
+    auto err = (h.cpu().to(torch::kFloat64) - h_ref).abs();
+    EXPECT_LT((err / (h_ref.abs() + 1)).max().item<double>(), 1.6e-2) << with_y;  // bf16 output rounding
+  }
+}
+
+TEST(FusedOps, CudaRotaryQkMatchesCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(29);
+  auto angles = torch::rand({1024, 32}, torch::kFloat64) * 100;
+  auto [c, sn] = rotary_tables(angles);
+  for (auto dt : {torch::kFloat32, torch::kBFloat16}) {
+    auto qkv = torch::randn({3, 1024, 3, 12, 64}).to(dt);
+    auto got = rotary_qk(qkv.cuda(), c.to(dt).cuda(), sn.to(dt).cuda()).cpu().to(torch::kFloat64);
+    auto ref = rotary_reference(qkv, angles);
+    const double tol = dt == torch::kFloat32 ? 1e-5 : 3e-2;  // bf16 tables and output
+    EXPECT_LT((got - ref).abs().max().item<double>(), tol * (1 + ref.abs().max().item<double>())) << dt;
+  }
+}
+
 }  // namespace
 }  // namespace aobench::common
