@@ -121,14 +121,21 @@ torch::Tensor DDiTImpl::forward_fused(torch::Tensor x, const torch::Tensor& c, c
                                      const torch::Tensor& sin) {
   const int64_t B = x.size(0), T = x.size(1), H = cfg.n_embd, nh = cfg.n_head, d = H / nh;
   const int64_t L = static_cast<int64_t>(blocks->size());
-  // adaLN vectors, contiguous (B, H) each: per block shift/scale/gate of attention then MLP, then the final
-  // shift/scale. The scales carry their 1 +. All undefined without time conditioning (RADD).
+  // adaLN vectors (B, H) each, column slices of one Linear output per block: shift/scale/gate of attention
+  // then MLP, then the final shift/scale. The scales' 1 + rides in the Linear's bias, so a block costs one
+  // small GEMM and no elementwise pass. All undefined without time conditioning (RADD).
+  if (cfg.time_cond && (!scale_ones_[0].defined() || scale_ones_[0].device() != c.device())) {
+    for (int64_t parts : {6, 2}) {  // 1 at the scale slices (1, 4 of six; 1 of two), 0 elsewhere
+      auto ones = torch::zeros({parts, H}, torch::TensorOptions().device(c.device()));
+      for (int64_t k = 1; k < parts; k += 3) ones[k].fill_(1.0);
+      scale_ones_[parts == 6 ? 0 : 1] = ones.view({-1});
+    }
+  }
   auto split = [&](torch::nn::Linear l, int64_t parts) {
-    std::vector<torch::Tensor> v;
-    if (!cfg.time_cond) return std::vector<torch::Tensor>(parts);
-    for (auto& t : l->forward(c).view({B, parts, H}).unbind(1)) v.push_back(t.contiguous());
-    v[1] = v[1] + 1;
-    if (parts == 6) v[4] = v[4] + 1;
+    std::vector<torch::Tensor> v(parts);
+    if (!cfg.time_cond) return v;
+    auto m = F::linear(c, l->weight, l->bias + scale_ones_[parts == 6 ? 0 : 1]);  // (B, parts·H)
+    for (int64_t k = 0; k < parts; ++k) v[k] = m.narrow(1, k * H, H);
     return v;
   };
   std::vector<std::vector<torch::Tensor>> mods;

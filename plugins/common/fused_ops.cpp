@@ -73,9 +73,9 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
               " and weight ", weight.sizes(), " do not match");
   for (const auto* m : {&mod.gate, &mod.scale, &mod.shift})
     TORCH_CHECK(!m->defined() || (m->dim() == 2 && m->size(0) == x.size(0) && m->size(1) == x.size(-1) &&
-                                  m->is_contiguous()),
-                "add_layer_norm: adaLN vectors must be contiguous (B, d) = (", x.size(0), ", ", x.size(-1),
-                "), got ", m->sizes());
+                                  m->stride(1) == 1),
+                "add_layer_norm: adaLN vectors must be (B, d) = (", x.size(0), ", ", x.size(-1),
+                ") with unit column stride, got ", m->sizes());
   const auto dev = x.device().type();
   const auto out_dtype = y.defined() ? y.scalar_type()
                          : at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev)

@@ -20,8 +20,9 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols);
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,
                        const torch::Tensor& targets, int64_t vocab);
 
-// adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)); scale holds 1 + γ. Any may be
-// undefined (gate 1, scale 1, shift 0).
+// adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)), unit column stride (column
+// slices of one (B, 6d) modulation output are fine); scale holds 1 + γ. Any may be undefined (gate 1,
+// scale 1, shift 0).
 struct AdaLNMod {
   torch::Tensor gate, scale, shift;
 };

@@ -92,12 +92,13 @@ __device__ __forceinline__ float block_sum(float v, float* shm) {
 
 constexpr int kLnThreads = 256;
 
-// Per-sequence adaLN vectors, each (B, d) contiguous in Tm or null: s = x + gate[b]·y, h = LN(s)·scale[b] +
-// shift[b] with b = row / rows_per_seq (scale already holds 1 + γ).
+// Per-sequence adaLN vectors, each (B, d) with unit column stride in Tm, or null: s = x + gate[b]·y,
+// h = LN(s)·scale[b] + shift[b] with b = row / rows_per_seq (scale already holds 1 + γ). Row strides apart
+// so they can be column slices of one (B, 6d) modulation output.
 template <typename Tm>
 struct AdaLN {
   const Tm *gate = nullptr, *scale = nullptr, *shift = nullptr;
-  int64_t rows_per_seq = 1;
+  int64_t gate_stride = 0, scale_stride = 0, shift_stride = 0, rows_per_seq = 1;
 };
 
 // One block per row of d ≤ kLnThreads·kPer: s = x + y (y optional, gated) kept in registers, two-pass mean /
@@ -108,7 +109,10 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
                                       int d, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
   __shared__ float shm[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
-  const int64_t mbase = static_cast<int64_t>(blockIdx.x) / mod.rows_per_seq * d;  // this row's sequence
+  const int64_t seq = static_cast<int64_t>(blockIdx.x) / mod.rows_per_seq;  // this row's sequence
+  const Tm* gate = mod.gate ? mod.gate + seq * mod.gate_stride : nullptr;
+  const Tm* scale = mod.scale ? mod.scale + seq * mod.scale_stride : nullptr;
+  const Tm* shift = mod.shift ? mod.shift + seq * mod.shift_stride : nullptr;
   float v[kPer];
   float sum = 0.f;
 #pragma unroll
@@ -117,7 +121,7 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
     float t = 0.f;
     if (j < d) {
       t = x[base + j];
-      if (y) t += static_cast<float>(y[base + j]) * (mod.gate ? static_cast<float>(mod.gate[mbase + j]) : 1.f);
+      if (y) t += static_cast<float>(y[base + j]) * (gate ? static_cast<float>(gate[j]) : 1.f);
     }
     v[i] = t;
     sum += t;
@@ -137,32 +141,28 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
     if (j >= d) continue;
     if (s_out) s_out[base + j] = v[i];
     float o = (v[i] - mean) * rstd * w[j] + (b ? b[j] : 0.f);
-    if (mod.scale) o *= static_cast<float>(mod.scale[mbase + j]);
-    if (mod.shift) o += static_cast<float>(mod.shift[mbase + j]);
+    if (scale) o *= static_cast<float>(scale[j]);
+    if (shift) o += static_cast<float>(shift[j]);
     h_out[base + j] = static_cast<Ty>(o);
   }
 }
 
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
-// pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One thread per pair.
+// pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One block per token
+// (b, t); its threads walk the 2·nh·hd/2 pairs of that token with 32-bit index math.
 template <typename T>
 __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin_signed,
-                                 int64_t B, int64_t Tn, int64_t nh, int64_t hd, T* __restrict__ out) {
-  const int64_t half = hd / 2;
-  const int64_t pairs = 2 * B * Tn * nh * half;  // (which, b, t, head, j)
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < pairs;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t r = i;
-    const int64_t j = r % half; r /= half;
-    const int64_t head = r % nh; r /= nh;
-    const int64_t t = r % Tn; r /= Tn;
-    const int64_t b = r % B;
-    const int64_t which = r / B;  // 0 = q, 1 = k
-    const T* src = qkv + (((b * Tn + t) * 3 + which) * nh + head) * hd;
-    T* dst = out + (((which * B + b) * Tn + t) * nh + head) * hd;
+                                 int Tn, int nh, int hd, int64_t plane, T* __restrict__ out) {
+  const int64_t token = blockIdx.x;  // b·T + t
+  const int t = static_cast<int>(token % Tn), half = hd / 2, per_tensor = nh * half;
+  const T* c = cos + static_cast<int64_t>(t) * hd;
+  const T* sn = sin_signed + static_cast<int64_t>(t) * hd;
+  for (int p = threadIdx.x; p < 2 * per_tensor; p += blockDim.x) {
+    const int which = p / per_tensor, rem = p - which * per_tensor;  // 0 = q, 1 = k
+    const int head = rem / half, j = rem - head * half;
+    const T* src = qkv + (token * 3 + which) * nh * hd + head * hd;
+    T* dst = out + which * plane + token * nh * hd + head * hd;
     const float x1 = static_cast<float>(src[j]), x2 = static_cast<float>(src[j + half]);
-    const T* c = cos + t * hd;
-    const T* sn = sin_signed + t * hd;
     dst[j] = static_cast<T>(x1 * static_cast<float>(c[j]) + x2 * static_cast<float>(sn[j]));
     dst[j + half] = static_cast<T>(x2 * static_cast<float>(c[j + half]) + x1 * static_cast<float>(sn[j + half]));
   }
@@ -205,6 +205,9 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
       mod.gate = gate.defined() ? gate.data_ptr<scalar_t>() : nullptr;
       mod.scale = scale.defined() ? scale.data_ptr<scalar_t>() : nullptr;
       mod.shift = shift.defined() ? shift.data_ptr<scalar_t>() : nullptr;
+      mod.gate_stride = gate.defined() ? gate.stride(0) : 0;
+      mod.scale_stride = scale.defined() ? scale.stride(0) : 0;
+      mod.shift_stride = shift.defined() ? shift.stride(0) : 0;
       mod.rows_per_seq = std::max<int64_t>(rows_per_seq, 1);
       auto launch = [&](auto per) {
         add_layer_norm_kernel<Ty, scalar_t, decltype(per)::value>
@@ -230,14 +233,13 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
   const c10::cuda::CUDAGuard guard(qkv.device());
   const int64_t B = qkv.size(0), Tn = qkv.size(1), nh = qkv.size(3), hd = qkv.size(4);
   auto out = torch::empty({2, B, Tn, nh, hd}, qkv.options());
-  const int64_t pairs = 2 * B * Tn * nh * (hd / 2);
-  if (pairs == 0) return out;
-  const int threads = 256;
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((pairs + threads - 1) / threads, 65535 * 16));
+  const int64_t tokens = B * Tn;
+  if (tokens == 0 || nh * hd == 0) return out;
+  TORCH_CHECK(tokens <= 0x7fffffff && 3 * nh * hd <= 0x7fffffff, "rotary_qk: shape too large ", qkv.sizes());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qkv.scalar_type(), "rotary_qk", [&] {
-    rotary_qk_kernel<scalar_t><<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(), B, Tn, nh, hd,
-        out.data_ptr<scalar_t>());
+    rotary_qk_kernel<scalar_t><<<static_cast<unsigned>(tokens), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(), static_cast<int>(Tn),
+        static_cast<int>(nh), static_cast<int>(hd), tokens * nh * hd, out.data_ptr<scalar_t>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
