@@ -7,7 +7,7 @@ namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
 // fused_ops_cuda.cu
-torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols);
+torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows);
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                   const torch::Tensor& bias);
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
@@ -27,16 +27,18 @@ bool needs_grad(std::initializer_list<torch::Tensor> ts) {
 }
 }  // namespace
 
-torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols) {
+torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
               "row_logsumexp: x must be (N, V) with unit column stride, got sizes ", x.sizes(), " strides ",
               x.strides());
   TORCH_CHECK(cols >= 1 && cols <= x.size(1), "row_logsumexp: cols=", cols, " outside [1, ", x.size(1), "]");
+  TORCH_CHECK(!rows.defined() || rows.dim() == 1, "row_logsumexp: rows must be 1-D, got ", rows.sizes());
 #ifdef AOBENCH_FUSED_CUDA
   // The kernel has no backward: a differentiable call takes the LibTorch expression below.
-  if (x.is_cuda() && !needs_grad({x})) return row_logsumexp_cuda(x, cols);
+  if (x.is_cuda() && !needs_grad({x})) return row_logsumexp_cuda(x, cols, rows);
 #endif
-  return torch::logsumexp(x.narrow(1, 0, cols).to(torch::kFloat32), 1);
+  const auto& sel = rows.defined() ? x.index_select(0, rows) : x;
+  return torch::logsumexp(sel.narrow(1, 0, cols).to(torch::kFloat32), 1);
 }
 
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,

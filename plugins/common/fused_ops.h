@@ -10,9 +10,10 @@
 
 namespace aobench::common {
 
-// log Σ_{j<cols} exp(x[i, j]) per row, float32 (N). x (N, ≥cols) float/bf16/half with unit column
-// stride (the padded head columns beyond `cols` are never read). Statistics are kept in fp32.
-torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols);
+// log Σ_{j<cols} exp(x[i, j]) per row, float32 (N), or per listed row: (n) for rows (n) int64. x (N, ≥cols)
+// float/bf16/half with unit column stride (the padded head columns beyond `cols` are never read).
+// Statistics are kept in fp32.
+torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows = {});
 
 // −log softmax(h·Wᵀ + b)[target] over the first `vocab` columns, float64 (N). h (N, d); weight (V_pad, d);
 // bias (V_pad) or undefined; targets (N) long. The head runs on chunks of rows, so only a (chunk, V_pad)

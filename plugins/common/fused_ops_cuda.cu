@@ -29,8 +29,8 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
 
 template <typename T>
 __global__ void row_logsumexp_kernel(const T* __restrict__ x, int64_t row_stride, int64_t cols,
-                                     float* __restrict__ out) {
-  const T* row = x + static_cast<int64_t>(blockIdx.x) * row_stride;
+                                     const int64_t* __restrict__ rows, float* __restrict__ out) {
+  const T* row = x + (rows ? rows[blockIdx.x] : static_cast<int64_t>(blockIdx.x)) * row_stride;
   float m = -INFINITY, s = 0.f;
   bool nan_seen = false;
   constexpr int kVec = 16 / sizeof(T);  // elements per 16-byte load
@@ -150,21 +150,36 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
 // pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One block per token
 // (b, t); its threads walk the 2·nh·hd/2 pairs of that token with 32-bit index math.
-template <typename T>
+template <typename T, int kV>
+struct alignas(sizeof(T) * kV) Pack {
+  T v[kV];
+};
+
+template <typename T, int kV>
 __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin_signed,
                                  int Tn, int nh, int hd, int64_t plane, T* __restrict__ out) {
+  using P = Pack<T, kV>;
   const int64_t token = blockIdx.x;  // b·T + t
-  const int t = static_cast<int>(token % Tn), half = hd / 2, per_tensor = nh * half;
+  const int t = static_cast<int>(token % Tn), half = hd / 2, per_tensor = nh * half / kV;  // packs per q or k
   const T* c = cos + static_cast<int64_t>(t) * hd;
   const T* sn = sin_signed + static_cast<int64_t>(t) * hd;
   for (int p = threadIdx.x; p < 2 * per_tensor; p += blockDim.x) {
     const int which = p / per_tensor, rem = p - which * per_tensor;  // 0 = q, 1 = k
-    const int head = rem / half, j = rem - head * half;
+    const int head = rem / (half / kV), j = (rem - head * (half / kV)) * kV;
     const T* src = qkv + (token * 3 + which) * nh * hd + head * hd;
     T* dst = out + which * plane + token * nh * hd + head * hd;
-    const float x1 = static_cast<float>(src[j]), x2 = static_cast<float>(src[j + half]);
-    dst[j] = static_cast<T>(x1 * static_cast<float>(c[j]) + x2 * static_cast<float>(sn[j]));
-    dst[j + half] = static_cast<T>(x2 * static_cast<float>(c[j + half]) + x1 * static_cast<float>(sn[j + half]));
+    const P x1 = *reinterpret_cast<const P*>(src + j), x2 = *reinterpret_cast<const P*>(src + j + half);
+    const P c1 = *reinterpret_cast<const P*>(c + j), c2 = *reinterpret_cast<const P*>(c + j + half);
+    const P s1 = *reinterpret_cast<const P*>(sn + j), s2 = *reinterpret_cast<const P*>(sn + j + half);
+    P o1, o2;
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      const float a = static_cast<float>(x1.v[k]), b = static_cast<float>(x2.v[k]);
+      o1.v[k] = static_cast<T>(a * static_cast<float>(c1.v[k]) + b * static_cast<float>(s1.v[k]));
+      o2.v[k] = static_cast<T>(b * static_cast<float>(c2.v[k]) + a * static_cast<float>(s2.v[k]));
+    }
+    *reinterpret_cast<P*>(dst + j) = o1;
+    *reinterpret_cast<P*>(dst + j + half) = o2;
   }
 }
 
@@ -237,24 +252,33 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
   if (tokens == 0 || nh * hd == 0) return out;
   TORCH_CHECK(tokens <= 0x7fffffff && 3 * nh * hd <= 0x7fffffff, "rotary_qk: shape too large ", qkv.sizes());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qkv.scalar_type(), "rotary_qk", [&] {
-    rotary_qk_kernel<scalar_t><<<static_cast<unsigned>(tokens), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
-        qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(), static_cast<int>(Tn),
-        static_cast<int>(nh), static_cast<int>(hd), tokens * nh * hd, out.data_ptr<scalar_t>());
+    // Four elements per load where the half head dim allows it (every pack then stays 4-element aligned).
+    auto launch = [&](auto vec) {
+      rotary_qk_kernel<scalar_t, decltype(vec)::value>
+          <<<static_cast<unsigned>(tokens), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+              qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(),
+              static_cast<int>(Tn), static_cast<int>(nh), static_cast<int>(hd), tokens * nh * hd,
+              out.data_ptr<scalar_t>());
+    };
+    if ((hd / 2) % 4 == 0) launch(std::integral_constant<int, 4>());
+    else launch(std::integral_constant<int, 1>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 
-torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols) {
+torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {
   const c10::cuda::CUDAGuard guard(x.device());
-  const int64_t N = x.size(0);
+  const int64_t N = rows.defined() ? rows.size(0) : x.size(0);
+  const auto rows_l = rows.defined() ? rows.to(x.device(), torch::kLong).contiguous() : rows;
   auto out = torch::empty({N}, x.options().dtype(torch::kFloat32));
   if (N == 0) return out;
   TORCH_CHECK(N <= 0x7fffffff, "row_logsumexp: too many rows (", N, ")");
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "row_logsumexp", [&] {
     row_logsumexp_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
-        x.data_ptr<scalar_t>(), x.stride(0), cols, out.data_ptr<float>());
+        x.data_ptr<scalar_t>(), x.stride(0), cols, rows_l.defined() ? rows_l.data_ptr<int64_t>() : nullptr,
+        out.data_ptr<float>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;

@@ -33,6 +33,9 @@ TEST(FusedOps, RowLogSumExpChecksItsArguments) {
   EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}).t(), 2), c10::Error);            // column stride ≠ 1
   auto x = torch::tensor({{0.0, std::log(3.0), 100.0}}, torch::kFloat32);
   EXPECT_NEAR(row_logsumexp(x, 2).item<float>(), std::log(4.0), 1e-6);             // column 2 is never read
+  auto y = torch::randn({6, 9});
+  auto rows = torch::tensor({4, 0, 4}, torch::kLong);
+  EXPECT_TRUE(torch::allclose(row_logsumexp(y, 9, rows), torch::logsumexp(y, 1).index_select(0, rows)));
 }
 
 TEST(FusedOps, RowLogSumExpKeepsAGradientPath) {
@@ -56,6 +59,9 @@ TEST(FusedOps, CudaRowLogSumExpMatchesCpu) {
       auto got = row_logsumexp(x.cuda(), sh[2]).cpu().to(torch::kFloat64);
       EXPECT_TRUE(torch::allclose(got, ref, 1e-5, 1e-4))
           << dt << " " << sh[0] << "x" << sh[1] << ": max err " << (got - ref).abs().max().item<double>();
+      auto rows = torch::randint(0, sh[0], {2 * sh[0] + 1}, torch::kLong);  // repeats allowed
+      auto got_rows = row_logsumexp(x.cuda(), sh[2], rows.cuda()).cpu().to(torch::kFloat64);
+      EXPECT_TRUE(torch::allclose(got_rows, ref.index_select(0, rows), 1e-5, 1e-4)) << dt << " rows";
     }
     // −inf entries and an all −inf row; a NaN anywhere makes the row NaN.
     auto x = torch::randn({4, 300}).to(dt);
@@ -202,12 +208,18 @@ TEST(FusedOps, CudaRotaryQkMatchesCpu) {
   torch::manual_seed(29);
   auto angles = torch::rand({1024, 32}, torch::kFloat64) * 100;
   auto [c, sn] = rotary_tables(angles);
+  auto angles6 = torch::rand({50, 3}, torch::kFloat64) * 100;  // head dim 6: the one-element path
+  auto [c6, sn6] = rotary_tables(angles6);
   for (auto dt : {torch::kFloat32, torch::kBFloat16}) {
+    const double tol = dt == torch::kFloat32 ? 1e-5 : 3e-2;  // bf16 tables and output
     auto qkv = torch::randn({3, 1024, 3, 12, 64}).to(dt);
     auto got = rotary_qk(qkv.cuda(), c.to(dt).cuda(), sn.to(dt).cuda()).cpu().to(torch::kFloat64);
     auto ref = rotary_reference(qkv, angles);
-    const double tol = dt == torch::kFloat32 ? 1e-5 : 3e-2;  // bf16 tables and output
     EXPECT_LT((got - ref).abs().max().item<double>(), tol * (1 + ref.abs().max().item<double>())) << dt;
+    auto qkv6 = torch::randn({2, 50, 3, 5, 6}).to(dt);
+    auto got6 = rotary_qk(qkv6.cuda(), c6.to(dt).cuda(), sn6.to(dt).cuda()).cpu().to(torch::kFloat64);
+    auto ref6 = rotary_reference(qkv6, angles6);
+    EXPECT_LT((got6 - ref6).abs().max().item<double>(), tol * (1 + ref6.abs().max().item<double>())) << dt;
   }
 }
 

@@ -136,11 +136,11 @@ class SeddPlugin : public ModelPlugin {
     auto flat = logits.reshape({B * T, V + 1});                             // (B·T, V+1), a view
     auto idx = masked.reshape({-1}).nonzero().squeeze(1);                   // (n) masked rows
     auto b = idx.div(T, "floor");                                           // (n) their sequences
-    // Training differentiates through the gathered masked rows; evaluation reads every row once in the
-    // fused logsumexp (cheaper than gathering half of them) and keeps the masked ones.
+    // Only the masked rows are read: by index in the fused kernel (evaluation), through a gather that
+    // autograd can follow (training).
     const bool grad = torch::GradMode::is_enabled() && logits.requires_grad();
     auto lse = grad ? common::row_logsumexp(flat.index_select(0, idx), V)
-                    : common::row_logsumexp(flat, V).index_select(0, idx);  // (n) fp32
+                    : common::row_logsumexp(flat, V, idx);  // (n) fp32
     auto z_a = flat.index({idx, tokens.reshape({-1}).index_select(0, idx)});  // (n) target logits
     auto se = score_entropy(lse, z_a, sigma_d.index_select(0, b), V);       // (n)
     auto contrib = torch::zeros({B * T}, logits.options().dtype(torch::kFloat32))
