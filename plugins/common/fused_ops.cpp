@@ -83,11 +83,9 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                          : at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev)
                                                                   : x.scalar_type();
 #ifdef AOBENCH_FUSED_CUDA
-  bool one_mod_dtype = true;  // the kernel reads gate, scale and shift as one type
-  for (const auto* m : {&mod.gate, &mod.scale, &mod.shift})
-    for (const auto* o : {&mod.gate, &mod.scale, &mod.shift})
-      one_mod_dtype &= !m->defined() || !o->defined() || m->scalar_type() == o->scalar_type();
-  if (x.is_cuda() && !needs_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && one_mod_dtype &&
+  bool mod_dtype = true;  // the kernel reads gate, scale and shift in the output's dtype
+  for (const auto* m : {&mod.gate, &mod.scale, &mod.shift}) mod_dtype &= !m->defined() || m->scalar_type() == out_dtype;
+  if (x.is_cuda() && !needs_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && mod_dtype &&
       add_layer_norm_cuda_supports(x, y.defined() ? y : x, weight, bias))
   {
     auto r = add_layer_norm_cuda(x, y, weight, bias, eps, mod.gate, mod.scale, mod.shift, out_dtype, y.defined());

@@ -92,6 +92,11 @@ __device__ __forceinline__ float block_sum(float v, float* shm) {
 
 constexpr int kLnThreads = 256;
 
+template <typename T, int kV>
+struct alignas(sizeof(T) * kV) Pack {
+  T v[kV];
+};
+
 // Per-sequence adaLN vectors, each (B, d) with unit column stride in Tm, or null: s = x + gate[b]·y,
 // h = LN(s)·scale[b] + shift[b] with b = row / rows_per_seq (scale already holds 1 + γ). Row strides apart
 // so they can be column slices of one (B, 6d) modulation output.
@@ -147,14 +152,75 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
   }
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// The same step for d = 128·kChunks: one warp per row, each lane 4 consecutive elements per chunk with
+// 16-byte fp32 and 4-element loads, reductions within the warp only (no block barriers). Eight rows per block.
+template <typename Ty, int kChunks>
+__global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
+                                           const float* __restrict__ w, const float* __restrict__ b,
+                                           AdaLN<Ty> mod, int64_t rows, float eps, float* __restrict__ s_out,
+                                           Ty* __restrict__ h_out) {
+  using P = Pack<Ty, 4>;
+  constexpr int d = kChunks * 128;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t base = row * d, seq = row / mod.rows_per_seq;
+  const Ty* gate = mod.gate ? mod.gate + seq * mod.gate_stride : nullptr;
+  const Ty* scale = mod.scale ? mod.scale + seq * mod.scale_stride : nullptr;
+  const Ty* shift = mod.shift ? mod.shift + seq * mod.shift_stride : nullptr;
+  float v[kChunks][4];
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int j = c * 128 + lane * 4;
+    const float4 xv = *reinterpret_cast<const float4*>(x + base + j);
+    v[c][0] = xv.x, v[c][1] = xv.y, v[c][2] = xv.z, v[c][3] = xv.w;
+    if (y) {
+      const P yv = *reinterpret_cast<const P*>(y + base + j);
+      P g;
+      if (gate) g = *reinterpret_cast<const P*>(gate + j);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[c][k] += static_cast<float>(yv.v[k]) * (gate ? static_cast<float>(g.v[k]) : 1.f);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sum += v[c][k];
+  }
+  const float mean = warp_sum(sum) / d;
+  float sq = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+  const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int j = c * 128 + lane * 4;
+    if (s_out) *reinterpret_cast<float4*>(s_out + base + j) = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
+    const float4 wv = *reinterpret_cast<const float4*>(w + j);
+    const float4 bv = b ? *reinterpret_cast<const float4*>(b + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float wk[4] = {wv.x, wv.y, wv.z, wv.w}, bk[4] = {bv.x, bv.y, bv.z, bv.w};
+    P sc, sh, o;
+    if (scale) sc = *reinterpret_cast<const P*>(scale + j);
+    if (shift) sh = *reinterpret_cast<const P*>(shift + j);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float t = (v[c][k] - mean) * rstd * wk[k] + bk[k];
+      if (scale) t *= static_cast<float>(sc.v[k]);
+      if (shift) t += static_cast<float>(sh.v[k]);
+      o.v[k] = static_cast<Ty>(t);
+    }
+    *reinterpret_cast<P*>(h_out + base + j) = o;
+  }
+}
+
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
 // pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One block per token
 // (b, t); its threads walk the 2·nh·hd/2 pairs of that token with 32-bit index math.
-template <typename T, int kV>
-struct alignas(sizeof(T) * kV) Pack {
-  T v[kV];
-};
-
 template <typename T, int kV>
 __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin_signed,
                                  int Tn, int nh, int hd, int64_t plane, T* __restrict__ out) {
@@ -211,30 +277,57 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
   const auto stream = at::cuda::getCurrentCUDAStream();
   const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
   const torch::Tensor& any_mod = gate.defined() ? gate : scale.defined() ? scale : shift;
-  const auto mod_type = any_mod.defined() ? any_mod.scalar_type() : h.scalar_type();
   const int64_t rows_per_seq = any_mod.defined() ? rows / any_mod.size(0) : rows;
+  // The warp kernel needs d = 128·k (k ≤ 8) and 16-byte (fp32) / 4-element aligned rows everywhere.
+  auto aligned = [](const torch::Tensor& t, int64_t bytes) {
+    return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
+  };
+  const int64_t pack = 4 * static_cast<int64_t>(h.element_size());
+  const bool warp_path = d % 128 == 0 && d <= 1024 && aligned(x, 16) && aligned(weight, 16) && aligned(bias, 16) &&
+                         aligned(s, 16) && aligned(y, pack) && aligned(h, pack) && aligned(gate, pack) &&
+                         aligned(scale, pack) && aligned(shift, pack) &&
+                         (!gate.defined() || gate.stride(0) % 4 == 0) && (!scale.defined() || scale.stride(0) % 4 == 0) &&
+                         (!shift.defined() || shift.stride(0) % 4 == 0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, h.scalar_type(), "add_layer_norm", [&] {
-    using Ty = scalar_t;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, mod_type, "add_layer_norm_mod", [&] {
-      AdaLN<scalar_t> mod;
-      mod.gate = gate.defined() ? gate.data_ptr<scalar_t>() : nullptr;
-      mod.scale = scale.defined() ? scale.data_ptr<scalar_t>() : nullptr;
-      mod.shift = shift.defined() ? shift.data_ptr<scalar_t>() : nullptr;
-      mod.gate_stride = gate.defined() ? gate.stride(0) : 0;
-      mod.scale_stride = scale.defined() ? scale.stride(0) : 0;
-      mod.shift_stride = shift.defined() ? shift.stride(0) : 0;
-      mod.rows_per_seq = std::max<int64_t>(rows_per_seq, 1);
-      auto launch = [&](auto per) {
-        add_layer_norm_kernel<Ty, scalar_t, decltype(per)::value>
-            <<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(
-                x.data_ptr<float>(), y.defined() ? y.data_ptr<Ty>() : nullptr, weight.data_ptr<float>(), b, mod,
-                static_cast<int>(d), static_cast<float>(eps), want_sum ? s.data_ptr<float>() : nullptr,
-                h.data_ptr<Ty>());
+    AdaLN<scalar_t> mod;  // the adaLN vectors have h's dtype (add_layer_norm checks)
+    mod.gate = gate.defined() ? gate.data_ptr<scalar_t>() : nullptr;
+    mod.scale = scale.defined() ? scale.data_ptr<scalar_t>() : nullptr;
+    mod.shift = shift.defined() ? shift.data_ptr<scalar_t>() : nullptr;
+    mod.gate_stride = gate.defined() ? gate.stride(0) : 0;
+    mod.scale_stride = scale.defined() ? scale.stride(0) : 0;
+    mod.shift_stride = shift.defined() ? shift.stride(0) : 0;
+    mod.rows_per_seq = std::max<int64_t>(rows_per_seq, 1);
+    const scalar_t* yp = y.defined() ? y.data_ptr<scalar_t>() : nullptr;
+    float* sp = want_sum ? s.data_ptr<float>() : nullptr;
+    if (warp_path) {
+      auto launch = [&](auto chunks) {
+        constexpr int kRowsPerBlock = 8;
+        add_layer_norm_warp_kernel<scalar_t, decltype(chunks)::value>
+            <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0, stream>>>(
+                x.data_ptr<float>(), yp, weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp,
+                h.data_ptr<scalar_t>());
       };
-      if (d <= 4 * kLnThreads) launch(std::integral_constant<int, 4>());
-      else if (d <= 8 * kLnThreads) launch(std::integral_constant<int, 8>());
-      else launch(std::integral_constant<int, 16>());
-    });
+      switch (d / 128) {
+        case 1: launch(std::integral_constant<int, 1>()); break;
+        case 2: launch(std::integral_constant<int, 2>()); break;
+        case 3: launch(std::integral_constant<int, 3>()); break;
+        case 4: launch(std::integral_constant<int, 4>()); break;
+        case 5: launch(std::integral_constant<int, 5>()); break;
+        case 6: launch(std::integral_constant<int, 6>()); break;
+        case 7: launch(std::integral_constant<int, 7>()); break;
+        default: launch(std::integral_constant<int, 8>()); break;
+      }
+      return;
+    }
+    auto launch = [&](auto per) {
+      add_layer_norm_kernel<scalar_t, scalar_t, decltype(per)::value>
+          <<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(x.data_ptr<float>(), yp, weight.data_ptr<float>(),
+                                                                   b, mod, static_cast<int>(d),
+                                                                   static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
+    };
+    if (d <= 4 * kLnThreads) launch(std::integral_constant<int, 4>());
+    else if (d <= 8 * kLnThreads) launch(std::integral_constant<int, 8>());
+    else launch(std::integral_constant<int, 16>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {s, h};

@@ -110,7 +110,7 @@ TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(13);
   for (auto dt : {torch::kBFloat16, torch::kFloat32}) {
-    for (int64_t d : {64, 768, 1000, 1600, 4096}) {
+    for (int64_t d : {64, 384, 768, 1000, 1024, 1600, 4096}) {  // warp kernel: 384, 768, 1024
       for (bool with_bias : {false, true}) {
         auto x = torch::randn({300, d}) * 3 + 1, y = torch::randn({300, d}).to(dt);
         auto w = torch::randn({d}), b = with_bias ? torch::randn({d}) : torch::Tensor();
