@@ -72,19 +72,41 @@ void print_kernel_profile(const std::string& label, Fn fn) {
                 rows[i].first.c_str());
 }
 
+// Times each benchmark iteration of fn() on the GPU with CUDA events (UseManualTime).
+template <typename Fn>
+void time_on_gpu(benchmark::State& state, torch::Device dev, Fn fn) {
+  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  for (auto _ : state) {
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    start.record(impl->getStream(dev));
+    fn();
+    stop.record(impl->getStream(dev));
+    stop.synchronize();
+    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
+  }
+}
+
+// The plugin and flavour of AOBENCH_BENCH_PLUGIN / AOBENCH_BENCH_FLAVOUR, built on `dev`.
+std::unique_ptr<aobench::ModelPlugin> bench_model(torch::Device dev, std::string& label) {
+  const std::string plugin = env_or("AOBENCH_BENCH_PLUGIN", "sedd");
+  const std::string flavour = env_or("AOBENCH_BENCH_FLAVOUR", "small");
+  auto model = aobench::PluginRegistry::instance().create(plugin);
+  model->configure(aobench::flavour_defaults(plugin, flavour));
+  model->build(dev);
+  label = plugin + "/" + flavour;
+  return model;
+}
+
 void BM_PluginForward(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU forwards");
     return;
   }
-  const std::string plugin = env_or("AOBENCH_BENCH_PLUGIN", "sedd");
-  const std::string flavour = env_or("AOBENCH_BENCH_FLAVOUR", "small");
   const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "32"));
   const torch::Device dev(torch::kCUDA, 0);
-
-  auto model = aobench::PluginRegistry::instance().create(plugin);
-  model->configure(aobench::flavour_defaults(plugin, flavour));
-  model->build(dev);
+  std::string label;
+  auto model = bench_model(dev, label);
   model->module().eval();
   const int64_t T = model->block_size();
   auto tokens = torch::randint(0, model->vocab_size(), {B, T}, torch::TensorOptions().dtype(torch::kLong).device(dev));
@@ -102,26 +124,17 @@ void BM_PluginForward(benchmark::State& state) {
       model->log_prob(tokens, order, gen);
     }
   };
-  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
   restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
   for (int i = 0; i < 3; ++i) forward();  // warm-up: kernels, caches, rotary tables
   torch::cuda::synchronize();
-  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(plugin + "/" + flavour, forward);
-  for (auto _ : state) {
-    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    start.record(impl->getStream(dev));
-    forward();
-    stop.record(impl->getStream(dev));
-    stop.synchronize();
-    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
-  }
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label, forward);
+  time_on_gpu(state, dev, forward);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
   const double fwd_flops = model->flops_per_token(T) / 3.0 * double(B * T);
   state.counters["TFLOP/s"] = benchmark::Counter(fwd_flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fwd_GFLOP"] = fwd_flops / 1e9;
-  state.SetLabel(plugin + "/" + flavour + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
 BENCHMARK(BM_PluginForward)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
@@ -136,21 +149,17 @@ void BM_PluginTrainStep(benchmark::State& state) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
     return;
   }
-  const std::string plugin = env_or("AOBENCH_BENCH_PLUGIN", "sedd");
-  const std::string flavour = env_or("AOBENCH_BENCH_FLAVOUR", "small");
   const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
   const torch::Device dev(torch::kCUDA, 0);
-
-  auto model = aobench::PluginRegistry::instance().create(plugin);
-  model->configure(aobench::flavour_defaults(plugin, flavour));
-  model->build(dev);
+  std::string label;
+  auto model = bench_model(dev, label);
   model->module().train();
   const int64_t T = model->block_size();
   auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
   aobench::TrainBatch batch;
   batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
   if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
-    batch.order = plugin == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
+    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
                                   : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
   at::Generator gen = at::detail::createCPUGenerator(0);
   auto step = [&] {
@@ -162,24 +171,15 @@ void BM_PluginTrainStep(benchmark::State& state) {
     loss.backward();
     for (auto& p : model->module().parameters()) p.mutable_grad() = torch::Tensor();
   };
-  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
   restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
   for (int i = 0; i < 3; ++i) step();
   torch::cuda::synchronize();
-  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(plugin + "/" + flavour + " train", step);
-  for (auto _ : state) {
-    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    start.record(impl->getStream(dev));
-    step();
-    stop.record(impl->getStream(dev));
-    stop.synchronize();
-    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
-  }
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " train", step);
+  time_on_gpu(state, dev, step);
   state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(plugin + "/" + flavour + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
 // The device's measured bf16 GEMM peak (8192³, the shape cuBLAS runs fastest): the denominator of a FLOP
@@ -194,16 +194,7 @@ void BM_Bf16MatmulPeak(benchmark::State& state) {
   auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts), c = torch::empty({n, n}, opts);
   for (int i = 0; i < 5; ++i) torch::mm_out(c, a, b);
   torch::cuda::synchronize();
-  auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-  for (auto _ : state) {
-    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
-    start.record(impl->getStream(a.device()));
-    torch::mm_out(c, a, b);
-    stop.record(impl->getStream(a.device()));
-    stop.synchronize();
-    state.SetIterationTime(start.elapsedTime(stop) / 1e3);
-  }
+  time_on_gpu(state, a.device(), [&] { torch::mm_out(c, a, b); });
   state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e12, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Bf16MatmulPeak)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(50)->Repetitions(3)
