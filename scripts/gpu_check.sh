@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
+#                                    ensemble_sigma
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -132,6 +133,29 @@ phase_ensemble() {  # ao_gpt tiny + timed M ∈ {1,2,4,8} ensemble on WikiText-2
     | grep -vE "^step [0-9]+/" | tee "$OUT/ensemble.log"
   echo "ensemble phase: ${SECONDS} s" | tee -a "$OUT/ensemble.log"
   tar czf "$OUT/ensemble_runs.tgz" --exclude=checkpoints --exclude=data runs/ensemble_tiny
+}
+
+phase_ensemble_sigma() {  # σ-GPT tiny with ensemble_tiny.json's data and optimiser (uniform random orders), same timed ensemble
+  ensure_libs
+  local d=runs/ensemble_sigma; mkdir -p $d
+  python3 - <<'PY' > $d/config.json
+import json
+e = json.load(open("configs/experiments/ensemble_tiny.json"))
+c = e["common"]
+c["model"] = {"plugin": "sigma_gpt", "flavour": "tiny"}
+c["train"]["order"]["kind"] = "random"
+c["train"]["out_dir"] = "runs/ensemble_sigma/sigma_gpt"
+print(json.dumps(c, indent=1))
+PY
+  SECONDS=0
+  $A train --config $d/config.json 2>&1 | grep -E "val loss|done|error" | tee "$OUT/ensemble_sigma.log"
+  for mode in '--set eval.mode=l2r' '--set eval.mode=ensemble --set eval.ensemble=[1,2,4,8] --set eval.batch_size=64'; do
+    # shellcheck disable=SC2086
+    $A eval --run $d/sigma_gpt --data wikitext2=runs/ensemble_tiny/data/wikitext2.bin --set eval.first_token=skip \
+      $mode 2>&1 | tee -a "$OUT/ensemble_sigma.log"
+  done
+  echo "ensemble_sigma phase: ${SECONDS} s" | tee -a "$OUT/ensemble_sigma.log"
+  cp $d/sigma_gpt/results.json $d/sigma_gpt/metrics.jsonl "$OUT/" 2>/dev/null || true
 }
 
 for p in "$@"; do
