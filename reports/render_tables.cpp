@@ -77,6 +77,15 @@ std::string tex_escape(const std::string& s) {
   return out;
 }
 
+// "ppl_m8" → ("ppl", 8): a context-order ensemble member of `ppl`; anything else → ("", 0).
+std::pair<std::string, int64_t> ensemble_member(const std::string& metric) {
+  const auto pos = metric.rfind("_m");
+  if (pos == std::string::npos || pos == 0 || pos + 2 >= metric.size()) return {"", 0};
+  for (size_t i = pos + 2; i < metric.size(); ++i)
+    if (metric[i] < '0' || metric[i] > '9') return {"", 0};
+  return {metric.substr(0, pos), std::stoll(metric.substr(pos + 2))};
+}
+
 }  // namespace
 
 std::string render_markdown(const Results& r) {
@@ -86,7 +95,45 @@ std::string render_markdown(const Results& r) {
   for (const auto& [name, run] : r.runs)
     md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | "
        << run.params << " | " << run.steps << " | " << run.tokens << " |\n";
-  for (const auto& [metric, fam] : families(r)) {
+  const auto fams = families(r);
+  // Ensemble sizes of one base metric side by side: base → M → member family.
+  std::map<std::string, std::map<int64_t, const Family*>> ensembles;
+  for (const auto& [metric, fam] : fams) {
+    auto [base, m] = ensemble_member(metric);
+    if (m > 0) ensembles[base][m] = &fam;
+  }
+  std::ostringstream ens;  // rendered after the single-size tables
+  for (const auto& [base, members] : ensembles) {
+    const bool higher = members.begin()->second->higher_is_better;
+    std::set<std::string> datasets, protocols;
+    for (const auto& [m, fam] : members) {
+      datasets.insert(fam->datasets.begin(), fam->datasets.end());
+      protocols.insert(fam->protocols.begin(), fam->protocols.end());
+    }
+    ens << "\n## " << base << ", context-order ensembles of M members"
+        << (higher ? " (higher is better)" : " (lower is better)") << "\n\n| run |";
+    for (const auto& d : datasets)
+      for (const auto& [m, fam] : members) ens << " " << (d.empty() ? "" : d + " ") << "M=" << m << " |";
+    ens << "\n|---|";
+    for (size_t i = 0; i < datasets.size() * members.size(); ++i) ens << "---:|";
+    ens << "\n";
+    for (const auto& [name, run] : r.runs) {
+      bool any = false;
+      std::ostringstream row;
+      row << "| " << name << " |";
+      for (const auto& d : datasets)
+        for (const auto& [m, fam] : members) {
+          const MetricValue* v = find_metric(run, d, base + "_m" + std::to_string(m));
+          any |= v != nullptr;
+          row << " " << (v ? cell(*v, "≤ ", " ± ") : "") << " |";
+        }
+      if (any) ens << row.str() << "\n";
+    }
+    ens << "\n";
+    for (const auto& p : protocols) ens << "- " << p << "\n";
+  }
+  for (const auto& [metric, fam] : fams) {
+    if (ensemble_member(metric).second > 0) continue;  // in its ensemble table (ens)
     md << "\n## " << metric << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << "\n\n";
     md << "| run |";
     for (const auto& d : fam.datasets) md << " " << (d.empty() ? "-" : d) << " |";
@@ -109,6 +156,7 @@ std::string render_markdown(const Results& r) {
       for (const auto& p : fam.protocols) md << "- " << p << "\n";
     }
   }
+  md << ens.str();
   // Finding 5 (AO-GPT paper): an any-order model must learn order-dependent conditionals, far more than
   // the order-invariant ones a masked-diffusion encoder needs.
   const bool any_order = std::any_of(r.runs.begin(), r.runs.end(), [](const auto& kv) {

@@ -92,6 +92,22 @@ TEST(ResultsTest, MarkdownMarksBoundsAndStderr) {
   EXPECT_EQ(render_markdown(ar_only).find("(finding 5)"), std::string::npos);
 }
 
+TEST(ResultsTest, MarkdownPutsEnsembleSizesSideBySide) {
+  Results r = sample_results();
+  auto& run = r.runs.at("gpt_small");
+  for (int m : {1, 2, 8})
+    run.metrics["wikitext2/ppl_m" + std::to_string(m)] =
+        MetricValue{100.0 - m, 1.5, 40, false, false, "context-order ensemble M=" + std::to_string(m)};
+  run.metrics["wikitext2/ppl_map"] = MetricValue{7.0, std::nullopt, 0, false, false, ""};  // not a member
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## ppl, context-order ensembles of M members (lower is better)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| run | wikitext2 M=1 | wikitext2 M=2 | wikitext2 M=8 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt_small | 99 ± 1.5 | 98 ± 1.5 | 92 ± 1.5 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## ppl_m2"), std::string::npos) << md;  // no table per size
+  EXPECT_NE(md.find("## ppl_map (lower is better)"), std::string::npos) << md;
+  EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
+}
+
 TEST(ResultsTest, CsvIsFlatOneRowPerMetric) {
   const std::string csv = render_csv(sample_results());
   EXPECT_EQ(csv.rfind("run,plugin,flavour,paradigm,dataset,metric,value,stderr,n,is_bound,higher_is_better,"
