@@ -75,9 +75,13 @@ TEST(Checkpoint, CorruptionIsDetectedAndNamesTheFile) {
   const std::string ck = save_checkpoint(dir.path.string(), 5, make_data(*net, 5), 0);
   const std::string victim = ck + "/model.safetensors";
   {
+    // Flip every bit of one data byte: always a change (writing a fixed value was a no-op whenever the
+    // random weights already held it there).
     std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-3, std::ios::end);
+    const char byte = static_cast<char>(f.get());
     f.seekp(-3, std::ios::end);
-    f.put('\x7f');
+    f.put(static_cast<char>(~byte));
   }
   try {
     load_checkpoint(ck);
