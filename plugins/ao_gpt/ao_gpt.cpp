@@ -19,6 +19,7 @@ namespace {
 
 using common::KVCache;
 using common::Slots;
+using common::linear2d;
 
 enum class Injection { kAdaLN, kInput, kEveryBlock, kPerBlock };
 
@@ -29,31 +30,6 @@ struct AoConfig {
   Injection injection = Injection::kAdaLN;
   int64_t padded_vocab() const { return common::padded_vocab(vocab_size); }
 };
-
-// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
-// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
-// `bias` overrides the layer's own (adaLN folds its constant +1 of the scales in there).
-torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {}) {
-  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), l->weight,
-                                         bias.defined() ? bias : l->bias);  // (N, out)
-  auto shape = x.sizes().vec();
-  shape.back() = y.size(-1);
-  return y.view(shape);
-}
-
-// Bias of an adaLN Linear whose output is `parts` chunks (shift, scale, gate, …) of width d, with 1 added to
-// every scale chunk (1, 4 of six; 1 of two), so ln(x)·(1+γ)+β is one addcmul. (parts·d). `ones` caches
-// the constant (built on first use, rebuilt if the weights move to another device or dtype).
-torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {
-  const auto& w = l->weight;
-  if (!ones.defined() || ones.device() != w.device() || ones.dtype() != w.dtype()) {
-    torch::NoGradGuard no_grad;
-    ones = torch::zeros({parts, w.size(0) / parts}, w.options().requires_grad(false));
-    for (int64_t c = 1; c < parts; c += 3) ones[c].fill_(1.0);
-    ones = ones.view({-1});
-  }
-  return l->bias.defined() ? l->bias + ones : ones;
-}
 
 // RMSNorm with a weight only, eps 1e-5 (spec §1.1).
 struct RMSNormImpl : torch::nn::Module {
@@ -144,8 +120,11 @@ struct BlockImpl : torch::nn::Module {
     // backward) then run vectorized instead of on strided views of (B, S, 6d). unbind, not m[i]: its
     // backward is one stack, where six selects each build and add a zero-filled (6, B, S, d) gradient.
     const int64_t B = x.size(0), S = x.size(1), d = x.size(2);
-    auto m = linear2d(adaLN, silu_c, adaln_bias(adaLN, 6, scale_ones)).view({B, S, 6, d}).permute({2, 0, 1, 3})
-                 .contiguous().unbind(0);
+    auto m = linear2d(adaLN, silu_c, common::adaln_bias(adaLN, 6, scale_ones))
+                 .view({B, S, 6, d})
+                 .permute({2, 0, 1, 3})
+                 .contiguous()
+                 .unbind(0);
     x = torch::addcmul(x, m[2], drop(attn(torch::addcmul(m[0], ln_1(x), m[1]), cache, layer, mask)));
     return torch::addcmul(x, m[5], drop(mlp(torch::addcmul(m[3], ln_2(x), m[4]))));
   }
@@ -233,7 +212,8 @@ struct AoGptImpl : torch::nn::Module {
     x = x.narrow(1, S - n_last, n_last);  // only the slots whose logits are needed
     auto z = ln_f(x);
     if (adaLN_final) {
-      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last), adaln_bias(adaLN_final, 2, scale_ones_final))
+      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last),
+                        common::adaln_bias(adaLN_final, 2, scale_ones_final))
                    .chunk(2, -1);  // β, 1+γ (B, n, d)
       z = torch::addcmul(m[0], z, m[1]);
     }
@@ -273,17 +253,13 @@ class AoGptPlugin : public ModelPlugin {
     c.bias = common::get<bool>(m, "bias");
     c.dropout = common::get<double>(m, "dropout");
     c.injection = parse_injection(common::get<std::string>(m, "injection"));
-    const std::pair<const char*, int64_t> sizes[] = {
-        {"n_layer", c.n_layer},       {"n_head", c.n_head},         {"n_embd", c.n_embd},
-        {"block_size", c.block_size}, {"vocab_size", c.vocab_size}, {"cond_dim", c.cond_dim}};
-    for (auto [key, v] : sizes)
-      if (v <= 0)
-        throw ConfigError(std::string("'model.") + key + "' must be positive, got " + std::to_string(v));
-    if (c.n_embd % c.n_head != 0)
-      throw ConfigError("'model.n_embd' (" + std::to_string(c.n_embd) +
-                            ") must be a multiple of 'model.n_head' (" + std::to_string(c.n_head) + ")",
-                        "the head dim is n_embd / n_head (64 in the paper)");
-    if (!(c.dropout >= 0.0 && c.dropout < 1.0)) throw ConfigError("'model.dropout' must lie in [0, 1)");
+    common::check_model_sizes({{"n_layer", c.n_layer},
+                               {"n_head", c.n_head},
+                               {"n_embd", c.n_embd},
+                               {"block_size", c.block_size},
+                               {"vocab_size", c.vocab_size},
+                               {"cond_dim", c.cond_dim}},
+                              c.n_embd, c.n_head, c.dropout);
     cfg_ = c;
   }
 
@@ -295,14 +271,7 @@ class AoGptPlugin : public ModelPlugin {
   torch::nn::Module& module() override { return *net_; }
 
   double flops_per_token(int64_t T) const override {
-    // 6N + 12·L·d·T with N excluding the position tables (wpe, wtpe*, wnonee).
-    double n = 0;
-    for (const auto& p : net_->named_parameters()) {
-      const auto& k = p.key();
-      if (k.rfind("wpe", 0) == 0 || k.rfind("wtpe", 0) == 0 || k == "wnonee") continue;
-      n += p.value().numel();
-    }
-    return 6.0 * n + 12.0 * cfg_.n_layer * cfg_.n_embd * T;
+    return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T);
   }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t block_size() const override { return cfg_.block_size; }
@@ -358,18 +327,10 @@ class AoGptPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& r) override {
-    if (r.length > cfg_.block_size || r.length < 1)
-      throw ConfigError("sample length " + std::to_string(r.length) +
-                            " must lie in [1, block_size=" + std::to_string(cfg_.block_size) + "]",
-                        "set sample.length");
-    const bool was_training = net_->is_training();
-    net_->eval();
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };
-    auto out = common::sample_any_order(fwd, r, cfg_.vocab_size, /*start_slot=*/true);
-    net_->train(was_training);
-    return out;
+    return common::sample_any_order(*net_, fwd, r, cfg_.vocab_size, cfg_.block_size, /*start_slot=*/true);
   }
 
  private:

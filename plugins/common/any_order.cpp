@@ -1,5 +1,6 @@
 // Implements: shared any-order blocks (see any_order.h; spec-ao-gpt §1.1 slot table, §4.1–4.3 sampler).
 #include "plugins/common/any_order.h"
+#include "plugins/common/sampling.h"
 
 #include <cmath>
 
@@ -106,17 +107,8 @@ torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, doubl
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
   const auto dtype = float64 ? torch::kFloat64 : torch::kFloat32;
   auto logp = torch::log_softmax(logits.to(dtype) / temperature, -1);  // (B, n, V)
-  if (top_p < 1.0) {
-    auto sorted = logp.sort(-1, /*descending=*/true);
-    auto sorted_logp = std::get<0>(sorted);
-    auto idx = std::get<1>(sorted);
-    // Keep a token while the mass BEFORE it is < p: the token crossing p stays (HF convention), and the
-    // top-1 is always kept.
-    auto before = sorted_logp.exp().cumsum(-1) - sorted_logp.exp();
-    auto drop_sorted = before >= top_p;
-    auto drop = torch::zeros_like(drop_sorted).scatter(-1, idx, drop_sorted);
-    logp = logp.masked_fill(drop, -std::numeric_limits<double>::infinity());
-  }
+  if (top_p < 1.0)
+    logp = logp.masked_fill(top_p_keep(logp.exp(), top_p).logical_not(), -std::numeric_limits<double>::infinity());
   auto u = torch::empty(logp.sizes(), logp.options()).uniform_(0.0, 1.0, gen);
   // Gumbel-max: argmax log p_v − log(−log u_v); u = 0 gives −log(inf) = −inf, never chosen.
   auto score = logp - torch::log(-torch::log(u));
@@ -154,8 +146,34 @@ void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_
   }
 }
 
-SampleOutput sample_any_order(const SlotForward& forward, const SampleRequest& request, int64_t vocab,
-                              bool start_slot) {
+void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
+                       int64_t n_head, double dropout) {
+  for (auto [key, v] : sizes)
+    if (v <= 0) throw ConfigError(std::string("'model.") + key + "' must be positive, got " + std::to_string(v));
+  if (n_embd % n_head != 0)
+    throw ConfigError("'model.n_embd' (" + std::to_string(n_embd) + ") must be a multiple of 'model.n_head' (" +
+                          std::to_string(n_head) + ")",
+                      "the head dim is n_embd / n_head (64 in the paper)");
+  if (!(dropout >= 0.0 && dropout < 1.0)) throw ConfigError("'model.dropout' must lie in [0, 1)");
+}
+
+double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T) {
+  double n = 0;
+  for (const auto& p : net.named_parameters()) {
+    const auto& k = p.key();
+    if (k.rfind("wpe", 0) == 0 || k.rfind("wtpe", 0) == 0 || k == "wnonee") continue;
+    n += p.value().numel();
+  }
+  return 6.0 * n + 12.0 * n_layer * n_embd * T;
+}
+
+SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
+                              int64_t vocab, int64_t block_size, bool start_slot) {
+  if (request.length > block_size || request.length < 1)
+    throw ConfigError("sample length " + std::to_string(request.length) +
+                          " must lie in [1, block_size=" + std::to_string(block_size) + "]",
+                      "set sample.length");
+  EvalMode eval_mode(net);
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch_size, L = request.length;
   const auto dev = request.device;

@@ -80,12 +80,19 @@ torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, 
 // tokens after each step. The first P is [None] + the prompt tokens when `start_slot` (spec §4.2 step 0 and
 // cond_generate); without a start slot (idiap σ-GPT, whose first token is given, never predicted) it is the
 // prompt, or EOS = vocab−1 at σ(0) when there is no prompt. Output is un-shuffled: out[σ(i)] = x_i.
-SampleOutput sample_any_order(const SlotForward& forward, const SampleRequest& request, int64_t vocab,
-                              bool start_slot);
+// `net` is put in eval mode for the call; request.length must lie in [1, block_size] (ConfigError otherwise).
+SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
+                              int64_t vocab, int64_t block_size, bool start_slot);
 
 // Model-config helpers shared by the plugins' configure(): every key must appear in the flavour defaults
 // (`plugin` and `flavour` are added by the harness); get<T>() throws ConfigError naming "model.<key>".
 void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_json);
+// Every listed size positive, n_embd a multiple of n_head, dropout in [0, 1); ConfigError names "model.<key>".
+void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
+                       int64_t n_head, double dropout);
+// 6N + 12·L·d·T for an any-order decoder, N its parameters without the position tables (wpe*, wtpe*,
+// wnonee): those are lookups, not matmuls.
+double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T);
 template <typename T>
 T get(const nlohmann::json& cfg, const std::string& key) {
   if (!cfg.contains(key)) throw ConfigError("missing 'model." + key + "'", "every flavour defines it");

@@ -60,18 +60,6 @@ static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& c
   return torch::addcmul(x * cos, swapped, sin_signed);
 }
 
-// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
-// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
-static torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-  auto y = F::linear(x.reshape({-1, x.size(-1)}), w, b);  // (N, out)
-  auto shape = x.sizes().vec();
-  shape.back() = y.size(-1);
-  return y.view(shape);
-}
-static torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
-  return linear2d(x, l->weight, l->bias);
-}
-
 static torch::nn::Linear zero_linear(int64_t in, int64_t out, bool bias = true) {
   torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
   torch::NoGradGuard ng;
@@ -124,17 +112,10 @@ torch::Tensor DDiTImpl::forward_fused(torch::Tensor x, const torch::Tensor& c, c
   // adaLN vectors (B, H) each, column slices of one Linear output per block: shift/scale/gate of attention
   // then MLP, then the final shift/scale. The scales' 1 + rides in the Linear's bias, so a block costs one
   // small GEMM and no elementwise pass. All undefined without time conditioning (RADD).
-  if (cfg.time_cond && (!scale_ones_[0].defined() || scale_ones_[0].device() != c.device())) {
-    for (int64_t parts : {6, 2}) {  // 1 at the scale slices (1, 4 of six; 1 of two), 0 elsewhere
-      auto ones = torch::zeros({parts, H}, torch::TensorOptions().device(c.device()));
-      for (int64_t k = 1; k < parts; k += 3) ones[k].fill_(1.0);
-      scale_ones_[parts == 6 ? 0 : 1] = ones.view({-1});
-    }
-  }
   auto split = [&](torch::nn::Linear l, int64_t parts) {
     std::vector<torch::Tensor> v(parts);
     if (!cfg.time_cond) return v;
-    auto m = F::linear(c, l->weight, l->bias + scale_ones_[parts == 6 ? 0 : 1]);  // (B, parts·H)
+    auto m = F::linear(c, l->weight, adaln_bias(l, parts, scale_ones_[parts == 6 ? 0 : 1]));  // (B, parts·H)
     for (int64_t k = 0; k < parts; ++k) v[k] = m.narrow(1, k * H, H);
     return v;
   };

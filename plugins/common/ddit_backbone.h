@@ -76,7 +76,7 @@ struct DDiTImpl : torch::nn::Module {
   torch::nn::Linear final_adaLN{nullptr};        // C → 2H, zero-init (time_cond only)
   torch::nn::Linear head{nullptr};               // H → V+1, zero-init
   RotaryCache rotary;
-  torch::Tensor scale_ones_[2];  // forward_fused's adaLN bias offsets (6H, 2H), built on first use
+  torch::Tensor scale_ones_[2];  // adaln_bias caches of forward_fused (6H, 2H)
 };
 TORCH_MODULE(DDiT);
 

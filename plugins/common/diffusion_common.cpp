@@ -58,11 +58,7 @@ torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt
   auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
   auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);         // (N, V)
   if (opt.top_p < 1) {
-    auto [sorted, idx] = p.sort(-1, /*descending=*/true);
-    auto mass_before = sorted.cumsum(-1) - sorted;                          // mass strictly above
-    auto keep_sorted = mass_before < opt.top_p;                             // keeps the crossing token
-    auto keep = torch::zeros_like(keep_sorted).scatter_(-1, idx, keep_sorted);
-    p = torch::where(keep, p, torch::zeros_like(p));
+    p = torch::where(top_p_keep(p, opt.top_p), p, torch::zeros_like(p));
     p = p / p.sum(-1, true);
   }
   return p;

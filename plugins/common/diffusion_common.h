@@ -12,16 +12,9 @@
 
 #include "harness/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
+#include "plugins/common/sampling.h"
 
 namespace aobench::common {
-
-// Puts a module in eval mode for a scope (likelihoods and sampling) and restores its previous mode.
-struct EvalMode {
-  torch::nn::Module& m;
-  bool was_training;
-  explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
-  ~EvalMode() { m.train(was_training); }
-};
 
 // The resolved `model` section of sedd / radd with checked getters; errors name "model.<key>" and point
 // to plugins/<plugin>/default.json. The constructor rejects keys absent from the debug flavour.

@@ -58,6 +58,28 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
   return nll;
 }
 
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), weight, bias);  // (N, out)
+  auto shape = x.sizes().vec();
+  shape.back() = y.size(-1);
+  return y.view(shape);
+}
+
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {
+  return linear2d(x, l->weight, bias.defined() ? bias : l->bias);
+}
+
+torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {
+  const auto& w = l->weight;
+  if (!ones.defined() || ones.device() != w.device() || ones.dtype() != w.dtype()) {
+    torch::NoGradGuard no_grad;
+    ones = torch::zeros({parts, w.size(0) / parts}, w.options().requires_grad(false));
+    for (int64_t c = 1; c < parts; c += 3) ones[c].fill_(1.0);
+    ones = ones.view({-1});
+  }
+  return l->bias.defined() ? l->bias + ones : ones;
+}
+
 bool fused_inference(const torch::Tensor& x) {
 #ifdef AOBENCH_FUSED_CUDA
   return x.is_cuda() && !torch::GradMode::is_enabled();

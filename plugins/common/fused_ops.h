@@ -28,6 +28,18 @@ struct AdaLNMod {
   torch::Tensor gate, scale, shift;
 };
 
+// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+// The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
+
+// Bias of an adaLN Linear (weight (parts·d, C)) whose output is `parts` chunks (shift, scale, gate, …) of
+// width d, with 1 added to every scale chunk (1 and 4 of six; 1 of two): ln(x)·(1+γ)+β then costs one
+// addcmul or nothing extra in add_layer_norm. (parts·d). `ones` caches the constant (built on first use,
+// rebuilt if the weights move to another device or dtype).
+torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones);
+
 // The pre-norm residual step s = x + gate·y, h = (LayerNorm(s)·w + b)·scale + shift in one pass: (s, h).
 // x (B, .., d) float32 (the residual stream); y like x (the branch output) or undefined (then s = x);
 // weight (d); bias (d) or undefined; all contiguous. h comes out in y's dtype (without y: the autocast dtype

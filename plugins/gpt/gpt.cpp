@@ -13,6 +13,7 @@
 #include "harness/errors.h"
 #include "harness/safetensors.h"
 #include "plugins/common/fused_ops.h"
+#include "plugins/common/sampling.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -44,22 +45,11 @@ BlockImpl::BlockImpl(const GptConfig& c) : cfg(c) {
       mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * d, d).bias(c.bias)));
 }
 
-namespace {
-// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
-// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
-torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x) {
-  torch::Tensor y = F::linear(x.reshape({-1, x.size(-1)}), l->weight, l->bias);  // (N, out)
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = y.size(-1);
-  return y.view(shape);
-}
-}  // namespace
-
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& a,
                                                           const LayerNorm& next_ln, KvCache* cache, size_t layer) {
   const int64_t B = x.size(0), S = x.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
   const double p = is_training() ? cfg.dropout : 0.0;
-  auto qkv = linear2d(c_attn, a).split(cfg.n_embd, 2);  // 3 × (B, S, d)
+  auto qkv = common::linear2d(c_attn, a).split(cfg.n_embd, 2);  // 3 × (B, S, d)
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
   torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
   torch::Tensor y;
@@ -84,11 +74,11 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
   const auto drop_opts = F::DropoutFuncOptions().p(p).training(is_training());
   // Residual adds fused with the LayerNorm that reads their result (fused_ops.h): out = x + attn,
   // a2 = ln_2(out); then out + mlp and the next block's ln_1 (or ln_f).
-  auto [out, a2] = common::add_layer_norm(x, F::dropout(linear2d(attn_proj, y), drop_opts), ln_2->weight,
+  auto [out, a2] = common::add_layer_norm(x, F::dropout(common::linear2d(attn_proj, y), drop_opts), ln_2->weight,
                                           ln_2->bias, ln_2->eps);
-  torch::Tensor hmid = linear2d(c_fc, a2);  // (B, S, 4d)
+  torch::Tensor hmid = common::linear2d(c_fc, a2);  // (B, S, 4d)
   hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
-  return common::add_layer_norm(out, F::dropout(linear2d(mlp_proj, hmid), drop_opts), next_ln->weight,
+  return common::add_layer_norm(out, F::dropout(common::linear2d(mlp_proj, hmid), drop_opts), next_ln->weight,
                                 next_ln->bias, next_ln->eps);
 }
 
@@ -384,8 +374,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   TORCH_CHECK(L <= cfg_.block_size, "gpt: length ", L, " > block_size ", cfg_.block_size);
   TORCH_CHECK(r.top_p > 0.0 && r.top_p <= 1.0, "gpt: top_p must be in (0, 1], got ", r.top_p);
   torch::NoGradGuard ng;
-  const bool was_training = net_->is_training();
-  net_->eval();
+  common::EvalMode eval_mode(*net_);
   const torch::Device dev = device_;
   torch::Tensor prompt = r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone()
                                             : torch::full({B, L}, -1, torch::kLong);
@@ -403,15 +392,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
     torch::Tensor logits = logits_dev.to(torch::kCPU, fdt);
     if (r.temperature <= 0.0) return logits.argmax(-1);                // greedy
     torch::Tensor probs = torch::softmax(logits / r.temperature, -1);  // (B, V)
-    if (r.top_p < 1.0) {
-      // HF convention: keep the smallest prefix of the sorted distribution whose mass reaches p, INCLUDING
-      // the token that crosses p (AO-GPT's catsample drops it; spec-ao-gpt §4.3).
-      auto [sorted, idx] = probs.sort(-1, /*descending=*/true);
-      torch::Tensor before = sorted.cumsum(-1) - sorted;  // mass strictly before each token
-      torch::Tensor keep_sorted = before < r.top_p;       // top-1 always kept
-      torch::Tensor keep = torch::zeros_like(keep_sorted).scatter(-1, idx, keep_sorted);
-      probs = probs * keep;
-    }
+    if (r.top_p < 1.0) probs = probs * common::top_p_keep(probs, r.top_p);
     torch::Tensor u = torch::rand({B, V}, gen, torch::TensorOptions().dtype(fdt));
     torch::Tensor e = -torch::log(u);  // Exp(1) race
     return (probs / e).argmax(-1);     // (B,)
@@ -428,10 +409,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   if (use_cache) {
     const int64_t pre = cfg_.start_token ? given : std::max<int64_t>(given, 1);  // tokens fed in the prefill
     k = pre;                                                                     // next position to decide
-    if (k >= L) {
-      net_->train(was_training);
-      return {out.to(r.device), calls};
-    }
+    if (k >= L) return {out.to(r.device), calls};
     torch::Tensor lg = net_->logits(out.narrow(1, 0, pre).to(dev), &cache);  // (B, S, V)
     ++calls;
     last_logits = lg.select(1, lg.size(1) - 1);
@@ -452,7 +430,6 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
       ++calls;
     }
   }
-  net_->train(was_training);
   return {out.to(r.device), calls};
 }
 

@@ -158,21 +158,15 @@ class SigmaGptPlugin : public ModelPlugin {
       throw ConfigError("'model.variant' = '" + variant + "' is unknown",
                         "use aogpt_repo (default) or idiap");
     c.idiap = variant == "idiap";
-    const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.n_layer},
-                                                     {"n_head", c.n_head},
-                                                     {"n_embd", c.n_embd},
-                                                     {"block_size", c.block_size},
-                                                     {"vocab_size", c.vocab_size}};
-    for (auto [key, v] : sizes)
-      if (v <= 0)
-        throw ConfigError(std::string("'model.") + key + "' must be positive, got " + std::to_string(v));
-    if (c.n_embd % c.n_head != 0)
-      throw ConfigError("'model.n_embd' (" + std::to_string(c.n_embd) +
-                        ") must be a multiple of 'model.n_head' (" + std::to_string(c.n_head) + ")");
+    common::check_model_sizes({{"n_layer", c.n_layer},
+                               {"n_head", c.n_head},
+                               {"n_embd", c.n_embd},
+                               {"block_size", c.block_size},
+                               {"vocab_size", c.vocab_size}},
+                              c.n_embd, c.n_head, c.dropout);
     if (c.idiap && c.n_embd % 2 != 0)
       throw ConfigError("'model.n_embd' must be even for variant idiap",
                         "pos = concat of two n_embd/2 halves");
-    if (!(c.dropout >= 0.0 && c.dropout < 1.0)) throw ConfigError("'model.dropout' must lie in [0, 1)");
     cfg_ = c;
   }
 
@@ -182,14 +176,8 @@ class SigmaGptPlugin : public ModelPlugin {
   }
   torch::nn::Module& module() override { return *net_; }
 
-  double flops_per_token(int64_t T) const override {
-    double n = 0;  // N without the position tables (wpe, wtpe, wnonee); the tied wte counts once
-    for (const auto& p : net_->named_parameters()) {
-      const auto& k = p.key();
-      if (k.rfind("wpe", 0) == 0 || k.rfind("wtpe", 0) == 0 || k == "wnonee") continue;
-      n += p.value().numel();
-    }
-    return 6.0 * n + 12.0 * cfg_.n_layer * cfg_.n_embd * T;
+  double flops_per_token(int64_t T) const override {  // the tied wte counts once
+    return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T);
   }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t block_size() const override { return cfg_.block_size; }
@@ -280,18 +268,11 @@ class SigmaGptPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& r) override {
-    if (r.length > cfg_.block_size || r.length < 1)
-      throw ConfigError("sample length " + std::to_string(r.length) +
-                            " must lie in [1, block_size=" + std::to_string(cfg_.block_size) + "]",
-                        "set sample.length");
-    const bool was_training = net_->is_training();
-    net_->eval();
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };
-    auto out = common::sample_any_order(fwd, r, cfg_.vocab_size, /*start_slot=*/!cfg_.idiap);
-    net_->train(was_training);
-    return out;
+    return common::sample_any_order(*net_, fwd, r, cfg_.vocab_size, cfg_.block_size,
+                                    /*start_slot=*/!cfg_.idiap);
   }
 
  private:
