@@ -13,8 +13,9 @@ function(aobench_add_plugin name)
   set_target_properties(aobench_${name} PROPERTIES PREFIX "lib" DEFINE_SYMBOL "" CXX_VISIBILITY_PRESET hidden
                         VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(aobench_${name} PRIVATE aobench_core aobench_plugin_common)
+  # AOBENCH_PLUGIN_CUDA: the plugin's CUDA kernels are compiled in (its .cpp dispatches to them).
   if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)
-    target_compile_definitions(aobench_${name} PRIVATE AOBENCH_WITH_CUDA=1)
+    target_compile_definitions(aobench_${name} PRIVATE AOBENCH_PLUGIN_CUDA=1)
   endif()
   target_precompile_headers(aobench_${name} REUSE_FROM aobench_core)
   aobench_warnings(aobench_${name})
@@ -30,6 +31,9 @@ function(aobench_add_plugin name)
     target_include_directories(test_plugin_${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_definitions(test_plugin_${name} PRIVATE AOBENCH_TEST_DATA="${CMAKE_SOURCE_DIR}/tests/data"
                                AOBENCH_PLUGIN_DIR="${CMAKE_CURRENT_SOURCE_DIR}" AOBENCH_BINARY="$<TARGET_FILE:aobench>")
+    if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)
+      target_compile_definitions(test_plugin_${name} PRIVATE AOBENCH_PLUGIN_CUDA=1)
+    endif()
     target_precompile_headers(test_plugin_${name} REUSE_FROM aobench_core)
     aobench_warnings(test_plugin_${name})
     gtest_discover_tests(test_plugin_${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60

@@ -2,15 +2,17 @@
 // per-head QK RMSNorm, per-token adaLN from a 128-d target-position embedding, untied lm_head with bias,
 // truncated-normal init; loss = mean CE over all B·T chain predictions (§1.1 "Loss"); KV-cache any-order
 // sampler (§4.2, plugins/common). `injection` selects the paper's target-position ablation (a)–(d).
-#include <algorithm>
+// The norms run as fused steps with CUDA forward and backward kernels (fused_norms.h), and the adaLN
+// modulations are computed once per target position and looked up per slot.
 #include <cmath>
 
-#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "plugins/common/any_order.h"
 #include "plugins/common/fused_ops.h"
+#include "plugins/ao_gpt/fused_norms.h"
 
 extern "C" const char* aobench_plugin_default_json();
 
@@ -31,20 +33,13 @@ struct AoConfig {
   int64_t padded_vocab() const { return common::padded_vocab(vocab_size); }
 };
 
-// RMSNorm with a weight only, eps 1e-5 (spec §1.1).
+constexpr double kNormEps = 1e-5;  // every RMSNorm (spec §1.1)
+
+// RMSNorm weight (no bias); the norms themselves run in fused_norms (one pass with the residual add and
+// the adaLN modulation, or per head for q and k).
 struct RMSNormImpl : torch::nn::Module {
   torch::Tensor weight;
   explicit RMSNormImpl(int64_t n) { weight = register_parameter("weight", torch::ones({n})); }
-  // Under autocast the input and weight take the activation dtype: the fused kernel needs equal dtypes (a
-  // bf16 input with an fp32 weight falls back to a slow composite) and keeps its statistics in fp32; the
-  // bf16 output saves the fp32 passes of the adaLN modulation that the next Linear would cast down anyway.
-  // A no-op in fp32 (CPU).
-  torch::Tensor forward(const torch::Tensor& x) {
-    auto dt = x.scalar_type();
-    if (at::autocast::is_autocast_enabled(x.device().type()))
-      dt = at::autocast::get_autocast_dtype(x.device().type());
-    return torch::rms_norm(x.to(dt), {weight.size(0)}, weight.to(dt), 1e-5);
-  }
 };
 TORCH_MODULE(RMSNorm);
 
@@ -60,16 +55,14 @@ struct AttentionImpl : torch::nn::Module {
     q_norm = register_module("q_norm", RMSNorm(n_embd / n_head));
     k_norm = register_module("k_norm", RMSNorm(n_embd / n_head));
   }
+  // x (B, S, d) → (B, S, d)
   torch::Tensor forward(const torch::Tensor& x, KVCache* cache, int64_t layer,
                         const std::optional<torch::Tensor>& mask) {
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
-    // One fused projection, then ONE copy to (3, B, S, H, h): q and k become contiguous, so their
-    // RMSNorms take the fused kernel (a strided slice was profiled falling back to a slow composite).
-    auto qkv = linear2d(c_attn, x).view({B, S, 3, n_head, h}).permute({2, 0, 1, 3, 4}).contiguous();
-    auto q = q_norm(qkv[0]).transpose(1, 2);  // (B, H, S, h)
-    auto k = k_norm(qkv[1]).transpose(1, 2);
-    auto v = qkv[2].transpose(1, 2);
-    auto y = common::attend(q, k, v, cache, layer, mask);  // (B, H, S, h)
+    auto qkv = linear2d(c_attn, x).view({B * S, 3, n_head, h});
+    auto [q, k, v] = ao_gpt::qk_rms_norm(qkv, q_norm->weight, k_norm->weight, kNormEps);  // (B·S, H, h)
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, S, n_head, h}).transpose(1, 2); };
+    auto y = common::attend(heads(q), heads(k), heads(v), cache, layer, mask);  // (B, H, S, h)
     return linear2d(c_proj, y.transpose(1, 2).reshape({B, S, n_embd}));
   }
 };
@@ -89,14 +82,15 @@ struct MLPImpl : torch::nn::Module {
 };
 TORCH_MODULE(MLP);
 
+// One transformer block's modules; AoGptImpl::hidden runs them, so the residual add that ends one sub-layer
+// and the norm that starts the next are one fused step.
 struct BlockImpl : torch::nn::Module {
   RMSNorm ln_1{nullptr}, ln_2{nullptr};
   Attention attn{nullptr};
   MLP mlp{nullptr};
-  torch::nn::Linear adaLN{nullptr};  // SiLU → Linear(cond_dim → 6d): per-token shift/scale/gate ×2
+  torch::nn::Linear adaLN{nullptr};  // SiLU → Linear(cond_dim → 6d): shift/scale/gate ×2 per target position
   torch::Tensor scale_ones;          // adaln_bias's constant, not a parameter
-  double dropout;
-  explicit BlockImpl(const AoConfig& c) : dropout(c.dropout) {
+  explicit BlockImpl(const AoConfig& c) {
     ln_1 = register_module("ln_1", RMSNorm(c.n_embd));
     attn = register_module("attn", Attention(c));
     ln_2 = register_module("ln_2", RMSNorm(c.n_embd));
@@ -105,31 +99,17 @@ struct BlockImpl : torch::nn::Module {
       adaLN = register_module(
           "adaLN", torch::nn::Linear(torch::nn::LinearOptions(c.cond_dim, 6 * c.n_embd).bias(c.bias)));
   }
-  // x (B, S, d); silu_c (B, S, cond_dim) = SiLU(wtpe[target]) when adaLN is on.
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& silu_c, KVCache* cache, int64_t layer,
-                        const std::optional<torch::Tensor>& mask) {
-    auto drop = [&](const torch::Tensor& t) {
-      return dropout > 0 ? torch::dropout(t, dropout, is_training()) : t;
-    };
-    if (!adaLN) {
-      x = x + drop(attn(ln_1(x), cache, layer, mask));
-      return x + drop(mlp(ln_2(x)));
-    }
-    // 6 × (B, S, d): β₁, 1+γ₁, α₁, β₂, 1+γ₂, α₂ (the +1 rides in the GEMM's bias: no extra pass)
-    // One copy to (6, B, S, d) makes every chunk contiguous: the elementwise passes below (and their
-    // backward) then run vectorized instead of on strided views of (B, S, 6d). unbind, not m[i]: its
-    // backward is one stack, where six selects each build and add a zero-filled (6, B, S, d) gradient.
-    const int64_t B = x.size(0), S = x.size(1), d = x.size(2);
-    auto m = linear2d(adaLN, silu_c, common::adaln_bias(adaLN, 6, scale_ones))
-                 .view({B, S, 6, d})
-                 .permute({2, 0, 1, 3})
-                 .contiguous()
-                 .unbind(0);
-    x = torch::addcmul(x, m[2], drop(attn(torch::addcmul(m[0], ln_1(x), m[1]), cache, layer, mask)));
-    return torch::addcmul(x, m[5], drop(mlp(torch::addcmul(m[3], ln_2(x), m[4]))));
-  }
 };
 TORCH_MODULE(Block);
+
+// adaLN modulation table (R, parts·d) float32 of a Linear on the conditioning rows silu_rows (R, cond_dim),
+// outside autocast: R ≤ T + 1 rows cost little, and bf16 would resolve 1 + γ near 1 only in steps of 2⁻⁷.
+// The scale chunks carry their +1 in the bias (adaln_bias).
+torch::Tensor adaln_table(const torch::nn::Linear& l, const torch::Tensor& silu_rows, int64_t parts,
+                          torch::Tensor& ones) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return torch::nn::functional::linear(silu_rows, l->weight, common::adaln_bias(l, parts, ones));
+}
 
 struct AoGptImpl : torch::nn::Module {
   AoConfig cfg;
@@ -184,6 +164,26 @@ struct AoGptImpl : torch::nn::Module {
     return e * targets.ge(0).unsqueeze(-1).to(e.dtype());
   }
 
+  // The adaLN conditioning depends on the target position only, so the modulations are computed per
+  // table row, not per slot: silu_rows (R, cond_dim) = SiLU(wtpe[row]), and `rows` maps each of the N = B·S
+  // slots to its row. With more slots than positions (training, evaluation) the rows are the T positions
+  // plus a zero "no target" row T; with fewer (a sampling step) they are the slots' own.
+  struct Conditioning {
+    torch::Tensor silu_rows;
+    ao_gpt::RowIndex rows;
+  };
+  Conditioning conditioning(const torch::Tensor& targets) {
+    const int64_t N = targets.numel(), T = cfg.block_size;
+    const bool grouped = torch::GradMode::is_enabled() && targets.is_cuda();  // only the CUDA backward uses groups
+    auto t = targets.reshape({N});
+    if (N > T + 1) {
+      auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
+      return {torch::silu(torch::cat({wtpe->weight, none})),
+              ao_gpt::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
+    }
+    return {torch::silu(target_embedding(wtpe, t)), ao_gpt::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+  }
+
   // logits (B, n_last, padded V) of the last n_last slots.
   torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
                         int64_t n_last) {
@@ -191,33 +191,69 @@ struct AoGptImpl : torch::nn::Module {
   }
 
   // Final (modulated) hidden states (B, n_last, d) of the last n_last slots: the head's input.
+  // The residual stream x (N, d) float32 runs through fused steps (fused_norms.h): each sub-layer's output
+  // waits as `pending` (with its adaLN gate) and is added inside the next step, which also computes that
+  // step's RMSNorm and modulation.
   torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
                        int64_t n_last) {
+    const int64_t B = s.tokens.size(0), S = s.tokens.size(1), d = cfg.n_embd, N = B * S;
+    auto drop = [&](const torch::Tensor& t) {
+      return cfg.dropout > 0 ? torch::dropout(t, cfg.dropout, is_training()) : t;
+    };
     auto is_none = s.tokens.lt(0).unsqueeze(-1);                           // (B, S, 1)
     auto tok = torch::where(is_none, wnonee, wte(s.tokens.clamp_min(0)));  // (B, S, d)
     auto x = tok + wpe(s.positions + 1);                                   // (B, S, d)
-    torch::Tensor silu_c, c;
-    if (cfg.injection == Injection::kAdaLN)
-      silu_c = torch::silu(target_embedding(wtpe, s.targets));  // (B, S, 128)
+    const bool adaln = cfg.injection == Injection::kAdaLN;
+    Conditioning cond;
+    torch::Tensor c;  // (B, S, d) full-width target embedding of the input / every_block variants
+    if (adaln)
+      cond = conditioning(s.targets);
     else if (cfg.injection != Injection::kPerBlock)
-      c = target_embedding(wtpe, s.targets);  // (B, S, d)
+      c = target_embedding(wtpe, s.targets);
     if (cfg.injection == Injection::kInput) x = x + c;
-    if (cfg.dropout > 0) x = torch::dropout(x, cfg.dropout, is_training());
+    x = drop(x).reshape({N, d});
+    torch::Tensor pending, pending_gate;  // the last sub-layer's output (N, d), not yet added; its gate (R, d)
     for (size_t l = 0; l < blocks.size(); ++l) {
-      if (cfg.injection == Injection::kEveryBlock) x = x + c;
-      if (cfg.injection == Injection::kPerBlock) x = x + target_embedding(wtpe_block[l], s.targets);
-      x = blocks[l]->forward(x, silu_c, cache, static_cast<int64_t>(l), mask);
+      auto& blk = blocks[l];
+      ao_gpt::StepTables pre_attn, pre_mlp;
+      torch::Tensor gate_mlp;
+      if (adaln) {
+        // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
+        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones).split_with_sizes({2 * d, d, 2 * d, d}, 1);
+        pre_attn = {pending_gate, m[0]};
+        pre_mlp = {m[1], m[2]};
+        gate_mlp = m[3];
+      }
+      torch::Tensor extra;  // every_block / per_block: a target embedding added before the block
+      if (cfg.injection == Injection::kEveryBlock) extra = c;
+      if (cfg.injection == Injection::kPerBlock) extra = target_embedding(wtpe_block[l], s.targets);
+      if (extra.defined()) {
+        if (pending.defined()) x = x + pending;
+        pending = torch::Tensor();
+        x = x + extra.reshape({N, d});
+      }
+      torch::Tensor h;
+      std::tie(x, h) = ao_gpt::rms_step(x, pending, blk->ln_1->weight, pre_attn, cond.rows, kNormEps);
+      auto a = drop(blk->attn(h.view({B, S, d}), cache, static_cast<int64_t>(l), mask)).view({N, d});
+      std::tie(x, h) = ao_gpt::rms_step(x, a, blk->ln_2->weight, pre_mlp, cond.rows, kNormEps);
+      pending = drop(blk->mlp(h));
+      pending_gate = gate_mlp;
     }
-    const int64_t S = x.size(1);
-    x = x.narrow(1, S - n_last, n_last);  // only the slots whose logits are needed
-    auto z = ln_f(x);
-    if (adaLN_final) {
-      auto m = linear2d(adaLN_final, silu_c.narrow(1, S - n_last, n_last),
-                        common::adaln_bias(adaLN_final, 2, scale_ones_final))
-                   .chunk(2, -1);  // β, 1+γ (B, n, d)
-      z = torch::addcmul(m[0], z, m[1]);
+    // The last residual add, ln_f and the final adaLN on the last n_last slots of each sequence only.
+    auto last = [&](const torch::Tensor& t) {  // (B·S, ·) → (B·n_last, ·)
+      if (!t.defined() || n_last == S) return t;
+      return t.view({B, S, -1}).narrow(1, S - n_last, n_last).reshape({B * n_last, -1});
+    };
+    ao_gpt::StepTables final_tables;
+    ao_gpt::RowIndex rows = cond.rows;
+    if (adaln) {
+      final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};  // [β | 1+γ]
+      if (n_last != S)
+        rows = ao_gpt::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows,
+                                    rows.order.defined());
     }
-    return z;
+    auto z = ao_gpt::rms_step(last(x), last(pending), ln_f->weight, final_tables, rows, kNormEps).second;
+    return z.view({B, n_last, d});
   }
 };
 TORCH_MODULE(AoGpt);

@@ -1,0 +1,49 @@
+// The RMSNorm steps of AO-GPT as differentiable ops with CUDA forward AND backward kernels
+// (fused_norms_cuda.cu): the residual add + RMSNorm + adaLN modulation between sub-layers, and the per-head
+// QK RMSNorm. Training AO-GPT with plain LibTorch ops spent about half its step in memory-bound passes
+// around these norms (dtype casts, strided adaLN chunks, separate norm / modulate / gate kernels and their
+// backward); each step is now one read and one write per direction. CPU, and shapes the kernels do not
+// cover, take the LibTorch expressions (*_reference), which are also the kernels' test oracle.
+#pragma once
+
+#include <array>
+
+#include <torch/torch.h>
+
+namespace aobench::ao_gpt {
+
+// Which adaLN table row each of N rows reads: idx (N) int64 in [0, R). For the backward the rows are also
+// grouped by table row (a stable sort: order (N), offsets (R + 1)), so a table row's gradient is one
+// deterministic sum over its rows, without atomics or an (N, 6d) per-row gradient.
+struct RowIndex {
+  torch::Tensor idx, order, offsets;
+  int64_t table_rows = 0;
+  // `grouped`: build order/offsets (needed only when a gradient will be taken).
+  static RowIndex of(const torch::Tensor& idx, int64_t table_rows, bool grouped);
+};
+
+// adaLN tables of one step, each row a table row (R rows, unit column stride, any row stride: column
+// slices of one (R, 6d) adaLN output): gate (R, d) and mod (R, 2d) = [shift | scale] (scale holds 1 + γ).
+// Undefined: gate 1 / no modulation.
+struct StepTables {
+  torch::Tensor gate, mod;
+};
+
+// One pre-norm residual step of rows x (N, d) float32: s = x + gate[idx]·y, and
+// h = RMSNorm(s)·weight·scale[idx] + shift[idx] with fp32 statistics. y (N, d) or undefined (then s = x).
+// h has y's dtype (without y: the autocast dtype under autocast, else x's). Returns (s, h).
+std::pair<torch::Tensor, torch::Tensor> rms_step(const torch::Tensor& x, const torch::Tensor& y,
+                                                 const torch::Tensor& weight, const StepTables& tables,
+                                                 const RowIndex& rows, double eps);
+std::pair<torch::Tensor, torch::Tensor> rms_step_reference(const torch::Tensor& x, const torch::Tensor& y,
+                                                           const torch::Tensor& weight, const StepTables& tables,
+                                                           const RowIndex& rows, double eps);
+
+// Per-head RMSNorm of q and k from a fused projection qkv (N, 3, H, h): q̂ = RMSNorm(q)·wq, k̂ likewise,
+// v copied out, each (N, H, h) contiguous in qkv's dtype (statistics in fp32; weights (h) any float dtype).
+std::array<torch::Tensor, 3> qk_rms_norm(const torch::Tensor& qkv, const torch::Tensor& wq, const torch::Tensor& wk,
+                                         double eps);
+std::array<torch::Tensor, 3> qk_rms_norm_reference(const torch::Tensor& qkv, const torch::Tensor& wq,
+                                                   const torch::Tensor& wk, double eps);
+
+}  // namespace aobench::ao_gpt
