@@ -61,14 +61,14 @@ phase_paradigms() {  # train + evaluate the five tiny models (resumable: re-run 
   tar czf "$OUT/paradigms_runs.tgz" --exclude=checkpoints --exclude=data runs/paradigms_tiny
 }
 
-phase_speed2() {  # after the plugin speed-ups: small gpt / ao_gpt training and gpt eval throughput, same call
+phase_speed2() {  # small gpt / ao_gpt training ($SPEED_ITERS steps, default 40) and gpt eval throughput, same call
   ensure_libs
-  local d=runs/speed2; rm -rf $d; mkdir -p $d
+  local d=runs/speed2 n=${SPEED_ITERS:-40}; rm -rf $d; mkdir -p $d
   for m in gpt ao_gpt; do
     $A train --set model.plugin=$m --set model.flavour=small \
       --set data.train=runs/ensemble_tiny/data/wiki_train.bin --set data.val= --set data.tokenizer=gpt2 \
-      --set train.out_dir=$d/$m --set train.batch_size=16 --set train.max_iters=40 --set train.warmup_iters=10 \
-      --set train.lr_decay_iters=40 --set train.log_interval=10 --set train.checkpoint_interval=1000 \
+      --set train.out_dir=$d/$m --set train.batch_size=16 --set train.max_iters=$n --set train.warmup_iters=10 \
+      --set train.lr_decay_iters=$n --set train.log_interval=10 --set train.checkpoint_interval=1000 \
       --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) 2>&1 | grep -E "^step|error" | tee "$OUT/speed2_train_$m.log"
   done
   $A eval --run $d/gpt --data wikitext2=runs/ensemble_tiny/data/wikitext2.bin --set eval.batch_size=32 \
