@@ -3,12 +3,14 @@
 // init facts (adaLN not zero, truncation), padded ids never sampled, and the KV-cache sampler equals a
 // full-recomputation sampler with one token per step.
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include <gtest/gtest.h>
 
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
+#include "plugins/ao_gpt/fused_norms.h"
 #include "plugins/common/any_order.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();
@@ -126,10 +128,40 @@ TEST(AoGpt, PositionTableEqualsPerSlotConditioning) {
     EXPECT_TRUE(torch::allclose(p.value().grad(), want[p.key()], 1e-4, 1e-6)) << p.key();
 }
 
-// The CUDA kernels (fused_norms_cuda.cu) against the CPU reference path on the whole model: one float32
-// training step's loss and every parameter gradient, with adaLN tables (8 × 32 slots), per-slot rows (2 × 32)
-// and without adaLN (the grouped-row backward). d = 128, two heads of 64.
-TEST(AoGpt, CudaKernelsTrainLikeTheCpuReference) {
+// Loss and parameter gradients of one float32 training step of `m` (on its device) for tokens / order (CPU).
+std::pair<double, std::map<std::string, torch::Tensor>> train_step_grads(ModelPlugin& m, const torch::Tensor& tokens,
+                                                                        const torch::Tensor& order) {
+  auto dev = m.module().parameters().front().device();
+  auto g = at::make_generator<at::CPUGeneratorImpl>(6);
+  m.module().zero_grad();
+  auto loss = m.loss(TrainBatch{tokens.to(dev), order.to(dev)}, g).loss;
+  loss.backward();
+  std::map<std::string, torch::Tensor> grads;
+  for (const auto& p : m.module().named_parameters()) grads[p.key()] = p.value().grad().cpu();
+  return {loss.item<double>(), grads};
+}
+
+// Largest max|a − b| / max|b| over the parameters (a parameter whose gradient is all zero in b must be zero
+// in a). Reports the worst parameter's name.
+double worst_relative(const std::map<std::string, torch::Tensor>& a, const std::map<std::string, torch::Tensor>& b,
+                      std::string* which) {
+  double worst = 0;
+  for (const auto& [k, want] : b) {
+    const double scale = want.abs().max().item<double>(), err = (a.at(k) - want).abs().max().item<double>();
+    const double rel = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0.0);
+    if (rel >= worst) {
+      worst = rel;
+      *which = k;
+    }
+  }
+  return worst;
+}
+
+// The CUDA kernels (fused_norms_cuda.cu) on the whole model: one float32 training step with the kernels
+// against the same step through the LibTorch references on the same GPU (tight: only the norm steps
+// differ), and against the CPU (loose: cuBLAS / SDPA vs CPU kernels), with adaLN tables (8 × 32 slots),
+// per-slot rows (2 × 32) and without adaLN (the grouped-row backward). d = 128, two heads of 64.
+TEST(AoGpt, CudaKernelsTrainLikeTheReferencePath) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   for (const char* inj : {"adaln", "every_block"})
     for (int64_t B : {8, 2}) {
@@ -148,17 +180,20 @@ TEST(AoGpt, CudaKernelsTrainLikeTheCpuReference) {
       auto g = at::make_generator<at::CPUGeneratorImpl>(6);
       auto tokens = torch::randint(257, {B, 32}, g, torch::kLong);
       auto order = torch::rand({B, 32}, g, torch::kFloat64).argsort(int64_t{1});
-      auto lc = cpu->loss(TrainBatch{tokens, order}, g).loss;
-      auto lg = gpu->loss(TrainBatch{tokens.cuda(), order.cuda()}, g).loss;
-      lc.backward();
-      lg.backward();
-      EXPECT_NEAR(lg.item<double>(), lc.item<double>(), 1e-4) << inj << " B=" << B;
-      for (const auto& p : gpu->module().named_parameters()) {
-        auto want = cpu_params[p.key()].grad();
-        auto got = p.value().grad().cpu();
-        const double scale = 1 + want.abs().max().item<double>();
-        EXPECT_LE((got - want).abs().max().item<double>(), 1e-4 * scale) << p.key() << " " << inj << " B=" << B;
-      }
+      const auto fused = train_step_grads(*gpu, tokens, order);
+      ao_gpt::set_fused_norms_enabled(false);
+      const auto plain = train_step_grads(*gpu, tokens, order);
+      ao_gpt::set_fused_norms_enabled(true);
+      const auto on_cpu = train_step_grads(*cpu, tokens, order);
+      std::string w1, w2;
+      const double vs_plain = worst_relative(fused.second, plain.second, &w1);
+      const double vs_cpu = worst_relative(fused.second, on_cpu.second, &w2);
+      std::printf("%s B=%ld: worst relative gradient difference: vs the reference path %.3g (%s), vs CPU %.3g (%s)\n",
+                  inj, static_cast<long>(B), vs_plain, w1.c_str(), vs_cpu, w2.c_str());
+      EXPECT_NEAR(fused.first, plain.first, 1e-6) << inj << " B=" << B;
+      EXPECT_NEAR(fused.first, on_cpu.first, 1e-4) << inj << " B=" << B;
+      EXPECT_LE(vs_plain, 1e-4) << w1 << " " << inj << " B=" << B;
+      EXPECT_LE(vs_cpu, 1e-2) << w2 << " " << inj << " B=" << B;
     }
 }
 

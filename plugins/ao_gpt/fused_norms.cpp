@@ -2,6 +2,10 @@
 // CUDA kernels of fused_norms_cuda.cu (forward and backward) when they cover the call.
 #include "plugins/ao_gpt/fused_norms.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include <ATen/autocast_mode.h>
 
 namespace aobench::ao_gpt {
@@ -27,6 +31,19 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
                                                 const Tensor& qkv, const Tensor& rstd, const Tensor& wq,
                                                 const Tensor& wk);
 #endif
+
+namespace {
+std::atomic<bool>& fused_norms_flag() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("AOBENCH_FUSED_NORMS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }()};
+  return on;
+}
+}  // namespace
+
+bool fused_norms_enabled() { return fused_norms_flag().load(); }
+void set_fused_norms_enabled(bool on) { fused_norms_flag().store(on); }
 
 RowIndex RowIndex::of(const Tensor& idx, int64_t table_rows, bool grouped) {
   TORCH_CHECK(idx.dim() == 1 && idx.scalar_type() == torch::kLong, "RowIndex: idx must be (N) int64, got ",
@@ -138,7 +155,7 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
                 "rms_step: adaLN table ", tab.sizes(), " must be (R, ", width, ") with R = ", rows.table_rows,
                 " and a row index of ", x.size(0), " rows");
 #ifdef AOBENCH_PLUGIN_CUDA
-  if (x.is_cuda() && rms_step_cuda_supports(x, y, weight, tables, step_out_dtype(x, y))) {
+  if (x.is_cuda() && fused_norms_enabled() && rms_step_cuda_supports(x, y, weight, tables, step_out_dtype(x, y))) {
     if (!records_grad({x, y, weight, tables.gate, tables.mod})) {
       auto r = rms_step_forward_cuda(x, y, weight, tables, rows.idx, eps, step_out_dtype(x, y), false);
       return {y.defined() ? r[0] : x, r[2]};
@@ -165,7 +182,7 @@ std::array<Tensor, 3> qk_rms_norm(const Tensor& qkv, const Tensor& wq, const Ten
                   wk.sizes() == wq.sizes(),
               "qk_rms_norm: qkv ", qkv.sizes(), " must be (N, 3, H, h) and the weights (h), got ", wq.sizes());
 #ifdef AOBENCH_PLUGIN_CUDA
-  if (qkv.is_cuda() && qk_rms_norm_cuda_supports(qkv, wq, wk)) {
+  if (qkv.is_cuda() && fused_norms_enabled() && qk_rms_norm_cuda_supports(qkv, wq, wk)) {
     if (!records_grad({qkv, wq, wk})) {
       auto r = qk_rms_norm_forward_cuda(qkv, wq, wk, eps, false);
       return {r[0], r[1], r[2]};

@@ -46,4 +46,9 @@ std::array<torch::Tensor, 3> qk_rms_norm(const torch::Tensor& qkv, const torch::
 std::array<torch::Tensor, 3> qk_rms_norm_reference(const torch::Tensor& qkv, const torch::Tensor& wq,
                                                    const torch::Tensor& wk, double eps);
 
+// Whether rms_step and qk_rms_norm may take the CUDA kernels: yes unless the environment sets
+// AOBENCH_FUSED_NORMS=0 (to rule them out when a GPU run looks wrong); tests switch it directly.
+bool fused_norms_enabled();
+void set_fused_norms_enabled(bool on);
+
 }  // namespace aobench::ao_gpt

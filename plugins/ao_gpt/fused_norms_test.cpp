@@ -1,6 +1,6 @@
 // Implements: tests of plugins/ao_gpt/fused_norms: the CUDA forward and backward kernels of the fused
 // residual + RMSNorm + adaLN step and of the per-head QK RMSNorm against their LibTorch references
-// (autograd through plain ops) on the same GPU — outputs and every input gradient, float32 and bf16, with
+// (autograd through plain ops) on the same GPU — outputs and every input gradient, float32, bf16 and half, with
 // and without adaLN tables, row counts that fill no warp or group evenly, unused table rows. The CUDA tests
 // skip without a GPU; the CPU test checks the reference itself against a hand-written expression.
 #include <gtest/gtest.h>
@@ -53,13 +53,13 @@ std::vector<Tensor> run_step(bool fused, const StepCase& c) {
 TEST(FusedNorms, CudaRmsStepMatchesTheReference) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const char* names[] = {"s", "h", "∂x", "∂y", "∂tables", "∂w"};
-  for (auto dtype : {torch::kFloat, torch::kBFloat16})
-    for (int64_t d : {128, 768})
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf})
+    for (int64_t d : {128, 384, 768, 1024})
       for (bool with_y : {true, false})
         for (bool with_tables : {true, false}) {
           const StepCase c{203, d, 37, dtype, with_y, with_tables};
           auto got = run_step(true, c), want = run_step(false, c);
-          // bf16: h and ∂y are rounded to bf16 (1 ulp = 2⁻⁸ relative); everything else is float32.
+          // bf16 / half: h and ∂y are rounded (1 ulp ≤ 2⁻⁸ relative); everything else is float32.
           const double low = dtype == torch::kFloat ? 2e-5 : 1e-2;
           for (size_t i = 0; i < got.size(); ++i)
             EXPECT_TRUE(close(got[i], want[i], i == 1 || i == 3 ? low : 2e-5))
@@ -103,8 +103,8 @@ std::vector<Tensor> run_qk(bool fused, int64_t N, int64_t H, int64_t h, torch::S
 TEST(FusedNorms, CudaQkRmsNormMatchesTheReference) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   const char* names[] = {"q", "k", "v", "∂qkv", "∂wq", "∂wk"};
-  for (auto dtype : {torch::kFloat, torch::kBFloat16})
-    for (int64_t h : {32, 64, 128}) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf})
+    for (int64_t h : {32, 64, 128, 256}) {
       auto got = run_qk(true, 301, 3, h, dtype), want = run_qk(false, 301, 3, h, dtype);
       const double low = dtype == torch::kFloat ? 2e-5 : 1e-2;
       for (size_t i = 0; i < got.size(); ++i)
