@@ -103,7 +103,7 @@ struct RmsStepFunction : torch::autograd::Function<RmsStepFunction> {
                 "rms_step: backward through adaLN tables needs a RowIndex built with grouped = true");
     const Tensor grad_s = y.defined() ? grads[0] : Tensor();
     const Tensor grad_h = y.defined() ? grads[1] : grads[0];
-    if (!grad_s.defined() && !grad_h.defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    if (!grad_s.defined() && !grad_h.defined()) return variable_list(7);  // nothing flows back
     auto g = rms_step_backward_cuda(grad_s.defined() ? grad_s.contiguous() : grad_s,
                                     grad_h.defined() ? grad_h.contiguous() : grad_h, s, rstd, y, weight, t, rows);
     return {g[0], g[1], g[2], g[3], g[4], Tensor(), Tensor()};
@@ -121,7 +121,9 @@ struct QkRmsNormFunction : torch::autograd::Function<QkRmsNormFunction> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    auto fill = [&](const Tensor& g) { return g.defined() ? g.contiguous() : torch::zeros_like(saved[0].select(1, 0)); };
+    auto fill = [&](const Tensor& g) {  // an unused output's gradient is zero
+      return g.defined() ? g.contiguous() : torch::zeros_like(saved[0].select(1, 0));
+    };
     auto g = qk_rms_norm_backward_cuda(fill(grads[0]), fill(grads[1]), fill(grads[2]), saved[0], saved[1], saved[2],
                                        saved[3]);
     return {g[0], g[1].to(saved[2].scalar_type()), g[2].to(saved[3].scalar_type()), Tensor()};

@@ -118,7 +118,8 @@ __device__ __forceinline__ void sum_warps(const float (&acc)[C][4], float* red, 
 
 // Block = one group of rows: table row blockIdx.x (order/offsets), or rows [g·per_group, (g+1)·per_group)
 // without tables. With n = s·rstd, a = ∂h·scale·w: ∂s = ∂s_out + rstd·(a − n·mean(a·n)), ∂x = ∂s,
-// ∂y = ∂s·gate; per table row Σ ∂s·y (gate), Σ ∂h (shift), w·Σ ∂h·n (scale); w_part = scale·Σ ∂h·n.
+// ∂y = ∂s·gate; per table row Σ ∂s·y (gate), Σ ∂h (shift), w·Σ ∂h·n (scale);
+// w_part = scale·Σ ∂h·n.
 template <typename T, int C>
 __global__ void __launch_bounds__(32 * kWarps)
     rms_step_backward_kernel(const float* __restrict__ s, const float* __restrict__ rstd, const T* __restrict__ y,
@@ -453,7 +454,8 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
   Tensor grad_qkv = torch::empty_like(qkv);
   // A fixed grid (a few blocks per SM) keeps the weight partials small and the sums deterministic per device.
   const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((pairs + kWarps - 1) / kWarps, 4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
+      1, std::min<int64_t>((pairs + kWarps - 1) / kWarps,
+                           4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
   Tensor w_part = torch::zeros({blocks, 2, h}, qkv.options().dtype(torch::kFloat));
   if (pairs == 0) return {grad_qkv, w_part.sum(0)[0], w_part.sum(0)[1]};
   const auto stream = at::cuda::getCurrentCUDAStream();
