@@ -307,7 +307,9 @@ class AoGptPlugin : public ModelPlugin {
   torch::nn::Module& module() override { return *net_; }
 
   double flops_per_token(int64_t T) const override {
-    return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T);
+    // The untied wte is a lookup; the adaLN Linears run once per target position (AoGptImpl::conditioning),
+    // not per token.
+    return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T, {"wte.", "adaLN"});
   }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t block_size() const override { return cfg_.block_size; }

@@ -220,6 +220,24 @@ TEST(AoGpt, InitFollowsTheReference) {
   EXPECT_EQ(m->vocab_size(), 257);
 }
 
+// Model FLOPs: 6 per matmul parameter per token + attention; the untied wte, the position tables and the
+// adaLN Linears (run once per target position) are lookups.
+TEST(AoGpt, FlopsCountOnlyPerTokenMatmuls) {
+  auto m = make();
+  double n = 0;
+  for (const auto& p : m->module().named_parameters()) {
+    const auto& k = p.key();
+    const bool lookup = k.rfind("wte.", 0) == 0 || k.rfind("wpe.", 0) == 0 || k.rfind("wtpe.", 0) == 0 ||
+                        k == "wnonee" || k.find("adaLN") != std::string::npos;
+    if (!lookup) n += p.value().numel();
+  }
+  // debug: 2 blocks × (c_attn, c_proj, c_fc, c_proj with biases, 3 RMSNorm weights of 64 + 2 of 32) + ln_f
+  // + lm_head (320 × 64 + 320)
+  const double d = 64, blocks = 2 * (d * 3 * d + 3 * d + d * d + d + d * 4 * d + 4 * d + 4 * d * d + d + 2 * d + 2 * 32);
+  EXPECT_DOUBLE_EQ(n, blocks + d + 320 * d + 320);
+  EXPECT_DOUBLE_EQ(m->flops_per_token(128), 6.0 * n + 12.0 * 2 * 64 * 128);
+}
+
 TEST(AoGpt, ConfigErrorsNameTheKey) {
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
   auto cfg = m->default_config()["flavours"]["debug"];

@@ -1,12 +1,13 @@
 // Implements: shared any-order blocks (see any_order.h; spec-ao-gpt §1.1 slot table, §4.1–4.3 sampler).
 #include "plugins/common/any_order.h"
-#include "plugins/common/sampling.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "harness/errors.h"
+#include "plugins/common/sampling.h"
 
 namespace aobench::common {
 
@@ -157,11 +158,14 @@ void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> si
   if (!(dropout >= 0.0 && dropout < 1.0)) throw ConfigError("'model.dropout' must lie in [0, 1)");
 }
 
-double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T) {
+double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T,
+                                 const std::vector<std::string>& lookups) {
   double n = 0;
   for (const auto& p : net.named_parameters()) {
     const auto& k = p.key();
     if (k.rfind("wpe", 0) == 0 || k.rfind("wtpe", 0) == 0 || k == "wnonee") continue;
+    auto in_k = [&](const std::string& l) { return k.find(l) != std::string::npos; };
+    if (std::any_of(lookups.begin(), lookups.end(), in_k)) continue;
     n += p.value().numel();
   }
   return 6.0 * n + 12.0 * n_layer * n_embd * T;

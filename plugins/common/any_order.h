@@ -91,8 +91,9 @@ void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_
 void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
                        int64_t n_head, double dropout);
 // 6N + 12·L·d·T for an any-order decoder, N its parameters without the position tables (wpe*, wtpe*,
-// wnonee): those are lookups, not matmuls.
-double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T);
+// wnonee) and without those whose name contains one of `lookups`: those are lookups, not per-token matmuls.
+double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T,
+                                 const std::vector<std::string>& lookups = {});
 template <typename T>
 T get(const nlohmann::json& cfg, const std::string& key) {
   if (!cfg.contains(key)) throw ConfigError("missing 'model." + key + "'", "every flavour defines it");
