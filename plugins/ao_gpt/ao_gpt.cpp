@@ -174,14 +174,15 @@ struct AoGptImpl : torch::nn::Module {
   };
   Conditioning conditioning(const torch::Tensor& targets) {
     const int64_t N = targets.numel(), T = cfg.block_size;
-    const bool grouped = torch::GradMode::is_enabled() && targets.is_cuda();  // only the CUDA backward uses groups
+    const bool grouped = torch::GradMode::is_enabled() && targets.is_cuda();  // only the CUDA backward groups
     auto t = targets.reshape({N});
     if (N > T + 1) {
       auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
       return {torch::silu(torch::cat({wtpe->weight, none})),
               ao_gpt::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     }
-    return {torch::silu(target_embedding(wtpe, t)), ao_gpt::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+    return {torch::silu(target_embedding(wtpe, t)),
+            ao_gpt::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
@@ -219,7 +220,8 @@ struct AoGptImpl : torch::nn::Module {
       torch::Tensor gate_mlp;
       if (adaln) {
         // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
-        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones).split_with_sizes({2 * d, d, 2 * d, d}, 1);
+        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones)
+                     .split_with_sizes({2 * d, d, 2 * d, d}, 1);
         pre_attn = {pending_gate, m[0]};
         pre_mlp = {m[1], m[2]};
         gate_mlp = m[3];
@@ -247,7 +249,8 @@ struct AoGptImpl : torch::nn::Module {
     ao_gpt::StepTables final_tables;
     ao_gpt::RowIndex rows = cond.rows;
     if (adaln) {
-      final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};  // [β | 1+γ]
+      // [β | 1+γ]
+      final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};
       if (n_last != S)
         rows = ao_gpt::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows,
                                     rows.order.defined());

@@ -231,9 +231,10 @@ TEST(AoGpt, FlopsCountOnlyPerTokenMatmuls) {
                         k == "wnonee" || k.find("adaLN") != std::string::npos;
     if (!lookup) n += p.value().numel();
   }
-  // debug: 2 blocks × (c_attn, c_proj, c_fc, c_proj with biases, 3 RMSNorm weights of 64 + 2 of 32) + ln_f
-  // + lm_head (320 × 64 + 320)
-  const double d = 64, blocks = 2 * (d * 3 * d + 3 * d + d * d + d + d * 4 * d + 4 * d + 4 * d * d + d + 2 * d + 2 * 32);
+  // debug: 2 blocks × (c_attn, c_proj, c_fc, c_proj with biases, ln_1 and ln_2 of 64, q_norm and k_norm of
+  // 32) + ln_f + lm_head (320 × 64 + 320)
+  const double d = 64;
+  const double blocks = 2 * (d * 3 * d + 3 * d + d * d + d + d * 4 * d + 4 * d + 4 * d * d + d + 2 * d + 2 * 32);
   EXPECT_DOUBLE_EQ(n, blocks + d + 320 * d + 320);
   EXPECT_DOUBLE_EQ(m->flops_per_token(128), 6.0 * n + 12.0 * 2 * 64 * 128);
 }

@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <ATen/autocast_mode.h>
+#include "plugins/common/fused_ops.h"
 
 namespace aobench::ao_gpt {
 
+using common::norm_out_dtype;
+using common::records_grad;
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -61,19 +63,6 @@ RowIndex RowIndex::of(const Tensor& idx, int64_t table_rows, bool grouped) {
 
 namespace {
 
-torch::ScalarType step_out_dtype(const Tensor& x, const Tensor& y) {
-  if (y.defined()) return y.scalar_type();
-  const auto dev = x.device().type();
-  return at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev) : x.scalar_type();
-}
-
-bool records_grad(std::initializer_list<Tensor> ts) {
-  if (!torch::GradMode::is_enabled()) return false;
-  for (const auto& t : ts)
-    if (t.defined() && t.requires_grad()) return true;
-  return false;
-}
-
 #ifdef AOBENCH_PLUGIN_CUDA
 // Inputs: x, y?, gate?, mod?, weight (tensors) + rows, eps. Outputs: (s, h) with y, (h) without.
 struct RmsStepFunction : torch::autograd::Function<RmsStepFunction> {
@@ -82,7 +71,7 @@ struct RmsStepFunction : torch::autograd::Function<RmsStepFunction> {
                                const Tensor& weight, const RowIndex& rows, double eps) {
     const Tensor yv = y.value_or(Tensor()), tg = gate.value_or(Tensor()), tm = mod.value_or(Tensor());
     const StepTables t{tg, tm};
-    auto r = rms_step_forward_cuda(x, yv, weight, t, rows.idx, eps, step_out_dtype(x, yv), /*save_rstd=*/true);
+    auto r = rms_step_forward_cuda(x, yv, weight, t, rows.idx, eps, norm_out_dtype(x, yv), /*save_rstd=*/true);
     ctx->set_materialize_grads(false);
     // s is an output when y is given; without y it is x itself.
     ctx->save_for_backward({yv.defined() ? r[0] : x, r[1], yv, weight, tg, tm, rows.idx, rows.order, rows.offsets});
@@ -142,7 +131,7 @@ std::pair<Tensor, Tensor> rms_step_reference(const Tensor& x, const Tensor& y, c
   Tensor s = !y.defined() ? x : tables.gate.defined() ? torch::addcmul(x, take(tables.gate, 0), y) : x + y;
   Tensor h = torch::rms_norm(s.to(torch::kFloat32), {d}, weight.to(torch::kFloat32), eps);
   if (tables.mod.defined()) h = torch::addcmul(take(tables.mod, 0), h, take(tables.mod, d));
-  return {s, h.to(step_out_dtype(x, y))};
+  return {s, h.to(norm_out_dtype(x, y))};
 }
 
 std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& tables,
@@ -157,9 +146,10 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
                 "rms_step: adaLN table ", tab.sizes(), " must be (R, ", width, ") with R = ", rows.table_rows,
                 " and a row index of ", x.size(0), " rows");
 #ifdef AOBENCH_PLUGIN_CUDA
-  if (x.is_cuda() && fused_norms_enabled() && rms_step_cuda_supports(x, y, weight, tables, step_out_dtype(x, y))) {
+  if (x.is_cuda() && fused_norms_enabled() &&
+      rms_step_cuda_supports(x, y, weight, tables, norm_out_dtype(x, y))) {
     if (!records_grad({x, y, weight, tables.gate, tables.mod})) {
-      auto r = rms_step_forward_cuda(x, y, weight, tables, rows.idx, eps, step_out_dtype(x, y), false);
+      auto r = rms_step_forward_cuda(x, y, weight, tables, rows.idx, eps, norm_out_dtype(x, y), false);
       return {y.defined() ? r[0] : x, r[2]};
     }
     auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };

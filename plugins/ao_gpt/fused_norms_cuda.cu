@@ -13,18 +13,16 @@
 #include <type_traits>
 
 #include "plugins/ao_gpt/fused_norms.h"
+#include "plugins/common/cuda_vec.cuh"
 
 namespace aobench::ao_gpt {
 namespace {
 
+using common::Pack;
+using common::warp_sum;
 using torch::Tensor;
 
 constexpr int kWarps = 8;  // warps per block
-
-template <typename T, int kV>
-struct alignas(sizeof(T) * kV) Pack {
-  T v[kV];
-};
 
 template <int kV, typename T>
 __device__ __forceinline__ void load(const T* p, float (&o)[kV]) {
@@ -39,11 +37,6 @@ __device__ __forceinline__ void store(T* p, const float (&o)[kV]) {
 #pragma unroll
   for (int k = 0; k < kV; ++k) t.v[k] = static_cast<T>(o[k]);
   *reinterpret_cast<Pack<T, kV>*>(p) = t;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
 }
 
 // s = x + gate[r]·y, h = s·rstd·w·scale[r] + shift[r] with r = idx[row]; mod row = [shift | scale].

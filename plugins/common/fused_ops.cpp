@@ -18,14 +18,18 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
 torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 #endif
 
-namespace {
-bool needs_grad(std::initializer_list<torch::Tensor> ts) {
+bool records_grad(std::initializer_list<torch::Tensor> ts) {
   if (!torch::GradMode::is_enabled()) return false;
   for (const auto& t : ts)
     if (t.defined() && t.requires_grad()) return true;
   return false;
 }
-}  // namespace
+
+torch::ScalarType norm_out_dtype(const torch::Tensor& x, const torch::Tensor& y) {
+  if (y.defined()) return y.scalar_type();
+  const auto dev = x.device().type();
+  return at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev) : x.scalar_type();
+}
 
 torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
@@ -35,7 +39,7 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::T
   TORCH_CHECK(!rows.defined() || rows.dim() == 1, "row_logsumexp: rows must be 1-D, got ", rows.sizes());
 #ifdef AOBENCH_FUSED_CUDA
   // The kernel has no backward: a differentiable call takes the LibTorch expression below.
-  if (x.is_cuda() && !needs_grad({x})) return row_logsumexp_cuda(x, cols, rows);
+  if (x.is_cuda() && !records_grad({x})) return row_logsumexp_cuda(x, cols, rows);
 #endif
   const auto& sel = rows.defined() ? x.index_select(0, rows) : x;
   return torch::logsumexp(sel.narrow(1, 0, cols).to(torch::kFloat32), 1);
@@ -100,14 +104,11 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                   m->stride(1) == 1),
                 "add_layer_norm: adaLN vectors must be (B, d) = (", x.size(0), ", ", x.size(-1),
                 ") with unit column stride, got ", m->sizes());
-  const auto dev = x.device().type();
-  const auto out_dtype = y.defined() ? y.scalar_type()
-                         : at::autocast::is_autocast_enabled(dev) ? at::autocast::get_autocast_dtype(dev)
-                                                                  : x.scalar_type();
+  const auto out_dtype = norm_out_dtype(x, y);
 #ifdef AOBENCH_FUSED_CUDA
   bool mod_dtype = true;  // the kernel reads gate, scale and shift in the output's dtype
   for (const auto* m : {&mod.gate, &mod.scale, &mod.shift}) mod_dtype &= !m->defined() || m->scalar_type() == out_dtype;
-  if (x.is_cuda() && !needs_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && mod_dtype &&
+  if (x.is_cuda() && !records_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && mod_dtype &&
       add_layer_norm_cuda_supports(x, y.defined() ? y : x, weight, bias))
   {
     auto r = add_layer_norm_cuda(x, y, weight, bias, eps, mod.gate, mod.scale, mod.shift, out_dtype, y.defined());
@@ -135,7 +136,7 @@ torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, cons
               "rotary_qk: qkv must be (B, T, 3, nh, hd) and the tables (T, hd), got ", qkv.sizes(), " and ",
               cos.sizes());
 #ifdef AOBENCH_FUSED_CUDA
-  if (qkv.is_cuda() && !needs_grad({qkv}) && qkv.is_contiguous()) return rotary_qk_cuda(qkv, cos, sin_signed);
+  if (qkv.is_cuda() && !records_grad({qkv}) && qkv.is_contiguous()) return rotary_qk_cuda(qkv, cos, sin_signed);
 #endif
   auto qk = qkv.narrow(2, 0, 2).permute({2, 0, 1, 3, 4});  // (2, B, T, nh, hd)
   const int64_t h = qkv.size(4) / 2;

@@ -53,6 +53,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
 // (T, hd) in qkv's dtype (RotaryCache) → (2, B, T, nh, hd): x·cos + (x2, x1)·sin± per head. One pass on CUDA.
 torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 
+// True when grad mode is on and one of the defined tensors requires a gradient: the kernels without a
+// backward (and the autograd Functions' no-grad shortcut) check it.
+bool records_grad(std::initializer_list<torch::Tensor> ts);
+
+// Output dtype of a fused residual + norm step: y's dtype, or without y the autocast dtype under autocast,
+// else x's (add_layer_norm, ao_gpt::rms_step).
+torch::ScalarType norm_out_dtype(const torch::Tensor& x, const torch::Tensor& y);
+
 // True when x is on a GPU, the CUDA kernels are built and no gradient is being recorded: the inference paths
 // that call the kernels directly (DDiT) check this; add_layer_norm and row_logsumexp check it themselves.
 bool fused_inference(const torch::Tensor& x);

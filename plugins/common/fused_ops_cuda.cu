@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "plugins/common/cuda_vec.cuh"
+
 namespace aobench::common {
 namespace {
 
@@ -92,11 +94,6 @@ __device__ __forceinline__ float block_sum(float v, float* shm) {
 
 constexpr int kLnThreads = 256;
 
-template <typename T, int kV>
-struct alignas(sizeof(T) * kV) Pack {
-  T v[kV];
-};
-
 // Per-sequence adaLN vectors, each (B, d) with unit column stride in Tm, or null: s = x + gate[b]·y,
 // h = LN(s)·scale[b] + shift[b] with b = row / rows_per_seq (scale already holds 1 + γ). Row strides apart
 // so they can be column slices of one (B, 6d) modulation output.
@@ -150,11 +147,6 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
     if (shift) o += static_cast<float>(shift[j]);
     h_out[base + j] = static_cast<Ty>(o);
   }
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
 }
 
 // The same step for d = 128·kChunks: one warp per row, each lane 4 consecutive elements per chunk with
