@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache: paths relative to the checkout and no cwd in the hash, so every clone shares one cache.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+# The targets share a precompiled header; ccache caches such compiles only with this sloppiness.
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 BUILD_DIR=${AOBENCH_BUILD_DIR:-build}
 VENV=${AOBENCH_VENV:-$HOME/.cache/aobench/venv}
 JOBS=${AOBENCH_JOBS:-$(nproc)}
