@@ -3,6 +3,9 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
@@ -16,6 +19,8 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
                                                             const torch::Tensor& scale, const torch::Tensor& shift,
                                                             torch::ScalarType out_dtype, bool want_sum);
 torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
+torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
+                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab);
 #endif
 
 bool records_grad(std::initializer_list<torch::Tensor> ts) {
@@ -60,6 +65,62 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
     nll.narrow(0, r0, n).copy_(lse - picked);
   }
   return nll;
+}
+
+bool fused_ce_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("AOBENCH_FUSED_CE");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
+  return torch::nn::functional::cross_entropy(logits.narrow(1, 0, vocab).to(torch::kFloat32), targets);
+}
+
+namespace {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Forward: mean(lse − x[target]) with lse from row_logsumexp (fp32 statistics, one read of the logits).
+// Backward: ∂/∂x[i, j] = (exp(x[i, j] − lse[i]) − [j = t[i]])·g/N for j < vocab, 0 beyond.
+struct LmCrossEntropy : torch::autograd::Function<LmCrossEntropy> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& targets,
+                               int64_t vocab) {
+    const torch::Tensor lse = row_logsumexp(logits, vocab);                                   // (N) fp32
+    const torch::Tensor picked = logits.gather(1, targets.unsqueeze(1)).squeeze(1).to(torch::kFloat32);
+    ctx->save_for_backward({logits, targets, lse});
+    ctx->saved_data["vocab"] = vocab;
+    return (lse - picked).mean();
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &logits = saved[0], &targets = saved[1], &lse = saved[2];
+    const int64_t vocab = ctx->saved_data["vocab"].toInt(), N = logits.size(0);
+    const torch::Tensor g = grad_out[0].to(torch::kFloat32) / double(std::max<int64_t>(N, 1));   // 0-dim, device
+#ifdef AOBENCH_FUSED_CUDA
+    if (logits.is_cuda()) return {lm_cross_entropy_backward_cuda(logits, targets, lse, g, vocab), {}, {}};
+#endif
+    auto p = torch::exp(logits.narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));   // (N, V) softmax
+    p.scatter_add_(1, targets.unsqueeze(1), -torch::ones({N, 1}, p.options()));
+    auto grad = torch::zeros_like(logits);
+    grad.narrow(1, 0, vocab).copy_(p * g);
+    return {grad, {}, {}};
+  }
+};
+}  // namespace
+
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
+  TORCH_CHECK(logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1) && targets.dim() == 1 &&
+                  targets.size(0) == logits.size(0) && targets.scalar_type() == torch::kLong,
+              "lm_cross_entropy: logits must be (N, V) with unit column stride and targets (N) int64, got ",
+              logits.sizes(), " and ", targets.sizes(), " ", targets.scalar_type());
+  TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ",
+              logits.size(1), "]");
+  if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab);
+  return LmCrossEntropy::apply(logits, targets, vocab);
 }
 
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

@@ -21,6 +21,19 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::T
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,
                        const torch::Tensor& targets, int64_t vocab);
 
+// Mean cross-entropy −log softmax(logits)[target] over the first `vocab` columns, float32 0-dim: the value
+// of F::cross_entropy(logits.narrow(1, 0, vocab).to(float32), targets) without an fp32 (N, V) copy, a
+// log_softmax tensor or the narrow. logits (N, V_pad) float/bf16/half with unit column stride (the LM head's
+// output as it comes, padded columns included); targets (N) int64 in [0, vocab) (not checked on the device).
+// Differentiable in logits: the backward writes (softmax − onehot)·g/N in the logits' dtype (0 in the
+// padded columns) in one pass. CUDA: row_logsumexp's kernel forward, one elementwise kernel backward; CPU:
+// the LibTorch expressions, which the kernels are tested against. AOBENCH_FUSED_CE=0: the reference below.
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+// The same through F::cross_entropy on the fp32 narrow (what the plugins ran before; AOBENCH_FUSED_CE=0).
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+// True unless AOBENCH_FUSED_CE=0 (read once).
+bool fused_ce_enabled();
+
 // adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)), unit column stride (column
 // slices of one (B, 6d) modulation output are fine); scale holds 1 + γ. Any may be undefined (gate 1,
 // scale 1, shift 0).

@@ -352,6 +352,61 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
   return out;
 }
 
+namespace {
+// ∂ mean CE / ∂x for one row per block: (exp(x − lse) − [j = target])·g for j < cols, 0 for the padded
+// columns up to width; 16-byte loads and stores when both rows are aligned (the padded head width is).
+template <typename T>
+__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, T* __restrict__ gx,
+                                      int64_t width, int64_t cols, const float* __restrict__ lse,
+                                      const int64_t* __restrict__ targets, const float* __restrict__ grad_scale) {
+  const int64_t r = blockIdx.x;
+  const T* row = x + r * x_stride;
+  T* grow = gx + r * width;
+  const float l = lse[r], g = *grad_scale;
+  const int64_t t = targets[r];
+  auto value = [&](int64_t j, float v) {
+    return j < cols ? (expf(v - l) - (j == t ? 1.f : 0.f)) * g : 0.f;
+  };
+  constexpr int kVec = 16 / sizeof(T);
+  int64_t done = 0;
+  if (reinterpret_cast<std::uintptr_t>(row) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grow) % 16 == 0) {
+    const int64_t packs = width / kVec;
+    const auto* rv = reinterpret_cast<const Pack<T, kVec>*>(row);
+    auto* gv = reinterpret_cast<Pack<T, kVec>*>(grow);
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      const Pack<T, kVec> in = rv[i];
+      Pack<T, kVec> out;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) out.v[k] = static_cast<T>(value(i * kVec + k, static_cast<float>(in.v[k])));
+      gv[i] = out;
+    }
+    done = packs * kVec;
+  }
+  for (int64_t j = done + threadIdx.x; j < width; j += kThreads)
+    grow[j] = static_cast<T>(value(j, static_cast<float>(row[j])));
+}
+}  // namespace
+
+torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
+                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab) {
+  const c10::cuda::CUDAGuard guard(logits.device());
+  const int64_t N = logits.size(0), width = logits.size(1);
+  auto grad = torch::empty({N, width}, logits.options());   // contiguous (N, V_pad)
+  if (N == 0) return grad;
+  TORCH_CHECK(N <= 0x7fffffff, "lm_cross_entropy: too many rows (", N, ")");
+  const auto t = targets.contiguous();
+  const auto l = lse.contiguous();
+  const auto g = grad_scale.to(logits.device(), torch::kFloat32).contiguous();
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "lm_cross_entropy_backward", [&] {
+    lm_ce_backward_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+        logits.data_ptr<scalar_t>(), logits.stride(0), grad.data_ptr<scalar_t>(), width, vocab,
+        l.data_ptr<float>(), t.data_ptr<int64_t>(), g.data_ptr<float>());
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return grad;
+}
+
 torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = rows.defined() ? rows.size(0) : x.size(0);
