@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
-#                                    ensemble_sigma trainspeed ddp
+#                                    ensemble_sigma trainspeed trainbench ddp
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -181,46 +181,58 @@ PY
 }
 
 # One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $OUT/ts_NAME.log.
+# Skipped once the phase has used $TS_BUDGET seconds (default 400), so the phase fits one device call.
 speed_run() {
   local name=$1 m=$2 fl=$3 b=$4 n=$5; shift 5
-  timeout 150 $A train --set model.plugin=$m --set model.flavour=$fl --set data.train=$TS_DATA --set data.val= \
+  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped $name: phase budget spent" | tee "$OUT/ts_$name.log"; return; fi
+  timeout 120 $A train --set model.plugin=$m --set model.flavour=$fl --set data.train=$TS_DATA --set data.val= \
     --set data.tokenizer=gpt2 --set train.out_dir=runs/trainspeed/$name --set train.batch_size=$b \
     --set train.max_iters=$n --set train.warmup_iters=10 --set train.lr_decay_iters=$n --set train.log_interval=10 \
     --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.keep_checkpoints=1 \
     --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) "$@" > "$OUT/ts_$name.log" 2>&1 \
     || echo "speed run $name failed (rc $?)" | tee -a "$OUT/ts_$name.log"
-  grep -E "^step|rror" "$OUT/ts_$name.log" | tail -3
+  grep -E "^step|rror" "$OUT/ts_$name.log" | tail -2 || true
   rm -rf runs/trainspeed/$name/checkpoints
+}
+peer_run() {  # nanogpt_train.py arguments; one JSON line appended to $OUT/ts_peers.jsonl
+  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped nanoGPT $*: phase budget spent"; return; fi
+  timeout 180 python3 bench/peers/nanogpt_train.py "$@" --steps 40 --warmup 10 2>>"$OUT/ts_peers.err" \
+    | tee -a "$OUT/ts_peers.jsonl" || echo "nanoGPT $* failed" | tee -a "$OUT/ts_peers.err"
 }
 
 phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models side by side; table in $OUT/trainspeed.md
   ensure_libs
+  SECONDS=0
   TS_DATA=runs/trainspeed/random_tokens.bin; rm -rf runs/trainspeed; random_tokens $TS_DATA 20000000
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/trainspeed_device.txt"
-  git rev-parse HEAD >> "$OUT/trainspeed_device.txt" 2>/dev/null || true
-  local P=bench/peers/nanogpt_train.py
+  { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git rev-parse HEAD; } \
+    2>/dev/null | tee "$OUT/trainspeed_device.txt"
   : > "$OUT/ts_peers.jsonl"
-  for args in "--batch 16 --compile" "--batch 32 --compile" "--batch 16"; do
-    # shellcheck disable=SC2086
-    timeout 240 python3 $P $args --steps 40 --warmup 10 2>>"$OUT/ts_peers.err" | tee -a "$OUT/ts_peers.jsonl" || true
-  done
+  # Most important comparisons first (the budget skips the tail).
+  peer_run --batch 16 --compile
   speed_run gpt_b16 gpt small 16 60
+  peer_run --batch 32 --compile
   speed_run gpt_b32 gpt small 32 50
-  AOBENCH_FUSED_CE=0 AOBENCH_FUSED_ADAMW=0 speed_run gpt_b16_reference gpt small 16 60
-  for m in ao_gpt sigma_gpt sedd radd; do speed_run ${m}_b16 $m small 16 60; done
+  speed_run ao_gpt_b16 ao_gpt small 16 60
+  AOBENCH_FUSED_CE=0 AOBENCH_FUSED_LN=0 AOBENCH_FUSED_ADAMW=0 speed_run gpt_b16_reference gpt small 16 60
   speed_run gpt_medium_b16 gpt medium 16 30
   speed_run ao_gpt_medium_b16 ao_gpt medium 16 30
-  python3 scripts/trainspeed_table.py "$OUT/ts_peers.jsonl" runs/trainspeed 30 | tee "$OUT/trainspeed.md"
-  # Kernel and optimizer tests on the GPU (each binary that was built).
-  [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='FusedOps.*' 2>&1 | tail -25 | tee "$OUT/ts_tests.log"
+  for m in sigma_gpt sedd radd; do speed_run ${m}_b16 $m small 16 60; done
+  peer_run --batch 16
+  python3 scripts/trainspeed_table.py "$OUT/ts_peers.jsonl" runs/trainspeed 30 | tee "$OUT/trainspeed.md" || true
+  # The training kernels and the optimizer against their references on this GPU (each binary that was built).
+  : > "$OUT/ts_tests.log"
+  [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='FusedOps.*:Gpt.Cuda*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
   [[ -x build/aobench_tests ]] && build/aobench_tests --gtest_filter='AdamW.*' 2>&1 | tail -8 | tee -a "$OUT/ts_tests.log"
-  # Per plugin: the full step as aobench_bench times it, merged into one results.json (aobench compare input).
-  for m in gpt ao_gpt; do
-    [[ -x build/aobench_bench ]] && AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=16 \
+  echo "trainspeed phase: ${SECONDS} s"
+}
+
+phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merged into $OUT/bench_results.json
+  ensure_libs
+  for m in ${BENCH_PLUGINS:-gpt ao_gpt sigma_gpt sedd radd}; do
+    AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=16 \
       AOBENCH_BENCH_RESULTS="$OUT/bench_results.json" build/aobench_bench --benchmark_filter=PluginTrainFullStep \
-      --benchmark_repetitions=1 2>&1 | grep -E "^BM_" | tee -a "$OUT/ts_bench.log"
+      --benchmark_repetitions=1 2>&1 | grep -E "^BM_|rror" | tee -a "$OUT/trainbench.log"
   done
-  true
 }
 
 phase_ddp() {  # 1 GPU vs N GPUs (all visible) at the same global batch: tok/s scaling and loss curves; $OUT/ddp.md

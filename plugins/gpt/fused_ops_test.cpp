@@ -88,6 +88,46 @@ TEST(FusedOps, CudaLmCrossEntropyMatchesReference) {
   check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 5, 7, 9, 1e-2);
 }
 
+// add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the
+// same GPU: s, h and the gradients of x, y, weight, bias, with both outputs used and with only h used.
+TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  const auto dev = torch::Device(torch::kCUDA);
+  for (int64_t d : {128, 768, 1024}) {
+    for (auto dt : {torch::kBFloat16, torch::kFloat32, torch::kHalf}) {
+      for (bool use_s : {true, false}) {
+        auto x0 = torch::randn({3, 37, d}, dev), y0 = torch::randn({3, 37, d}, dev).to(dt);
+        auto w0 = 1 + 0.1 * torch::randn({d}, dev), b0 = 0.1 * torch::randn({d}, dev);
+        auto rs = torch::randn({3, 37, d}, dev), rh = torch::randn({3, 37, d}, dev);
+        auto run = [&](bool fused) {
+          set_fused_ln_training_enabled(fused);
+          auto x = x0.clone().requires_grad_(true), y = y0.clone().requires_grad_(true);
+          auto w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+          auto [s, h] = add_layer_norm(x, y, w, b, 1e-5);
+          EXPECT_EQ(h.scalar_type(), dt);
+          auto loss = (h.to(torch::kFloat32) * rh).sum();
+          if (use_s) loss = loss + (s * rs).sum();
+          loss.backward();
+          return std::vector<torch::Tensor>{s.detach(), h.detach().to(torch::kFloat32), x.grad(),
+                                            y.grad().to(torch::kFloat32), w.grad(), b.grad()};
+        };
+        const auto ref = run(false);
+        const auto got = run(true);
+        set_fused_ln_training_enabled(true);
+        const double tol = dt == torch::kFloat32 ? 1e-4 : dt == torch::kHalf ? 5e-3 : 3e-2;
+        const char* what[] = {"s", "h", "dx", "dy", "dw", "db"};
+        for (size_t i = 0; i < ref.size(); ++i) {
+          const double scale = ref[i].abs().max().item<double>();
+          const double err = (got[i] - ref[i]).abs().max().item<double>();
+          EXPECT_LE(err, tol * scale + 1e-6) << what[i] << " d=" << d << " " << dt << " use_s=" << use_s
+                                             << ": max |Δ| " << err << " of " << scale;
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedOps, CudaRowLogSumExpMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(7);
