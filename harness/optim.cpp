@@ -127,7 +127,7 @@ TensorMap AdamW::state(const std::vector<std::string>& names) const {
     if (!s.step.defined()) continue;   // never stepped (e.g. no gradient yet)
     out[names[i] + ".exp_avg"] = s.exp_avg.detach().to(torch::kCPU).clone();
     out[names[i] + ".exp_avg_sq"] = s.exp_avg_sq.detach().to(torch::kCPU).clone();
-    out[names[i] + ".step"] = torch::tensor(std::llround(s.step.item<double>()), torch::kInt64);
+    out[names[i] + ".step"] = torch::tensor(static_cast<int64_t>(std::llround(s.step.item<double>())), torch::kInt64);
   }
   return out;
 }

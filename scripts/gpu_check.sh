@@ -180,30 +180,31 @@ with open(path, "wb") as f:
 PY
 }
 
-# One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $OUT/ts_NAME.log.
+# One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $TS_LOGS/NAME.log.
 # Skipped once the phase has used $TS_BUDGET seconds (default 400), so the phase fits one device call.
 speed_run() {
   local name=$1 m=$2 fl=$3 b=$4 n=$5; shift 5
-  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped $name: phase budget spent" | tee "$OUT/ts_$name.log"; return; fi
+  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped $name: phase budget spent" | tee "$TS_LOGS/$name.log"; return; fi
   timeout 120 $A train --set model.plugin=$m --set model.flavour=$fl --set data.train=$TS_DATA --set data.val= \
     --set data.tokenizer=gpt2 --set train.out_dir=runs/trainspeed/$name --set train.batch_size=$b \
     --set train.max_iters=$n --set train.warmup_iters=10 --set train.lr_decay_iters=$n --set train.log_interval=10 \
     --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.keep_checkpoints=1 \
-    --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) "$@" > "$OUT/ts_$name.log" 2>&1 \
-    || echo "speed run $name failed (rc $?)" | tee -a "$OUT/ts_$name.log"
-  grep -E "^step|rror" "$OUT/ts_$name.log" | tail -2 || true
+    --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) "$@" > "$TS_LOGS/$name.log" 2>&1 \
+    || echo "speed run $name failed (rc $?)" | tee -a "$TS_LOGS/$name.log"
+  grep -E "^step|rror" "$TS_LOGS/$name.log" | tail -2 || true
   rm -rf runs/trainspeed/$name/checkpoints
 }
 peer_run() {  # nanogpt_train.py arguments; one JSON line appended to $OUT/ts_peers.jsonl
   if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped nanoGPT $*: phase budget spent"; return; fi
-  timeout 180 python3 bench/peers/nanogpt_train.py "$@" --steps 40 --warmup 10 2>>"$OUT/ts_peers.err" \
-    | tee -a "$OUT/ts_peers.jsonl" || echo "nanoGPT $* failed" | tee -a "$OUT/ts_peers.err"
+  timeout 180 python3 bench/peers/nanogpt_train.py "$@" --steps 40 --warmup 10 2>>"$TS_LOGS/peers.err" \
+    | tee -a "$OUT/ts_peers.jsonl" || echo "nanoGPT $* failed" | tee -a "$TS_LOGS/peers.err"
 }
 
 phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models side by side; table in $OUT/trainspeed.md
   ensure_libs
   SECONDS=0
-  TS_DATA=runs/trainspeed/random_tokens.bin; rm -rf runs/trainspeed; random_tokens $TS_DATA 20000000
+  TS_DATA=runs/trainspeed/random_tokens.bin TS_LOGS=runs/trainspeed/logs
+  rm -rf runs/trainspeed; mkdir -p $TS_LOGS; random_tokens $TS_DATA 20000000
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git rev-parse HEAD; } \
     2>/dev/null | tee "$OUT/trainspeed_device.txt"
   : > "$OUT/ts_peers.jsonl"
@@ -224,6 +225,8 @@ phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models
   [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='FusedOps.*:Gpt.Cuda*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
   [[ -x build/aobench_tests ]] && build/aobench_tests --gtest_filter='AdamW.*' 2>&1 | tail -8 | tee -a "$OUT/ts_tests.log"
   echo "trainspeed phase: ${SECONDS} s"
+  # Few files come back from a device call: every log and metrics.jsonl in one archive.
+  tar czf "$OUT/trainspeed_logs.tgz" --exclude=random_tokens.bin --exclude=checkpoints runs/trainspeed
 }
 
 phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merged into $OUT/bench_results.json
@@ -249,9 +252,9 @@ phase_ddp() {  # 1 GPU vs N GPUs (all visible) at the same global batch: tok/s s
     --set train.log_interval=10 --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.batch_size=16)
   # 1 GPU: micro-batch 16 × N accumulation steps = the N-GPU global batch (16 per GPU, no accumulation).
   timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.out_dir=$d/run_1gpu \
-    2>&1 | grep -E "^step|rror" | tee "$OUT/ddp_1gpu.log"
+    2>&1 | grep -E "^step|rror" | tee "$OUT/ddp_1gpu.log" || true
   timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
-    --set train.out_dir=$d/run_${n}gpu 2>&1 | grep -E "^step|rror|data parallel" | tee "$OUT/ddp_${n}gpu.log"
+    --set train.out_dir=$d/run_${n}gpu 2>&1 | grep -E "^step|rror|data parallel" | tee "$OUT/ddp_${n}gpu.log" || true
   python3 - $d/run_1gpu $d/run_${n}gpu $n <<'PY' | tee "$OUT/ddp.md"
 import json, sys
 def read(run):

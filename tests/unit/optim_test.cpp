@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "harness/errors.h"
 #include "harness/optim.h"
 
 namespace aobench {
