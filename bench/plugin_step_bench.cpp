@@ -7,9 +7,13 @@
 // AOBENCH_BENCH_BATCH (32). Example: AOBENCH_BENCH_PLUGIN=radd aobench_bench --benchmark_filter=PluginForward
 // Diagnosis: AOBENCH_SDPA_BACKEND=flash|cudnn|efficient|math allows only that SDPA kernel (a call it cannot
 // serve throws "No available kernel"); AOBENCH_BENCH_PROFILE=1 prints the top CUDA kernels of one forward.
+// AOBENCH_BENCH_RESULTS=FILE merges each timed benchmark's numbers into FILE as an aobench results.json
+// (run "<plugin>/<flavour>", metrics "<bench>_b<B>/tok_s|mfu|step_ms|peak_mem_gib"), which `aobench compare
+// BASE.json NEW.json` checks: throughput lower or step time / memory higher past --threshold is a regression.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -22,8 +26,12 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
+#include "harness/device.h"
+#include "harness/env_info.h"
+#include "harness/optim.h"
 #include "harness/plugin_api.h"
 #include "harness/registry.h"
+#include "reports/results.h"
 
 namespace {
 
@@ -72,10 +80,13 @@ void print_kernel_profile(const std::string& label, Fn fn) {
                 rows[i].first.c_str());
 }
 
-// Times each benchmark iteration of fn() on the GPU with CUDA events (UseManualTime).
+// Times each benchmark iteration of fn() on the GPU with CUDA events (UseManualTime); returns the mean
+// seconds per iteration.
 template <typename Fn>
-void time_on_gpu(benchmark::State& state, torch::Device dev, Fn fn) {
+double time_on_gpu(benchmark::State& state, torch::Device dev, Fn fn) {
   auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  double total = 0;
+  int64_t n = 0;
   for (auto _ : state) {
     c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
     c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
@@ -83,8 +94,46 @@ void time_on_gpu(benchmark::State& state, torch::Device dev, Fn fn) {
     fn();
     stop.record(impl->getStream(dev));
     stop.synchronize();
-    state.SetIterationTime(start.elapsedTime(stop) / 1e3);  // ms → s
+    const double s = start.elapsedTime(stop) / 1e3;  // ms → s
+    state.SetIterationTime(s);
+    total += s;
+    ++n;
   }
+  return n > 0 ? total / double(n) : 0.0;
+}
+
+// AOBENCH_BENCH_RESULTS: merges one benchmark's numbers into that results.json (created when absent).
+// tokens = tokens per timed call; flops_per_token = the FLOPs those tokens cost (train: 6N+…, forward: /3).
+void record_result(const std::string& bench, const std::string& label, int64_t B, const aobench::ModelPlugin& model,
+                   double seconds, double tokens, double flops_per_token, torch::Device dev) {
+  const std::string path = env_or("AOBENCH_BENCH_RESULTS", "");
+  if (path.empty() || seconds <= 0) return;
+  const std::string device = aobench::device_name(dev);
+  const double tok_s = tokens / seconds, peak = aobench::peak_bf16_flops(device);
+  const std::string what = bench + " B=" + std::to_string(B) + " T=" + std::to_string(model.block_size()) +
+                           ", bf16 autocast, random tokens, CUDA-event time per call (aobench_bench)";
+  aobench::Results r;
+  r.context = aobench::env_info("cuda", "bfloat16 autocast");
+  aobench::RunResults& run = r.runs[label];
+  run.plugin = model.info().name;
+  run.flavour = label.substr(label.find('/') + 1);
+  run.paradigm = aobench::to_string(model.info().paradigm);
+  const std::string key = bench + "_b" + std::to_string(B) + "/";
+  auto put = [&](const std::string& m, double v, bool higher) {
+    aobench::MetricValue mv;
+    mv.value = v;
+    mv.higher_is_better = higher;
+    mv.protocol = what;
+    run.metrics[key + m] = mv;
+  };
+  put("tok_s", tok_s, true);
+  put("step_ms", 1e3 * seconds, false);
+  put("peak_mem_gib", aobench::max_memory_gib(dev), false);
+  if (peak > 0) put("mfu", flops_per_token * tok_s / peak, true);
+  aobench::Results all;
+  if (std::ifstream(path).good()) all = aobench::Results::load(path);
+  all.merge(r);
+  all.save(path);
 }
 
 // The plugin and flavour of AOBENCH_BENCH_PLUGIN / AOBENCH_BENCH_FLAVOUR, built on `dev`.
@@ -128,9 +177,11 @@ void BM_PluginForward(benchmark::State& state) {
   for (int i = 0; i < 3; ++i) forward();  // warm-up: kernels, caches, rotary tables
   torch::cuda::synchronize();
   if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label, forward);
-  time_on_gpu(state, dev, forward);
+  aobench::reset_peak_memory(dev);
+  const double seconds = time_on_gpu(state, dev, forward);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
+  record_result("forward", label, B, *model, seconds, double(B * T), model->flops_per_token(T) / 3.0, dev);
   const double fwd_flops = model->flops_per_token(T) / 3.0 * double(B * T);
   state.counters["TFLOP/s"] = benchmark::Counter(fwd_flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fwd_GFLOP"] = fwd_flops / 1e9;
@@ -175,10 +226,62 @@ void BM_PluginTrainStep(benchmark::State& state) {
   for (int i = 0; i < 3; ++i) step();
   torch::cuda::synchronize();
   if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " train", step);
-  time_on_gpu(state, dev, step);
+  aobench::reset_peak_memory(dev);
+  const double seconds = time_on_gpu(state, dev, step);
+  record_result("fwd_bwd", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
   state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+}
+
+// The whole optimizer step of `aobench train` minus data loading: loss + backward, the global gradient norm,
+// clip 1.0 and the fused AdamW update (harness/optim.h, AdamW groups as the trainer builds them), no host
+// read. The number `aobench train` logs should approach; AOBENCH_FUSED_ADAMW=0 times the reference update.
+void BM_PluginTrainFullStep(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
+    return;
+  }
+  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
+  const torch::Device dev(torch::kCUDA, 0);
+  std::string label;
+  auto model = bench_model(dev, label);
+  model->module().train();
+  const int64_t T = model->block_size();
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  aobench::TrainBatch batch;
+  batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
+  if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
+    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
+                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
+  std::vector<aobench::AdamWGroup> groups;
+  for (auto& g : model->param_groups())
+    if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
+  aobench::AdamW optimizer(std::move(groups), 0.9, 0.95, 1e-8);
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  auto step = [&] {
+    optimizer.zero_grad();
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    auto loss = model->loss(batch, gen).loss;
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    loss.backward();
+    const auto norm = optimizer.grad_norm();
+    optimizer.step(1e-4, 1.0, norm, torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
+  };
+  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
+  for (int i = 0; i < 3; ++i) step();
+  torch::cuda::synchronize();
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " full step", step);
+  aobench::reset_peak_memory(dev);
+  const double seconds = time_on_gpu(state, dev, step);
+  record_result("train_step", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
+  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_GiB"] = aobench::max_memory_gib(dev);
   state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
@@ -201,6 +304,8 @@ BENCHMARK(BM_Bf16MatmulPeak)->UseManualTime()->Unit(benchmark::kMillisecond)->It
     ->ReportAggregatesOnly(true);
 
 BENCHMARK(BM_PluginTrainStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10)->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_PluginTrainFullStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
 }  // namespace

@@ -23,8 +23,17 @@ void Ema::update() {
   torch::NoGradGuard no_grad;
   ++n_;
   const double d = ema_decay_at(decay_, n_);
-  for (size_t i = 0; i < params_.size(); ++i)
-    shadow_[i].sub_((shadow_[i] - params_[i].second.detach().to(torch::kFloat32)).mul_(1.0 - d));
+  // shadow + (1 − d)(θ − shadow): one multi-tensor lerp when the parameters are fp32 (they are the master
+  // weights of a training run), else one lerp per parameter through an fp32 copy.
+  if (live_.empty())
+    for (const auto& p : params_) live_.push_back(p.second.detach());
+  bool all_fp32 = true;
+  for (const auto& p : live_) all_fp32 &= p.scalar_type() == torch::kFloat32 && p.device() == shadow_[0].device();
+  if (all_fp32 && !live_.empty()) {
+    torch::_foreach_lerp_(shadow_, live_, 1.0 - d);
+    return;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) shadow_[i].lerp_(live_[i].to(torch::kFloat32), 1.0 - d);
 }
 
 void Ema::swap_in() {

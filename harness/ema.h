@@ -37,6 +37,7 @@ class Ema {
   int64_t n_ = 0;
   std::vector<std::pair<std::string, torch::Tensor>> params_;  // live parameters, registration order
   std::vector<torch::Tensor> shadow_;                          // fp32, same device as the parameters
+  std::vector<torch::Tensor> live_;                            // detached views of the parameters (update())
   std::vector<torch::Tensor> backup_;                          // raw weights while swapped in
 };
 

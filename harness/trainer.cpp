@@ -24,6 +24,7 @@
 #include "harness/distributed.h"
 #include "harness/ema.h"
 #include "harness/errors.h"
+#include "harness/optim.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
 
@@ -211,35 +212,18 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
   return "";
 }
 
-// AdamW moments by parameter name: "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step".
-TensorMap optimizer_state(torch::optim::AdamW& opt, torch::nn::Module& module) {
-  TensorMap out;
-  for (auto& p : module.named_parameters()) {
-    auto it = opt.state().find(p.value().unsafeGetTensorImpl());
-    if (it == opt.state().end()) continue;  // never stepped (e.g. frozen)
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-    out[p.key() + ".exp_avg"] = s.exp_avg().detach().to(torch::kCPU).clone();
-    out[p.key() + ".exp_avg_sq"] = s.exp_avg_sq().detach().to(torch::kCPU).clone();
-    out[p.key() + ".step"] = torch::tensor(s.step(), torch::kInt64);
+// Parameter names in the optimizer's order: AdamW::state() keys its moments by them
+// ("<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step").
+std::vector<std::string> optimizer_names(const AdamW& opt, torch::nn::Module& module) {
+  std::map<const void*, std::string> by_impl;
+  for (auto& p : module.named_parameters()) by_impl[p.value().unsafeGetTensorImpl()] = p.key();
+  std::vector<std::string> out;
+  for (const auto& p : opt.params()) {
+    auto it = by_impl.find(p.unsafeGetTensorImpl());
+    TORCH_CHECK(it != by_impl.end(), "optimizer parameter is not a parameter of the model");
+    out.push_back(it->second);
   }
   return out;
-}
-
-void load_optimizer_state(torch::optim::AdamW& opt, torch::nn::Module& module, const TensorMap& m,
-                          const std::string& origin) {
-  for (auto& p : module.named_parameters()) {
-    auto a = m.find(p.key() + ".exp_avg"), b = m.find(p.key() + ".exp_avg_sq"), s = m.find(p.key() + ".step");
-    if (a == m.end() && b == m.end() && s == m.end()) continue;
-    if (a == m.end() || b == m.end() || s == m.end() || a->second.sizes() != p.value().sizes() ||
-        b->second.sizes() != p.value().sizes())
-      throw CheckpointError("optimizer state in '" + origin + "' is incomplete or mis-shaped for '" + p.key() + "'",
-                            "the checkpoint was written by a different model configuration");
-    auto st = std::make_unique<torch::optim::AdamWParamState>();
-    st->step(s->second.item<int64_t>());
-    st->exp_avg(a->second.to(p.value().device(), p.value().scalar_type()).clone());
-    st->exp_avg_sq(b->second.to(p.value().device(), p.value().scalar_type()).clone());
-    opt.state()[p.value().unsafeGetTensorImpl()] = std::move(st);
-  }
 }
 
 // Every parameter and buffer, the state rank 0 broadcasts so that all ranks start identical.
@@ -331,18 +315,13 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   const bool decoder = info.paradigm != Paradigm::kMaskedDiffusionEncoder;
   const OrderSpec order_spec = OrderSpec::from_json(config.at("train").at("order"), "train.order");
 
-  // Optimizer: AdamW with decay / no-decay groups.
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  for (auto& g : model->param_groups()) {
-    if (g.params.empty()) continue;
-    auto opts = std::make_unique<torch::optim::AdamWOptions>(hp.learning_rate);
-    opts->betas({hp.beta1, hp.beta2}).eps(hp.eps).weight_decay(g.decay ? hp.weight_decay : 0.0);
-    groups.emplace_back(g.params, std::move(opts));
-  }
-  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(hp.learning_rate));
-  std::vector<torch::Tensor> params;
-  for (auto& g : optimizer.param_groups())
-    for (auto& p : g.params()) params.push_back(p);
+  // Optimizer: AdamW with decay / no-decay groups, one fused multi-tensor update per group (harness/optim.h).
+  std::vector<AdamWGroup> groups;
+  for (auto& g : model->param_groups())
+    if (!g.params.empty()) groups.push_back({g.params, g.decay ? hp.weight_decay : 0.0});
+  AdamW optimizer(std::move(groups), hp.beta1, hp.beta2, hp.eps);
+  const std::vector<torch::Tensor>& params = optimizer.params();
+  const std::vector<std::string> param_names = optimizer_names(optimizer, net);
   std::unique_ptr<Ema> ema = hp.ema > 0 ? std::make_unique<Ema>(net, hp.ema) : nullptr;
 
   RunDir run(hp.out_dir);
@@ -364,7 +343,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       throw CheckpointError("checkpoint '" + *ckpt + "' has a different model config: " + diff,
                             "resume with the model config the run was started with");
     load_module_state(net, data.model, *ckpt + "/model.safetensors");
-    load_optimizer_state(optimizer, net, data.optimizer, *ckpt + "/optim.safetensors");
+    optimizer.load_state(param_names, data.optimizer, *ckpt + "/optim.safetensors");
     if (ema) {
       if (data.ema.empty())
         throw CheckpointError("checkpoint '" + *ckpt + "' has no EMA weights but train.ema = " + std::to_string(hp.ema),
@@ -418,7 +397,9 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
 
   auto draw_batch = [&](BatchSampler& s, at::Generator& g) {
     TrainBatch batch;
-    batch.tokens = s.next(B).to(device);                                 // (B, T)
+    // Pinned host copy: the upload queues behind the running step instead of waiting for it.
+    batch.tokens = device.is_cuda() ? s.next(B).pin_memory().to(device, /*non_blocking=*/true)
+                                    : s.next(B);                        // (B, T)
     if (decoder) batch.order = order_spec.draw(B, T, g, device);         // (B, T)
     return batch;
   };
@@ -454,7 +435,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     CheckpointData data;
     data.model = module_state(net);
     if (ema) data.ema = ema->state();
-    data.optimizer = optimizer_state(optimizer, net);
+    data.optimizer = optimizer.state(param_names);
     data.state = {{"plugin", plugin_name}, {"flavour", flavour}, {"plugin_version", info.version},
                   {"tokens", tokens_seen}, {"time_s", elapsed}, {"nan_skips", nan_skips},
                   {"ema_updates", ema ? ema->num_updates() : 0}, {"ema_decay", hp.ema}, {"rng", rng},
@@ -482,8 +463,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
 
   while (step < hp.max_iters) {
     const double lr = lr_at(hp, step);
-    for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    optimizer.zero_grad(/*set_to_none=*/true);
+    optimizer.zero_grad();
 
     torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
     std::map<std::string, double> extra;
@@ -498,8 +478,11 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       loss_sum += out.loss.detach().to(torch::kFloat64) / double(hp.accum);
       for (const auto& [k, v] : out.metrics) extra[k] += v / double(hp.accum);
     }
-    double loss = loss_sum.item<double>();
+    // Single-process steps queue loss, norm and update without waiting for the device; the one host read
+    // per step comes after the update is queued (below).
+    double loss = std::nan("");
     if (dp.active()) {
+      loss = loss_sum.item<double>();
       // Mean gradient over ranks (one all-reduce per optimizer step, none per micro-step); the logged
       // loss and metrics are rank means, so every rank takes the same finite / non-finite decision.
       dp.average_gradients(params);
@@ -512,13 +495,18 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       loss = scalars[0];
       size_t i = 1;
       for (auto& kv : extra) kv.second = scalars[i++];
+      loss_sum.fill_(loss);   // the rank mean decides the skip on every rank alike
     }
-    // Global-norm clipping; the logged norm is the pre-clip one. grad_clip 0 = measure only: a bound no
-    // norm reaches, yet finite in fp32 (torch converts max_norm to the gradients' dtype; 1e300 overflows).
-    const double grad_norm =
-        torch::nn::utils::clip_grad_norm_(params, hp.grad_clip > 0 ? hp.grad_clip : 1e30, 2.0);
+    // Global-norm clipping (the logged norm is the pre-clip one; grad_clip 0 = measure only) and the AdamW
+    // update, skipped on the device when the loss or the norm is not finite (no update made).
+    const torch::Tensor stats = torch::stack({loss_sum, optimizer.grad_norm().to(torch::kFloat64)});   // (2)
+    optimizer.step(lr, hp.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
+    const torch::Tensor stats_host = stats.to(torch::kCPU);
+    loss = stats_host[0].item<double>();
+    const double grad_norm = stats_host[1].item<double>();
 
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      optimizer.undo_step_count();
       std::string culprit = "loss";
       if (std::isfinite(loss)) {
         culprit = "gradient norm";
@@ -536,14 +524,13 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
                                 "/checkpoints; lower train.learning_rate or set train.nan_policy=skip");
       }
       ++nan_skips;
-      optimizer.zero_grad(true);
+      optimizer.zero_grad();
       if (main_rank)
         std::cout << (tty && progress_shown ? "\r\033[K" : "") << "step " << step << ": non-finite " << culprit
                   << ", batch skipped (" << nan_skips << " so far)\n";
       progress_shown = false;
-    } else {
-      optimizer.step();
-      if (ema) ema->update();
+    } else if (ema) {
+      ema->update();
     }
     ++step;
     tokens_seen += tokens_per_step;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
-#                                    ensemble_sigma
+#                                    ensemble_sigma trainspeed trainbench ddp
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -161,6 +161,115 @@ PY
   done
   echo "ensemble_sigma phase: ${SECONDS} s" | tee -a "$OUT/ensemble_sigma.log"
   cp $d/sigma_gpt/results.json $d/sigma_gpt/metrics.jsonl "$OUT/" 2>/dev/null || true
+}
+
+# --- issue 13: training speed against nanoGPT, and data-parallel scaling ------------------------------------
+# Random uint32 tokens (llm.c header, version 2) for speed runs: the rate does not depend on the ids.
+random_tokens() {  # FILE COUNT
+  [[ -s $1 ]] && return 0
+  mkdir -p "$(dirname "$1")"
+  python3 - "$1" "$2" <<'PY'
+import struct, sys, torch
+path, n = sys.argv[1], int(sys.argv[2])
+torch.manual_seed(0)
+buf = bytearray(4 * n)
+torch.frombuffer(buf, dtype=torch.int32).copy_(torch.randint(0, 50257, (n,), dtype=torch.int32))
+with open(path, "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 2, n, 50257, 0, -1, *([0] * 250)))
+    f.write(buf)
+PY
+}
+
+# One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $TS_LOGS/NAME.log.
+# Skipped once the phase has used $TS_BUDGET seconds (default 400), so the phase fits one device call.
+speed_run() {
+  local name=$1 m=$2 fl=$3 b=$4 n=$5; shift 5
+  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped $name: phase budget spent" | tee "$TS_LOGS/$name.log"; return; fi
+  timeout 120 $A train --set model.plugin=$m --set model.flavour=$fl --set data.train=$TS_DATA --set data.val= \
+    --set data.tokenizer=gpt2 --set train.out_dir=runs/trainspeed/$name --set train.batch_size=$b \
+    --set train.max_iters=$n --set train.warmup_iters=10 --set train.lr_decay_iters=$n --set train.log_interval=10 \
+    --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.keep_checkpoints=1 \
+    --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) "$@" > "$TS_LOGS/$name.log" 2>&1 \
+    || echo "speed run $name failed (rc $?)" | tee -a "$TS_LOGS/$name.log"
+  grep -E "^step|rror" "$TS_LOGS/$name.log" | tail -2 || true
+  rm -rf runs/trainspeed/$name/checkpoints
+}
+peer_run() {  # nanogpt_train.py arguments; one JSON line appended to $OUT/ts_peers.jsonl
+  if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped nanoGPT $*: phase budget spent"; return; fi
+  timeout 180 python3 bench/peers/nanogpt_train.py "$@" --steps 40 --warmup 10 2>>"$TS_LOGS/peers.err" \
+    | tee -a "$OUT/ts_peers.jsonl" || echo "nanoGPT $* failed" | tee -a "$TS_LOGS/peers.err"
+}
+
+phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models side by side; table in $OUT/trainspeed.md
+  ensure_libs
+  SECONDS=0
+  TS_DATA=runs/trainspeed/random_tokens.bin TS_LOGS=runs/trainspeed/logs
+  rm -rf runs/trainspeed; mkdir -p $TS_LOGS; random_tokens $TS_DATA 20000000
+  { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git rev-parse HEAD; } \
+    2>/dev/null | tee "$OUT/trainspeed_device.txt"
+  : > "$OUT/ts_peers.jsonl"
+  # Most important comparisons first (the budget skips the tail).
+  peer_run --batch 16 --compile
+  speed_run gpt_b16 gpt small 16 60
+  peer_run --batch 32 --compile
+  speed_run gpt_b32 gpt small 32 50
+  speed_run ao_gpt_b16 ao_gpt small 16 60
+  AOBENCH_FUSED_CE=0 AOBENCH_FUSED_LN=0 AOBENCH_FUSED_ADAMW=0 speed_run gpt_b16_reference gpt small 16 60
+  speed_run gpt_medium_b16 gpt medium 16 30
+  speed_run ao_gpt_medium_b16 ao_gpt medium 16 30
+  for m in sigma_gpt sedd radd; do speed_run ${m}_b16 $m small 16 60; done
+  peer_run --batch 16
+  python3 scripts/trainspeed_table.py "$OUT/ts_peers.jsonl" runs/trainspeed 30 | tee "$OUT/trainspeed.md" || true
+  # The training kernels and the optimizer against their references on this GPU (each binary that was built).
+  : > "$OUT/ts_tests.log"
+  [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='FusedOps.*:Gpt.Cuda*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
+  [[ -x build/aobench_tests ]] && build/aobench_tests --gtest_filter='AdamW.*' 2>&1 | tail -8 | tee -a "$OUT/ts_tests.log"
+  echo "trainspeed phase: ${SECONDS} s"
+  # Few files come back from a device call: every log and metrics.jsonl in one archive.
+  tar czf "$OUT/trainspeed_logs.tgz" --exclude=random_tokens.bin --exclude=checkpoints runs/trainspeed
+}
+
+phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merged into $OUT/bench_results.json
+  ensure_libs
+  for m in ${BENCH_PLUGINS:-gpt ao_gpt sigma_gpt sedd radd}; do
+    AOBENCH_BENCH_PLUGIN=$m AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=16 \
+      AOBENCH_BENCH_RESULTS="$OUT/bench_results.json" build/aobench_bench --benchmark_filter=PluginTrainFullStep \
+      --benchmark_repetitions=1 2>&1 | grep -E "^BM_|rror" | tee -a "$OUT/trainbench.log"
+  done
+}
+
+phase_ddp() {  # 1 GPU vs N GPUs (all visible) at the same global batch: tok/s scaling and loss curves; $OUT/ddp.md
+  ensure_libs
+  local n; n=$(nvidia-smi -L | wc -l)
+  (( n >= 2 )) || { echo "ddp phase: needs ≥ 2 GPUs, found $n"; return 1; }
+  local data=runs/ddp/wiki_train.bin steps=${DDP_STEPS:-120} d=runs/ddp
+  rm -rf $d/run_*; mkdir -p $d
+  [[ -s $data ]] || $A prepare --format text --input ../shared/data/train/wiki_train_00.txt.xz --tokenizer gpt2 \
+    --vocab-dir ../shared/data/gpt2 --packing none --window 1024 --output $data 2>&1 | tail -2
+  if command -v torchrun >/dev/null; then TR=(torchrun); else TR=(python3 -m torch.distributed.run); fi
+  local common=(--set model.plugin=gpt --set model.flavour=small --set data.train=$data --set data.val=
+    --set data.tokenizer=gpt2 --set train.max_iters=$steps --set train.warmup_iters=20 --set train.lr_decay_iters=$steps
+    --set train.log_interval=10 --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.batch_size=16)
+  # 1 GPU: micro-batch 16 × N accumulation steps = the N-GPU global batch (16 per GPU, no accumulation).
+  timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.out_dir=$d/run_1gpu \
+    2>&1 | grep -E "^step|rror" | tee "$OUT/ddp_1gpu.log" || true
+  timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
+    --set train.out_dir=$d/run_${n}gpu 2>&1 | grep -E "^step|rror|data parallel" | tee "$OUT/ddp_${n}gpu.log" || true
+  python3 - $d/run_1gpu $d/run_${n}gpu $n <<'PY' | tee "$OUT/ddp.md"
+import json, sys
+def read(run):
+    rows = [json.loads(l) for l in open(run + "/metrics.jsonl")]
+    return {r["step"]: r for r in rows if "loss/train" in r}
+a, b, n = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
+steady = [s for s in a if s > 30 and s in b]
+ra = sum(a[s]["throughput/tok_s"] for s in steady) / len(steady)
+rb = sum(b[s]["throughput/tok_s"] for s in steady) / len(steady)
+print(f"| GPUs | tok/s (mean of logged steps > 30) | scaling efficiency |\n|---:|---:|---:|")
+print(f"| 1 (accum {n}) | {ra/1e3:.1f} K | — |\n| {n} | {rb/1e3:.1f} K | {100*rb/(n*ra):.1f} % |\n")
+print("| step | loss 1 GPU | loss %d GPUs | diff |\n|---:|---:|---:|---:|" % n)
+for s in sorted(set(a) & set(b)):
+    print(f"| {s} | {a[s]['loss/train']:.4f} | {b[s]['loss/train']:.4f} | {b[s]['loss/train']-a[s]['loss/train']:+.4f} |")
+PY
 }
 
 for p in "$@"; do

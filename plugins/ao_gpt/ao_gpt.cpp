@@ -327,11 +327,10 @@ class AoGptPlugin : public ModelPlugin {
     check_tokens(batch.tokens, "loss");
     TORCH_CHECK(batch.order.defined(), "ao_gpt needs batch.order (a decoder-only any-order plugin)");
     auto s = common::slots_for_order(batch.tokens, batch.order);
-    auto lg = logits(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, V)
-    auto target = batch.tokens.gather(1, batch.order);             // (B, T) x_σ(k)
+    auto lg = net_->forward(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, V_pad)
+    auto target = batch.tokens.gather(1, batch.order);                    // (B, T) x_σ(k)
     LossOutput out;
-    out.loss = torch::nn::functional::cross_entropy(lg.reshape({-1, lg.size(-1)}).to(torch::kFloat32),
-                                                    target.reshape(-1));
+    out.loss = common::lm_cross_entropy(lg.reshape({-1, lg.size(-1)}), target.reshape(-1), cfg_.vocab_size);
     return out;
   }
 

@@ -3,6 +3,11 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
@@ -16,6 +21,13 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
                                                             const torch::Tensor& scale, const torch::Tensor& shift,
                                                             torch::ScalarType out_dtype, bool want_sum);
 torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed);
+bool add_layer_norm_backward_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+                                           const torch::Tensor& bias);
+std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& grad_s, const torch::Tensor& grad_h,
+                                                          const torch::Tensor& s, const torch::Tensor& weight,
+                                                          double eps);
+torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
+                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab);
 #endif
 
 bool records_grad(std::initializer_list<torch::Tensor> ts) {
@@ -62,6 +74,107 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
   return nll;
 }
 
+namespace {
+bool env_not_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && std::strcmp(v, "0") == 0);
+}
+std::atomic<bool>& fused_ce_flag() {
+  static std::atomic<bool> on{env_not_zero("AOBENCH_FUSED_CE")};
+  return on;
+}
+std::atomic<bool>& fused_ln_flag() {
+  static std::atomic<bool> on{env_not_zero("AOBENCH_FUSED_LN")};
+  return on;
+}
+}  // namespace
+
+bool fused_ce_enabled() { return fused_ce_flag().load(); }
+void set_fused_ce_enabled(bool on) { fused_ce_flag().store(on); }
+bool fused_ln_training_enabled() { return fused_ln_flag().load(); }
+void set_fused_ln_training_enabled(bool on) { fused_ln_flag().store(on); }
+
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
+  return torch::nn::functional::cross_entropy(logits.narrow(1, 0, vocab).to(torch::kFloat32), targets);
+}
+
+namespace {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Forward: mean(lse − x[target]) with lse from row_logsumexp (fp32 statistics, one read of the logits).
+// Backward: ∂/∂x[i, j] = (exp(x[i, j] − lse[i]) − [j = t[i]])·g/N for j < vocab, 0 beyond.
+struct LmCrossEntropy : torch::autograd::Function<LmCrossEntropy> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& targets,
+                               int64_t vocab) {
+    const torch::Tensor lse = row_logsumexp(logits, vocab);                                   // (N) fp32
+    const torch::Tensor picked = logits.gather(1, targets.unsqueeze(1)).squeeze(1).to(torch::kFloat32);
+    ctx->save_for_backward({logits, targets, lse});
+    ctx->saved_data["vocab"] = vocab;
+    return (lse - picked).mean();
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &logits = saved[0], &targets = saved[1], &lse = saved[2];
+    const int64_t vocab = ctx->saved_data["vocab"].toInt(), N = logits.size(0);
+    const torch::Tensor g = grad_out[0].to(torch::kFloat32) / double(std::max<int64_t>(N, 1));   // 0-dim, device
+#ifdef AOBENCH_FUSED_CUDA
+    if (logits.is_cuda()) return {lm_cross_entropy_backward_cuda(logits, targets, lse, g, vocab), {}, {}};
+#endif
+    auto p = torch::exp(logits.narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));   // (N, V) softmax
+    p.scatter_add_(1, targets.unsqueeze(1), -torch::ones({N, 1}, p.options()));
+    auto grad = torch::zeros_like(logits);
+    grad.narrow(1, 0, vocab).copy_(p * g);
+    return {grad, {}, {}};
+  }
+};
+}  // namespace
+
+#ifdef AOBENCH_FUSED_CUDA
+namespace {
+// Training form of add_layer_norm without adaLN: inputs x (fp32), y, weight, bias?; outputs (s, h). The
+// forward is the inference kernel; the backward recomputes μ, rstd from s (fused_ops_cuda.cu).
+struct AddLayerNormFunction : torch::autograd::Function<AddLayerNormFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& y,
+                               const torch::Tensor& weight, const std::optional<torch::Tensor>& bias, double eps) {
+    const torch::Tensor b = bias.value_or(torch::Tensor());
+    auto r = add_layer_norm_cuda(x, y, weight, b, eps, {}, {}, {}, y.scalar_type(), /*want_sum=*/true);
+    ctx->set_materialize_grads(false);
+    ctx->save_for_backward({r.first, weight});
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["bias"] = b.defined();
+    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y.scalar_type());
+    return {r.first, r.second};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &s = saved[0], &weight = saved[1];
+    const auto y_dtype = static_cast<torch::ScalarType>(ctx->saved_data["y_dtype"].toInt());
+    const torch::Tensor gs = grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::Tensor();
+    if (!grads[1].defined()) {   // only s was used: ∂x = ∂y = ∂s
+      if (!gs.defined()) return variable_list(5);
+      return {gs, gs.to(y_dtype), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    auto g = add_layer_norm_backward_cuda(gs, grads[1].to(y_dtype).contiguous(), s, weight,
+                                          ctx->saved_data["eps"].toDouble());
+    return {g[0], g[1], g[2], ctx->saved_data["bias"].toBool() ? g[3] : torch::Tensor(), torch::Tensor()};
+  }
+};
+}  // namespace
+#endif
+
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
+  TORCH_CHECK(logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1) && targets.dim() == 1 &&
+                  targets.size(0) == logits.size(0) && targets.scalar_type() == torch::kLong,
+              "lm_cross_entropy: logits must be (N, V) with unit column stride and targets (N) int64, got ",
+              logits.sizes(), " and ", targets.sizes(), " ", targets.scalar_type());
+  TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ",
+              logits.size(1), "]");
+  if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab);
+  return LmCrossEntropy::apply(logits, targets, vocab);
+}
+
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), weight, bias);  // (N, out)
   auto shape = x.sizes().vec();
@@ -106,6 +219,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                 ") with unit column stride, got ", m->sizes());
   const auto out_dtype = norm_out_dtype(x, y);
 #ifdef AOBENCH_FUSED_CUDA
+  // Training without adaLN (GPT's blocks): the autograd Function with the backward kernel.
+  if (x.is_cuda() && y.defined() && !mod.gate.defined() && !mod.scale.defined() && !mod.shift.defined() &&
+      fused_ln_training_enabled() && records_grad({x, y, weight, bias}) &&
+      add_layer_norm_backward_cuda_supports(x, y, weight, bias)) {
+    auto out = AddLayerNormFunction::apply(x, y, weight, bias.defined() ? std::optional<torch::Tensor>(bias)
+                                                                        : std::nullopt, eps);
+    return {out[0], out[1]};
+  }
   bool mod_dtype = true;  // the kernel reads gate, scale and shift in the output's dtype
   for (const auto* m : {&mod.gate, &mod.scale, &mod.shift}) mod_dtype &= !m->defined() || m->scalar_type() == out_dtype;
   if (x.is_cuda() && !records_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && mod_dtype &&

@@ -1,9 +1,10 @@
-// Fused passes for the memory-bound parts of a forward: row-wise reductions over the full vocabulary, where
-// an fp32 copy of the (N, V) logits and a separate log_softmax pass were the largest cost of an evaluation
-// forward, and the residual add + LayerNorm of every block (docs/results/README.md).
-// On CUDA they run one kernel that reads each logit once (fused_ops_cuda.cu); on CPU, and whenever a
-// gradient is needed (the kernel has no backward), they are the plain LibTorch expressions, which the
-// CUDA kernel is tested against (plugins/gpt/fused_ops_test.cpp).
+// Fused passes for the memory-bound parts of a forward and a training step: row-wise reductions over the full
+// vocabulary, where an fp32 copy of the (N, V) logits and a separate log_softmax pass were the largest cost of
+// an evaluation forward (and of the training loss), and the residual add + LayerNorm of every block
+// (docs/results/README.md). On CUDA they run one kernel that reads each logit once (fused_ops_cuda.cu); the
+// training forms (lm_cross_entropy, add_layer_norm without adaLN) are autograd Functions with a backward
+// kernel. On CPU, and where a kernel does not cover a call, they are the plain LibTorch expressions, which the
+// CUDA kernels are tested against (plugins/gpt/fused_ops_test.cpp).
 #pragma once
 
 #include <torch/torch.h>
@@ -20,6 +21,24 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::T
 // slice of logits (in the autocast dtype on GPU) lives at once.
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,
                        const torch::Tensor& targets, int64_t vocab);
+
+// Mean cross-entropy −log softmax(logits)[target] over the first `vocab` columns, float32 0-dim: the value
+// of F::cross_entropy(logits.narrow(1, 0, vocab).to(float32), targets) without an fp32 (N, V) copy, a
+// log_softmax tensor or the narrow. logits (N, V_pad) float/bf16/half with unit column stride (the LM head's
+// output as it comes, padded columns included); targets (N) int64 in [0, vocab) (not checked on the device).
+// Differentiable in logits: the backward writes (softmax − onehot)·g/N in the logits' dtype (0 in the
+// padded columns) in one pass. CUDA: row_logsumexp's kernel forward, one elementwise kernel backward; CPU:
+// the LibTorch expressions, which the kernels are tested against. AOBENCH_FUSED_CE=0: the reference below.
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+// The same through F::cross_entropy on the fp32 narrow (what the plugins ran before; AOBENCH_FUSED_CE=0).
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+// True unless AOBENCH_FUSED_CE=0 (read once; tests switch it with the setter).
+bool fused_ce_enabled();
+void set_fused_ce_enabled(bool on);
+// True unless AOBENCH_FUSED_LN=0: add_layer_norm records its training form (no adaLN, y given, CUDA,
+// d = 128·k ≤ 1024) through the forward kernel plus a backward kernel; else the LibTorch expressions.
+bool fused_ln_training_enabled();
+void set_fused_ln_training_enabled(bool on);
 
 // adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)), unit column stride (column
 // slices of one (B, 6d) modulation output are fine); scale holds 1 + γ. Any may be undefined (gate 1,
@@ -43,8 +62,9 @@ torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tenso
 // The pre-norm residual step s = x + gate·y, h = (LayerNorm(s)·w + b)·scale + shift in one pass: (s, h).
 // x (B, .., d) float32 (the residual stream); y like x (the branch output) or undefined (then s = x);
 // weight (d); bias (d) or undefined; all contiguous. h comes out in y's dtype (without y: the autocast dtype
-// under autocast, else float32) with fp32 statistics. The CUDA kernel serves inference; training and CPU
-// take the LibTorch expressions (x + gate·y, layer_norm, ·scale + shift).
+// under autocast, else float32) with fp32 statistics. The CUDA kernel serves inference, and training without
+// adaLN through a backward kernel (fused_ln_training_enabled); CPU and the rest take the LibTorch expressions
+// (x + gate·y, layer_norm, ·scale + shift).
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& y,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, const AdaLNMod& mod = {});

@@ -2,12 +2,15 @@
 // the row once with 16-byte loads and keeps an online (max, Σ exp(x − max)) pair in fp32, so a (N, 50k)
 // bf16 logit matrix costs one read (≈ 3.3 GB at N = 32k) instead of an fp32 copy plus log_softmax passes.
 // add_layer_norm: one block per row reads x and y once and writes x + y and its (adaLN-modulated) LayerNorm
-// once. rotary_qk: q and k of a fused projection rotated in one pass.
+// once; its backward (training) recomputes the statistics from s and writes ∂x, ∂y and per-warp weight
+// partials in one pass. lm_cross_entropy's backward writes (softmax − onehot)·g in one pass over the logits.
+// rotary_qk: q and k of a fused projection rotated in one pass.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/types.h>
 
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -210,6 +213,84 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
   }
 }
 
+// Backward of (s, h) = (x + y, LN(s)·w + b) for d = 128·kChunks, the warp layout of the forward: each warp
+// takes rows_per_warp consecutive rows, recomputes μ and rstd from the saved s (the forward's arithmetic,
+// so the same values), and writes ∂x = ∂s_in + rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = ∂h·w (fp32) and
+// ∂y = ∂x in y's dtype. Σ ∂h·x̂ and Σ ∂h over its rows go to the warp's row of pw / pb (summed by the caller:
+// deterministic, no atomics).
+template <typename Ty, int kChunks>
+__global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, const Ty* __restrict__ gh,
+                                               const float* __restrict__ gs, const float* __restrict__ w,
+                                               int64_t rows, int64_t rows_per_warp, float eps, float* __restrict__ gx,
+                                               Ty* __restrict__ gy, float* __restrict__ pw, float* __restrict__ pb) {
+  using P = Pack<Ty, 4>;
+  constexpr int d = kChunks * 128;
+  const int lane = threadIdx.x % 32;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  float aw[kChunks][4] = {}, ab[kChunks][4] = {};
+  for (int64_t r = 0; r < rows_per_warp; ++r) {
+    const int64_t row = warp * rows_per_warp + r;
+    if (row >= rows) break;
+    const int64_t base = row * d;
+    float v[kChunks][4], g[kChunks][4];
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const float4 sv = *reinterpret_cast<const float4*>(s + base + c * 128 + lane * 4);
+      v[c][0] = sv.x, v[c][1] = sv.y, v[c][2] = sv.z, v[c][3] = sv.w;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sum += v[c][k];
+    }
+    const float mean = warp_sum(sum) / d;
+    float sq = 0.f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+    const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+    float s1 = 0.f, s2 = 0.f;   // Σ g, Σ g·x̂
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int j = c * 128 + lane * 4;
+      const P hv = *reinterpret_cast<const P*>(gh + base + j);
+      const float4 wv = __ldg(reinterpret_cast<const float4*>(w + j));
+      const float wk[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float dh = static_cast<float>(hv.v[k]), xh = (v[c][k] - mean) * rstd;
+        aw[c][k] += dh * xh;
+        ab[c][k] += dh;
+        g[c][k] = dh * wk[k];
+        v[c][k] = xh;   // v holds x̂ from here on
+        s1 += g[c][k];
+        s2 += g[c][k] * xh;
+      }
+    }
+    const float m1 = warp_sum(s1) / d, m2 = warp_sum(s2) / d;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int j = c * 128 + lane * 4;
+      float4 in = gs ? *reinterpret_cast<const float4*>(gs + base + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+      const float ik[4] = {in.x, in.y, in.z, in.w};
+      float o[4];
+      P oy;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        o[k] = ik[k] + rstd * (g[c][k] - m1 - v[c][k] * m2);
+        oy.v[k] = static_cast<Ty>(o[k]);
+      }
+      *reinterpret_cast<float4*>(gx + base + j) = make_float4(o[0], o[1], o[2], o[3]);
+      *reinterpret_cast<P*>(gy + base + j) = oy;
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int j = c * 128 + lane * 4;
+    *reinterpret_cast<float4*>(pw + warp * d + j) = make_float4(aw[c][0], aw[c][1], aw[c][2], aw[c][3]);
+    *reinterpret_cast<float4*>(pb + warp * d + j) = make_float4(ab[c][0], ab[c][1], ab[c][2], ab[c][3]);
+  }
+}
+
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
 // pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One block per token
 // (b, t); its threads walk the 2·nh·hd/2 pairs of that token with 32-bit index math.
@@ -325,6 +406,65 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
   return {s, h};
 }
 
+bool add_layer_norm_backward_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+                                           const torch::Tensor& bias) {
+  auto aligned = [](const torch::Tensor& t, int64_t bytes) {
+    return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
+  };
+  const int64_t d = x.size(-1);
+  return y.defined() && add_layer_norm_cuda_supports(x, y, weight, bias) && d % 128 == 0 && d <= 1024 &&
+         aligned(x, 16) && aligned(y, 4 * static_cast<int64_t>(y.element_size())) && aligned(weight, 16) &&
+         aligned(bias, 16);
+}
+
+// grad_s (.., d) fp32 or undefined; grad_h (.., d) in y_dtype; s the forward's sum (fp32). Returns ∂x (fp32),
+// ∂y (y_dtype), ∂w, ∂b (fp32, (d)).
+std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& grad_s, const torch::Tensor& grad_h,
+                                                          const torch::Tensor& s, const torch::Tensor& weight,
+                                                          double eps) {
+  const c10::cuda::CUDAGuard guard(s.device());
+  const int64_t d = s.size(-1), rows = s.numel() / std::max<int64_t>(d, 1);
+  TORCH_CHECK(d % 128 == 0 && d <= 1024 && grad_h.sizes() == s.sizes() && grad_h.is_contiguous() &&
+                  s.is_contiguous() && (!grad_s.defined() || (grad_s.is_contiguous() && grad_s.sizes() == s.sizes() &&
+                                                             grad_s.scalar_type() == torch::kFloat32)),
+              "add_layer_norm backward: unsupported shapes ", s.sizes(), " / ", grad_h.sizes());
+  auto gx = torch::empty_like(s);
+  auto gy = torch::empty_like(grad_h);
+  if (rows == 0) return {gx, gy, torch::zeros_like(weight), torch::zeros_like(weight)};
+  // Enough warps to fill the GPU (64 per SM), each over consecutive rows; one partial row per warp.
+  constexpr int kWarpsPerBlock = 8;
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t rows_per_warp = std::max<int64_t>(1, (rows + 64 * sms - 1) / (64 * sms));
+  const int64_t warps = (rows + rows_per_warp - 1) / rows_per_warp;
+  const int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  TORCH_CHECK(blocks <= 0x7fffffff, "add_layer_norm backward: too many rows (", rows, ")");
+  auto pw = torch::empty({blocks * kWarpsPerBlock, d}, s.options());
+  auto pb = torch::empty({blocks * kWarpsPerBlock, d}, s.options());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto w = weight.contiguous();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, grad_h.scalar_type(), "add_layer_norm_backward", [&] {
+    auto launch = [&](auto chunks) {
+      add_layer_norm_backward_kernel<scalar_t, decltype(chunks)::value>
+          <<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(
+              s.data_ptr<float>(), grad_h.data_ptr<scalar_t>(), grad_s.defined() ? grad_s.data_ptr<float>() : nullptr,
+              w.data_ptr<float>(), rows, rows_per_warp, static_cast<float>(eps), gx.data_ptr<float>(),
+              gy.data_ptr<scalar_t>(), pw.data_ptr<float>(), pb.data_ptr<float>());
+    };
+    switch (d / 128) {
+      case 1: launch(std::integral_constant<int, 1>()); break;
+      case 2: launch(std::integral_constant<int, 2>()); break;
+      case 3: launch(std::integral_constant<int, 3>()); break;
+      case 4: launch(std::integral_constant<int, 4>()); break;
+      case 5: launch(std::integral_constant<int, 5>()); break;
+      case 6: launch(std::integral_constant<int, 6>()); break;
+      case 7: launch(std::integral_constant<int, 7>()); break;
+      default: launch(std::integral_constant<int, 8>()); break;
+    }
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {gx, gy, pw.sum(0), pb.sum(0)};
+}
+
 torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
   TORCH_CHECK(qkv.dim() == 5 && qkv.size(2) == 3 && qkv.is_contiguous() && cos.is_contiguous() &&
                   sin_signed.is_contiguous() && cos.scalar_type() == qkv.scalar_type() &&
@@ -350,6 +490,61 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
+}
+
+namespace {
+// ∂ mean CE / ∂x for one row per block: (exp(x − lse) − [j = target])·g for j < cols, 0 for the padded
+// columns up to width; 16-byte loads and stores when both rows are aligned (the padded head width is).
+template <typename T>
+__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, T* __restrict__ gx,
+                                      int64_t width, int64_t cols, const float* __restrict__ lse,
+                                      const int64_t* __restrict__ targets, const float* __restrict__ grad_scale) {
+  const int64_t r = blockIdx.x;
+  const T* row = x + r * x_stride;
+  T* grow = gx + r * width;
+  const float l = lse[r], g = *grad_scale;
+  const int64_t t = targets[r];
+  auto value = [&](int64_t j, float v) {
+    return j < cols ? (expf(v - l) - (j == t ? 1.f : 0.f)) * g : 0.f;
+  };
+  constexpr int kVec = 16 / sizeof(T);
+  int64_t done = 0;
+  if (reinterpret_cast<std::uintptr_t>(row) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grow) % 16 == 0) {
+    const int64_t packs = width / kVec;
+    const auto* rv = reinterpret_cast<const Pack<T, kVec>*>(row);
+    auto* gv = reinterpret_cast<Pack<T, kVec>*>(grow);
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      const Pack<T, kVec> in = rv[i];
+      Pack<T, kVec> out;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) out.v[k] = static_cast<T>(value(i * kVec + k, static_cast<float>(in.v[k])));
+      gv[i] = out;
+    }
+    done = packs * kVec;
+  }
+  for (int64_t j = done + threadIdx.x; j < width; j += kThreads)
+    grow[j] = static_cast<T>(value(j, static_cast<float>(row[j])));
+}
+}  // namespace
+
+torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
+                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab) {
+  const c10::cuda::CUDAGuard guard(logits.device());
+  const int64_t N = logits.size(0), width = logits.size(1);
+  auto grad = torch::empty({N, width}, logits.options());   // contiguous (N, V_pad)
+  if (N == 0) return grad;
+  TORCH_CHECK(N <= 0x7fffffff, "lm_cross_entropy: too many rows (", N, ")");
+  const auto t = targets.contiguous();
+  const auto l = lse.contiguous();
+  const auto g = grad_scale.to(logits.device(), torch::kFloat32).contiguous();
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "lm_cross_entropy_backward", [&] {
+    lm_ce_backward_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+        logits.data_ptr<scalar_t>(), logits.stride(0), grad.data_ptr<scalar_t>(), width, vocab,
+        l.data_ptr<float>(), t.data_ptr<int64_t>(), g.data_ptr<float>());
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return grad;
 }
 
 torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {

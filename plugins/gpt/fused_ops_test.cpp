@@ -44,6 +44,90 @@ TEST(FusedOps, RowLogSumExpKeepsAGradientPath) {
   EXPECT_TRUE(torch::allclose(x.grad(), torch::softmax(x.detach(), 1)));
 }
 
+// lm_cross_entropy (the autograd Function) against F::cross_entropy on the fp32 narrow: loss and the
+// gradient of the padded logits (zero in the padded columns), float32 and bf16 logits, upstream gradient ≠ 1.
+void check_lm_cross_entropy(torch::Device dev, torch::ScalarType dtype, int64_t N, int64_t V, int64_t V_pad,
+                            double tol) {
+  torch::manual_seed(11);
+  auto base = (3 * torch::randn({N, V_pad})).to(dtype);
+  auto target = torch::randint(0, V, {N}, torch::kLong);
+  target[0] = V - 1;  // the last real column is a target too
+  auto a = base.to(dev).requires_grad_(true), b = base.to(dev).requires_grad_(true);
+  auto t = target.to(dev);
+  auto got = lm_cross_entropy(a, t, V);
+  auto ref = lm_cross_entropy_reference(b, t, V);
+  ASSERT_EQ(got.scalar_type(), torch::kFloat32);
+  ASSERT_EQ(got.dim(), 0);
+  EXPECT_NEAR(got.item<double>(), ref.item<double>(), 1e-5 * std::abs(ref.item<double>()));
+  (2.5 * got).backward();
+  (2.5 * ref).backward();
+  ASSERT_EQ(a.grad().scalar_type(), dtype);
+  auto ga = a.grad().to(torch::kCPU, torch::kFloat32), gb = b.grad().to(torch::kCPU, torch::kFloat32);
+  EXPECT_EQ(ga.narrow(1, V, V_pad - V).abs().max().item<float>(), 0.f);
+  EXPECT_TRUE(torch::allclose(ga, gb, tol, tol * 2.5 / N)) << (ga - gb).abs().max().item<double>();
+  // Rows sum to zero: Σ_j softmax − 1.
+  EXPECT_LT(ga.to(torch::kFloat64).sum(1).abs().max().item<double>(), 1e-3 * 2.5 / N + (dtype == torch::kFloat32 ? 0 : 1e-2 / N));
+}
+
+TEST(FusedOps, LmCrossEntropyEqualsCrossEntropyOnTheNarrowedLogits) {
+  if (!fused_ce_enabled()) GTEST_SKIP() << "AOBENCH_FUSED_CE=0";
+  check_lm_cross_entropy(torch::kCPU, torch::kFloat32, 37, 50, 64, 1e-5);
+  check_lm_cross_entropy(torch::kCPU, torch::kBFloat16, 29, 61, 64, 1e-2);
+  EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({3}, torch::kLong), 8), c10::Error);
+  EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kLong), 9), c10::Error);
+  EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kInt), 8), c10::Error);
+}
+
+TEST(FusedOps, CudaLmCrossEntropyMatchesReference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!fused_ce_enabled()) GTEST_SKIP() << "AOBENCH_FUSED_CE=0";
+  // Aligned rows (V_pad multiple of 64, the head's padding), an odd width (scalar path), float32 / bf16 / half.
+  check_lm_cross_entropy(torch::kCUDA, torch::kFloat32, 300, 50257, 50304, 1e-5);
+  check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 300, 50257, 50304, 1e-2);
+  check_lm_cross_entropy(torch::kCUDA, torch::kHalf, 77, 1000, 1003, 2e-3);
+  check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 5, 7, 9, 1e-2);
+}
+
+// add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the
+// same GPU: s, h and the gradients of x, y, weight, bias, with both outputs used and with only h used.
+TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  const auto dev = torch::Device(torch::kCUDA);
+  for (int64_t d : {128, 768, 1024}) {
+    for (auto dt : {torch::kBFloat16, torch::kFloat32, torch::kHalf}) {
+      for (bool use_s : {true, false}) {
+        auto x0 = torch::randn({3, 37, d}, dev), y0 = torch::randn({3, 37, d}, dev).to(dt);
+        auto w0 = 1 + 0.1 * torch::randn({d}, dev), b0 = 0.1 * torch::randn({d}, dev);
+        auto rs = torch::randn({3, 37, d}, dev), rh = torch::randn({3, 37, d}, dev);
+        auto run = [&](bool fused) {
+          set_fused_ln_training_enabled(fused);
+          auto x = x0.clone().requires_grad_(true), y = y0.clone().requires_grad_(true);
+          auto w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+          auto [s, h] = add_layer_norm(x, y, w, b, 1e-5);
+          EXPECT_EQ(h.scalar_type(), dt);
+          auto loss = (h.to(torch::kFloat32) * rh).sum();
+          if (use_s) loss = loss + (s * rs).sum();
+          loss.backward();
+          return std::vector<torch::Tensor>{s.detach(), h.detach().to(torch::kFloat32), x.grad(),
+                                            y.grad().to(torch::kFloat32), w.grad(), b.grad()};
+        };
+        const auto ref = run(false);
+        const auto got = run(true);
+        set_fused_ln_training_enabled(true);
+        const double tol = dt == torch::kFloat32 ? 1e-4 : dt == torch::kHalf ? 5e-3 : 3e-2;
+        const char* what[] = {"s", "h", "dx", "dy", "dw", "db"};
+        for (size_t i = 0; i < ref.size(); ++i) {
+          const double scale = ref[i].abs().max().item<double>();
+          const double err = (got[i] - ref[i]).abs().max().item<double>();
+          EXPECT_LE(err, tol * scale + 1e-6) << what[i] << " d=" << d << " " << dt << " use_s=" << use_s
+                                             << ": max |Δ| " << err << " of " << scale;
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedOps, CudaRowLogSumExpMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(7);

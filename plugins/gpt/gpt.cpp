@@ -337,10 +337,11 @@ LossOutput GptPlugin::loss(const TrainBatch& batch, at::Generator&) {
                 "gpt is left-to-right only: TrainBatch.order must be identity");
   }
   // Input is always x[:, :T−1]; with the [None] slot prepended all T tokens are targets.
-  torch::Tensor logits = net_->logits(x.narrow(1, 0, x.size(1) - 1)).to(torch::kFloat32);  // (B, S, V)
+  // Tied head on the padded vocabulary; lm_cross_entropy scores the real ids without an fp32 copy.
+  torch::Tensor h = net_->hidden(x.narrow(1, 0, x.size(1) - 1));                            // (B, S, d)
+  torch::Tensor logits = F::linear(h.reshape({-1, cfg_.n_embd}), net_->wte->weight);       // (N, V_pad)
   torch::Tensor targets = cfg_.start_token ? x : x.narrow(1, 1, x.size(1) - 1);            // (B, S)
-  torch::Tensor l = F::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
-  return {l, {}};
+  return {common::lm_cross_entropy(logits, targets.reshape({-1}), cfg_.vocab_size), {}};
 }
 
 NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) {

@@ -207,10 +207,9 @@ class SigmaGptPlugin : public ModelPlugin {
       s = common::slots_for_order(batch.tokens, batch.order);
       target = x_sigma;
     }
-    auto lg = logits(s, nullptr, std::nullopt, s.tokens.size(1));
+    auto lg = net_->forward(s, nullptr, std::nullopt, s.tokens.size(1));   // (B, S, V_pad)
     LossOutput out;
-    out.loss = torch::nn::functional::cross_entropy(lg.reshape({-1, lg.size(-1)}).to(torch::kFloat32),
-                                                    target.reshape(-1));
+    out.loss = common::lm_cross_entropy(lg.reshape({-1, lg.size(-1)}), target.reshape(-1), cfg_.vocab_size);
     return out;
   }
 
