@@ -49,11 +49,28 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
   if (static_cast<int64_t>(cache->k.size()) <= layer) {
     cache->k.resize(layer + 1);
     cache->v.resize(layer + 1);
+    cache->k_buf.resize(layer + 1);
+    cache->v_buf.resize(layer + 1);
   }
   auto& ck = cache->k[layer];
   auto& cv = cache->v[layer];
-  ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
-  cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  const int64_t old = ck.defined() ? ck.size(2) : 0, S = k.size(2);
+  if (cache->capacity > 0) {
+    TORCH_CHECK(old + S <= cache->capacity, "KV cache of ", cache->capacity, " slots cannot take ", old + S);
+    auto& kb = cache->k_buf[layer];
+    auto& vb = cache->v_buf[layer];
+    if (!kb.defined()) {
+      kb = torch::empty({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
+      vb = torch::empty({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    kb.narrow(2, old, S).copy_(k);
+    vb.narrow(2, old, S).copy_(v);
+    ck = kb.narrow(2, 0, old + S);  // (B, H, S_cache + S, h) views
+    cv = vb.narrow(2, 0, old + S);
+  } else {
+    ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
+    cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  }
   if (mask) return torch::scaled_dot_product_attention(q, ck, cv, *mask);
   TORCH_CHECK(ck.size(2) == q.size(2), "a cached attention call with earlier slots needs an explicit mask");
   return torch::scaled_dot_product_attention(q, ck, cv, {}, 0.0, /*is_causal=*/true);
@@ -106,14 +123,14 @@ torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, doubl
                           at::Generator& gen) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
+  if (float64 && logits.dim() >= 1 && fused_draw_supported(logits)) {
+    // One kernel for softmax, nucleus and Gumbel-max (sampling.h); (.., V) → (..).
+    auto lead = logits.sizes().slice(0, logits.dim() - 1);
+    return fused_draw(logits.reshape({-1, logits.size(-1)}), temperature, top_p, &gen).view(lead);
+  }
   const auto dtype = float64 ? torch::kFloat64 : torch::kFloat32;
-  auto logp = torch::log_softmax(logits.to(dtype) / temperature, -1);  // (B, n, V)
-  if (top_p < 1.0)
-    logp = logp.masked_fill(top_p_keep(logp.exp(), top_p).logical_not(), -std::numeric_limits<double>::infinity());
-  auto u = torch::empty(logp.sizes(), logp.options()).uniform_(0.0, 1.0, gen);
-  // Gumbel-max: argmax log p_v − log(−log u_v); u = 0 gives −log(inf) = −inf, never chosen.
-  auto score = logp - torch::log(-torch::log(u));
-  return score.argmax(-1);  // (B, n)
+  auto u = torch::empty(logits.sizes(), logits.options().dtype(dtype)).uniform_(0.0, 1.0, gen);
+  return gumbel_draw_reference(logits, temperature, top_p, u);  // (B, n)
 }
 
 torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt) {
@@ -211,6 +228,11 @@ SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward
   if (done < L) {
     const auto counts = schedule_counts(L - done, request.steps, request.schedule);
     KVCache cache;
+    // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
+    int64_t max_new = 0;
+    for (size_t i = 0; i < counts.size(); ++i)
+      max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
+    cache.capacity = L + 1 + max_new;
     int64_t prev = 0;
     for (int64_t n_cum : counts) {
       const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();

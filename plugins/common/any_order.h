@@ -31,9 +31,13 @@ Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order);
 Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                       const torch::Tensor& targets);
 
-// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h).
+// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h). With
+// capacity > 0 they are views of preallocated (B, H, capacity, h) buffers that new slots are copied into, so
+// a step costs no O(S_cache) concatenation (the sampler sets it; the numbers are the same).
 struct KVCache {
   std::vector<torch::Tensor> k, v;
+  int64_t capacity = 0;
+  std::vector<torch::Tensor> k_buf, v_buf;
   int64_t length() const { return k.empty() || !k[0].defined() ? 0 : k[0].size(2); }
   void truncate(int64_t len);  // keep the first `len` slots of every layer
 };
