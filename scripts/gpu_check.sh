@@ -167,15 +167,16 @@ phase_genspeed() {  # issue 12: generation speed, ours and the peers' (bench/pee
   ensure_libs
   local d=$OUT/genspeed; mkdir -p "$d"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$d/device.txt"
-  # The GPU tests of the fused draw and the captured decode step, when test_plugin_gpt was built.
-  if [[ -x build/test_plugin_gpt ]]; then
-    build/test_plugin_gpt --gtest_filter='FusedDraw.*:Gpt.CudaGraph*:Sampling.*' 2>&1 | tail -n 25 \
-      | tee "$d/tests.log" || true
-  fi
+  # The GPU tests of the fused draw and the captured decode steps, where the test binaries were built.
+  local pair
+  for pair in "test_plugin_gpt:FusedDraw.*:Gpt.CudaGraph*:Sampling.*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
+    [[ -x build/${pair%%:*} ]] || continue
+    build/${pair%%:*} --gtest_filter="${pair#*:}" 2>&1 | tail -n 25 | tee -a "$d/tests.log" || true
+  done
   # Ours: one whole sample() of 32 × 1024 (small shapes, bf16, float64 draws, top-p 0.95, T 0.9).
   local spec
-  for spec in gpt:1024:3 ao_gpt:1024:3 ao_gpt:64:3 sedd:64:1 sedd:1024:1 \
-              gpt-nographs:1024:2 gpt-nofused:1024:2; do
+  for spec in gpt:1024:3 ao_gpt:1024:3 ao_gpt:64:2 sedd:64:1 sedd:1024:1 \
+              gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1; do
     IFS=: read -r name steps reps <<< "$spec"
     local env=() plugin=${name%%-*}
     [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)

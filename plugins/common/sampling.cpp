@@ -33,7 +33,6 @@ torch::Tensor top_p_keep(const torch::Tensor& probs, double top_p) {
   return torch::zeros_like(mass_before, torch::kBool).scatter(-1, idx, mass_before < top_p);
 }
 
-}  // namespace aobench::common
 
 torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperature, double top_p,
                                     const torch::Tensor& u) {
@@ -70,3 +69,5 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
   TORCH_CHECK(false, "fused_draw: this build has no CUDA kernels");
 #endif
 }
+
+}  // namespace aobench::common

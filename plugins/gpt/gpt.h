@@ -6,6 +6,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
