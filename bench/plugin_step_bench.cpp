@@ -1,5 +1,5 @@
-// Implements: forward-pass and training-step micro-benchmarks for any plugin through the generic API
-// (style.md lesson 13).
+// Implements: forward-pass, training-step and whole-generation (BM_PluginSample) micro-benchmarks for any
+// plugin (style.md lesson 13).
 // Times elbo(tokens, mc_steps = 1) under NoGrad and bf16 autocast on CUDA with CUDA events: one network
 // forward at (BATCH, block_size) plus the estimator's O(B·T) bookkeeping. For decoder-only plugins (no
 // ELBO) it times log_prob under the L2R order, also one forward. Reports achieved TFLOP/s from
@@ -307,5 +307,46 @@ BENCHMARK(BM_PluginTrainStep)->UseManualTime()->Unit(benchmark::kMillisecond)->I
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_PluginTrainFullStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
     ->ReportAggregatesOnly(true);
+
+// One whole generation: sample() of AOBENCH_BENCH_BATCH (32) sequences of the model's block_size (or
+// AOBENCH_BENCH_LENGTH) tokens in AOBENCH_BENCH_STEPS (1024) steps, top-p 0.95, temperature 0.9, float64
+// draws, bf16 autocast, timed with CUDA events after a warm-up sample of at most 16 steps (the step shapes
+// are the same). Reports the network calls made and ms per call (a diffusion sampler's step).
+void BM_PluginSample(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times GPU sampling");
+    return;
+  }
+  const torch::Device dev(torch::kCUDA, 0);
+  std::string label;
+  auto model = bench_model(dev, label);
+  aobench::SampleRequest r;
+  r.batch_size = std::stoll(env_or("AOBENCH_BENCH_BATCH", "32"));
+  r.length = std::stoll(env_or("AOBENCH_BENCH_LENGTH", std::to_string(model->block_size())));
+  r.steps = std::stoll(env_or("AOBENCH_BENCH_STEPS", "1024"));
+  r.temperature = 0.9;
+  r.top_p = 0.95;
+  r.device = dev;
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto warm = r;
+  warm.steps = std::min<int64_t>(r.steps, 16);
+  model->sample(warm);
+  torch::cuda::synchronize();
+  int64_t calls = 0;
+  time_on_gpu(state, dev, [&] {
+    calls = model->sample(r).network_calls;
+    ++r.seed;
+  });
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  state.counters["calls"] = double(calls);
+  state.counters["ms/call"] = benchmark::Counter(
+      double(calls) / 1e3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel(label + " B=" + std::to_string(r.batch_size) + " L=" + std::to_string(r.length) +
+                 " steps=" + std::to_string(r.steps));
+}
+// Repetitions from --benchmark_repetitions (a SEDD sample at 1024 steps takes tens of seconds).
+BENCHMARK(BM_PluginSample)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace

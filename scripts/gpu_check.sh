@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
-#                                    ensemble_sigma trainspeed trainbench ddp
+#                                    ensemble_sigma trainspeed trainbench ddp genspeed
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -270,6 +270,48 @@ print("| step | loss 1 GPU | loss %d GPUs | diff |\n|---:|---:|---:|---:|" % n)
 for s in sorted(set(a) & set(b)):
     print(f"| {s} | {a[s]['loss/train']:.4f} | {b[s]['loss/train']:.4f} | {b[s]['loss/train']-a[s]['loss/train']:+.4f} |")
 PY
+}
+
+phase_genspeed() {  # issue 12: generation speed, ours and the peers' (bench/peers) in one call; $OUT/genspeed
+  ensure_libs
+  local d=$OUT/genspeed; mkdir -p "$d"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$d/device.txt"
+  # The GPU tests of the fused draw and the captured decode steps, where the test binaries were built.
+  local pair
+  for pair in "test_plugin_gpt:FusedDraw.*:Gpt.CudaGraph*:Sampling.*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
+    [[ -x build/${pair%%:*} ]] || continue
+    build/${pair%%:*} --gtest_filter="${pair#*:}" 2>&1 | tail -n 25 | tee -a "$d/tests.log" || true
+  done
+  # Ours: one whole sample() of 32 × 1024 (small shapes, bf16, float64 draws, top-p 0.95, T 0.9).
+  local spec
+  for spec in gpt:1024:3 ao_gpt:1024:3 ao_gpt:64:2 sedd:64:1 sedd:1024:1 \
+              gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1; do
+    IFS=: read -r name steps reps <<< "$spec"
+    local env=() plugin=${name%%-*}
+    [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)
+    [[ $name == *-nofused ]] && env=(AOBENCH_FUSED_SAMPLING=0)
+    local key=$name; [[ $plugin != gpt ]] && key=${name}_$steps
+    env "${env[@]}" AOBENCH_BENCH_PLUGIN=$plugin AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 \
+      AOBENCH_BENCH_STEPS=$steps timeout 200 build/aobench_bench --benchmark_filter=PluginSample \
+      --benchmark_repetitions="$reps" --benchmark_out="$d/bench_sample_$key.json" \
+      --benchmark_out_format=json \
+      2>&1 | grep -E "^BM_|rror" | tee "$d/bench_sample_$key.log" || true
+  done
+  # The `aobench speed` sweep (steps 64 … 1024) where this build has the command.
+  if $A speed --help >/dev/null 2>&1; then
+    for spec in gpt:[1024]:3 ao_gpt:[64,128,256,512,1024]:2 sedd:[64,128]:1; do
+      IFS=: read -r plugin steps reps <<< "$spec"
+      timeout 120 $A speed --set model.plugin=$plugin --set model.flavour=small --set "speed.steps=$steps" \
+        --set speed.batch_size=32 --set speed.length=1024 --set speed.repeats=$reps --set speed.warmup=1 \
+        --out "$d/speed_$plugin.json" 2>&1 | tail -n 20 | tee "$d/speed_$plugin.log" || true
+    done
+  fi
+  # The peers, same GPU, same call (comparison only; their compilation is excluded from their times).
+  timeout 240 python3 bench/peers/hf_generate.py --out "$d/peer_hf_generate.json" 2>&1 | tail -n 40 \
+    | tee "$d/peer_hf_generate.log" || true
+  timeout 150 python3 bench/peers/sedd_step.py --out "$d/peer_sedd_step.json" 2>&1 | tail -n 20 \
+    | tee "$d/peer_sedd_step.log" || true
+  python3 bench/peers/genspeed_summary.py "$d" | tee "$d/summary.md"
 }
 
 for p in "$@"; do

@@ -370,7 +370,8 @@ class AoGptPlugin : public ModelPlugin {
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };
-    return common::sample_any_order(*net_, fwd, r, cfg_.vocab_size, cfg_.block_size, /*start_slot=*/true);
+    return common::sample_any_order(*net_, fwd, r, cfg_.vocab_size, cfg_.block_size, /*start_slot=*/true,
+                                    /*capture_steps=*/true);
   }
 
  private:

@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <map>
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "plugins/ao_gpt/fused_norms.h"
 #include "plugins/common/any_order.h"
+#include "plugins/common/cuda_graph.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();
 
@@ -265,9 +267,9 @@ TEST(AoGpt, ConfigErrorsNameTheKey) {
 torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r) {
   auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(r.seed);
   int64_t n_prompt = 0;
-  auto order = common::sampling_orders(r, cpu_gen, &n_prompt);
+  auto order = common::sampling_orders(r, cpu_gen, &n_prompt).to(r.device);
   auto dev_gen = common::make_generator(r.device, r.seed + 1);
-  auto gen = torch::zeros({r.batch_size, r.length}, torch::kLong);
+  auto gen = torch::zeros({r.batch_size, r.length}, order.options());
   for (int64_t k = 0; k < r.length; ++k) {
     auto lp =
         m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
@@ -333,6 +335,49 @@ TEST(AoGpt, ScheduleCounts) {
   for (size_t i = 1; i < cos.size(); ++i) EXPECT_GT(cos[i], cos[i - 1]);
   EXPECT_EQ(common::schedule_counts(8, 100, "linear").size(), 8u);  // clamped to one token per step
   EXPECT_THROW(common::schedule_counts(8, 2, "zigzag"), ConfigError);
+}
+
+// On the GPU the sampler keeps a static cache and replays its one-token steps from CUDA graphs: in float32 it
+// must give the ids of the full recomputation, under bf16 the same ids captured and uncaptured, across the
+// 256-slot spans of the cache; parallel steps (several tokens per call) take the static cache uncaptured.
+TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device dev(torch::kCUDA, 0);
+  std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
+  auto cfg = m->default_config()["flavours"]["debug"];
+  cfg["block_size"] = 300;
+  m->configure(cfg);
+  torch::manual_seed(0);
+  m->build(dev);
+  m->module().eval();
+  SampleRequest r;
+  r.batch_size = 3;
+  r.length = 300;
+  r.steps = 300;
+  r.seed = 5;
+  r.temperature = 0.9;
+  r.top_p = 0.95;
+  r.device = dev;
+  auto out = m->sample(r);
+  EXPECT_EQ(out.network_calls, 300);
+  EXPECT_TRUE(out.tokens.equal(reference_sample(*m, r)));
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto graphed = m->sample(r);
+  common::set_cuda_graphs_enabled(false);
+  auto eager = m->sample(r);
+  common::set_cuda_graphs_enabled(true);
+  r.steps = 37;
+  r.prompt = torch::full({3, 300}, -1, torch::kLong);
+  r.prompt.narrow(1, 100, 7).fill_(42);
+  auto parallel = m->sample(r);
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  EXPECT_TRUE(graphed.tokens.equal(eager.tokens)) << graphed.tokens.ne(eager.tokens).sum().item<int64_t>();
+  EXPECT_EQ(parallel.network_calls, 37);
+  EXPECT_TRUE(parallel.tokens.narrow(1, 100, 7).eq(42).all().item<bool>());
+  EXPECT_LT(parallel.tokens.max().item<int64_t>(), 257);
+  EXPECT_GE(parallel.tokens.min().item<int64_t>(), 0);
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "harness/errors.h"
+#include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 
 namespace aobench::common {
@@ -33,10 +35,21 @@ Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_
   return s;
 }
 
-void KVCache::truncate(int64_t len) {
+void KVCache::make_static(torch::Device device) {
+  TORCH_CHECK(capacity > 0, "a static KV cache needs a capacity");
+  pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  len = 0;
+}
+
+void KVCache::truncate(int64_t keep) {
+  if (is_static()) {
+    len = keep;
+    pos.fill_(keep);
+    return;
+  }
   for (size_t l = 0; l < k.size(); ++l) {
-    k[l] = k[l].narrow(2, 0, len);
-    v[l] = v[l].narrow(2, 0, len);
+    k[l] = k[l].narrow(2, 0, keep);
+    v[l] = v[l].narrow(2, 0, keep);
   }
 }
 
@@ -49,11 +62,40 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
   if (static_cast<int64_t>(cache->k.size()) <= layer) {
     cache->k.resize(layer + 1);
     cache->v.resize(layer + 1);
+    cache->k_buf.resize(layer + 1);
+    cache->v_buf.resize(layer + 1);
   }
   auto& ck = cache->k[layer];
   auto& cv = cache->v[layer];
-  ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
-  cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  const int64_t old = ck.defined() ? ck.size(2) : 0, S = k.size(2);
+  if (cache->is_static()) {
+    auto& kb = cache->k_buf[layer];
+    auto& vb = cache->v_buf[layer];
+    if (!kb.defined()) {  // zeros: the masked slots never hold NaN
+      kb = torch::zeros({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
+      vb = torch::zeros({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    kb.index_copy_(2, cache->step_slots, k);
+    vb.index_copy_(2, cache->step_slots, v);
+    const int64_t span = cache->step_mask.size(1);
+    return torch::scaled_dot_product_attention(q, kb.narrow(2, 0, span), vb.narrow(2, 0, span), cache->step_mask);
+  }
+  if (cache->capacity > 0) {
+    TORCH_CHECK(old + S <= cache->capacity, "KV cache of ", cache->capacity, " slots cannot take ", old + S);
+    auto& kb = cache->k_buf[layer];
+    auto& vb = cache->v_buf[layer];
+    if (!kb.defined()) {
+      kb = torch::empty({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
+      vb = torch::empty({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    kb.narrow(2, old, S).copy_(k);
+    vb.narrow(2, old, S).copy_(v);
+    ck = kb.narrow(2, 0, old + S);  // (B, H, S_cache + S, h) views
+    cv = vb.narrow(2, 0, old + S);
+  } else {
+    ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
+    cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  }
   if (mask) return torch::scaled_dot_product_attention(q, ck, cv, *mask);
   TORCH_CHECK(ck.size(2) == q.size(2), "a cached attention call with earlier slots needs an explicit mask");
   return torch::scaled_dot_product_attention(q, ck, cv, {}, 0.0, /*is_causal=*/true);
@@ -106,14 +148,14 @@ torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, doubl
                           at::Generator& gen) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
+  if (float64 && logits.dim() >= 1 && fused_draw_supported(logits)) {
+    // One kernel for softmax, nucleus and Gumbel-max (sampling.h); (.., V) → (..).
+    auto lead = logits.sizes().slice(0, logits.dim() - 1);
+    return fused_draw(logits.reshape({-1, logits.size(-1)}), temperature, top_p, &gen).view(lead);
+  }
   const auto dtype = float64 ? torch::kFloat64 : torch::kFloat32;
-  auto logp = torch::log_softmax(logits.to(dtype) / temperature, -1);  // (B, n, V)
-  if (top_p < 1.0)
-    logp = logp.masked_fill(top_p_keep(logp.exp(), top_p).logical_not(), -std::numeric_limits<double>::infinity());
-  auto u = torch::empty(logp.sizes(), logp.options()).uniform_(0.0, 1.0, gen);
-  // Gumbel-max: argmax log p_v − log(−log u_v); u = 0 gives −log(inf) = −inf, never chosen.
-  auto score = logp - torch::log(-torch::log(u));
-  return score.argmax(-1);  // (B, n)
+  auto u = torch::empty(logits.sizes(), logits.options().dtype(dtype)).uniform_(0.0, 1.0, gen);
+  return gumbel_draw_reference(logits, temperature, top_p, u);  // (B, n)
 }
 
 torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt) {
@@ -172,7 +214,7 @@ double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, 
 }
 
 SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
-                              int64_t vocab, int64_t block_size, bool start_slot) {
+                              int64_t vocab, int64_t block_size, bool start_slot, bool capture_steps) {
   if (request.length > block_size || request.length < 1)
     throw ConfigError("sample length " + std::to_string(request.length) +
                           " must lie in [1, block_size=" + std::to_string(block_size) + "]",
@@ -211,6 +253,43 @@ SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward
   if (done < L) {
     const auto counts = schedule_counts(L - done, request.steps, request.schedule);
     KVCache cache;
+    // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
+    int64_t max_new = 0;
+    for (size_t i = 0; i < counts.size(); ++i)
+      max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
+    cache.capacity = L + 1 + max_new;
+    if (capture_steps && dev.is_cuda()) cache.make_static(dev);
+    auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
+    // A static-cache step (S slots, `mask` (S, old + S) as below): keys at device-side slots, attention over
+    // the first `span` slots; with S = 1 the shapes are static and the step is replayed from a CUDA graph.
+    std::map<int64_t, StepGraph> graphs;
+    Slots step_in;  // (B, 1) inputs of the captured steps, in fixed memory
+    auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new,
+                           int64_t S) {
+      const int64_t old = cache.length(), span = cache.span_for(S);
+      torch::Tensor logits;
+      if (S == 1) {
+        if (!step_in.tokens.defined())
+          step_in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
+        step_in.tokens.copy_(s.tokens);
+        step_in.positions.copy_(s.positions);
+        step_in.targets.copy_(s.targets);
+        logits = graphs[span].run(dev, [&] {
+          cache.step_slots = cache.pos.clone();  // (1); the mask (1, span): the cache and the slot itself
+          cache.step_mask = torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
+          auto y = forward(step_in, &cache, std::nullopt, 1);
+          cache.pos.add_(1);
+          return y;
+        });
+      } else {
+        cache.step_slots = torch::arange(old, old + S, lopt);
+        cache.step_mask = torch::cat({make_mask(), torch::zeros({S, span - old - S}, bopt)}, 1);
+        logits = forward(s, &cache, std::nullopt, n_new);
+        cache.pos.fill_(old + S);
+      }
+      cache.len = old + S;
+      return logits;
+    };
     int64_t prev = 0;
     for (int64_t n_cum : counts) {
       const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();
@@ -221,12 +300,14 @@ SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward
       s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
       const int64_t S = n_prev + n_new - 1;
       // mask (S, old + S): the whole cache, causal among new slots, diagonal-only in the query block.
-      auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
-      auto causal = torch::ones({S, S}, bopt).tril();
-      auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
-      qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
-      auto mask = torch::cat({torch::ones({S, old}, bopt), causal}, 1);
-      auto logits = forward(s, &cache, mask, n_new);  // (B, n_new, V)
+      auto make_mask = [&] {
+        auto causal = torch::ones({S, S}, bopt).tril();
+        auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
+        qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
+        return torch::cat({torch::ones({S, old}, bopt), causal}, 1);
+      };
+      auto logits = cache.is_static() ? static_step(s, make_mask, n_new, S)
+                                      : forward(s, &cache, make_mask(), n_new);  // (B, n_new, V)
       ++out.network_calls;
       auto x = draw_tokens(logits, request.temperature, request.top_p, request.float64_sampling, dev_gen);
       generated.narrow(1, done, n_new).copy_(x);

@@ -3,6 +3,7 @@
 // truncated-normal init, float64 Gumbel-max / top-p token draws (§4.3) and the KV-cache any-order
 // sampler of §4.2 with the deterministic counts of §4.1.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -31,11 +32,28 @@ Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order);
 Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                       const torch::Tensor& targets);
 
-// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h).
+// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h). With
+// capacity > 0 they are views of preallocated (B, H, capacity, h) buffers that new slots are copied into, so
+// a step costs no O(S_cache) concatenation (the sampler sets it; the numbers are the same).
 struct KVCache {
   std::vector<torch::Tensor> k, v;
-  int64_t length() const { return k.empty() || !k[0].defined() ? 0 : k[0].size(2); }
-  void truncate(int64_t len);  // keep the first `len` slots of every layer
+  int64_t capacity = 0;
+  std::vector<torch::Tensor> k_buf, v_buf;
+  // Static mode (make_static; needs capacity): zero-initialised buffers written at the device-side slots
+  // step_slots (S), attention over the first span slots through step_mask (S, span), so a step's shapes do
+  // not depend on the cache length and it can be captured in a CUDA graph. pos (1) int64 on the device =
+  // slots held (graph replays advance it); len = the same on the host.
+  static constexpr int64_t kSpan = 256;
+  torch::Tensor pos, step_slots, step_mask;
+  int64_t len = 0;
+  void make_static(torch::Device device);
+  bool is_static() const { return pos.defined(); }
+  int64_t span_for(int64_t S) const { return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan); }
+  int64_t length() const {
+    if (is_static()) return len;
+    return k.empty() || !k[0].defined() ? 0 : k[0].size(2);
+  }
+  void truncate(int64_t keep);  // keep the first `keep` slots of every layer
 };
 
 // Causal self-attention core shared by both plugins. q, k, v (B, H, S, h). With a cache, the new keys and
@@ -81,8 +99,11 @@ torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, 
 // cond_generate); without a start slot (idiap σ-GPT, whose first token is given, never predicted) it is the
 // prompt, or EOS = vocab−1 at σ(0) when there is no prompt. Output is un-shuffled: out[σ(i)] = x_i.
 // `net` is put in eval mode for the call; request.length must lie in [1, block_size] (ConfigError otherwise).
+// capture_steps (a plugin whose forward never waits for the device): on the GPU the cache is static and every
+// step of one new token after one real slot (all steps at steps = length) is replayed from a CUDA graph, one
+// per 256-slot span (cuda_graph.h; AOBENCH_CUDA_GRAPHS=0 runs the same steps uncaptured).
 SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
-                              int64_t vocab, int64_t block_size, bool start_slot);
+                              int64_t vocab, int64_t block_size, bool start_slot, bool capture_steps = false);
 
 // Model-config helpers shared by the plugins' configure(): every key must appear in the flavour defaults
 // (`plugin` and `flavour` are added by the harness); get<T>() throws ConfigError naming "model.<key>".

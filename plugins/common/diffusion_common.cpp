@@ -104,21 +104,25 @@ std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, cons
   auto idx = (x == V).nonzero();                                            // (n, 2) masked positions
   if (idx.size(0) == 0) return {x, changed};
   auto b = idx.select(1, 0), l = idx.select(1, 1);
-  auto rows = logits.index({b, l}).index({Slice(), Slice(0, V)});           // (n, V) mask column dropped
+  // (n, V) logits of the listed positions, mask column dropped: a gather, so only rows drawn from are copied.
+  auto rows_at = [&](const torch::Tensor& bi, const torch::Tensor& li) {
+    return logits.index({bi, li}).index({Slice(), Slice(0, V)});
+  };
   auto y = x.clone();
   if (rate >= 1 || opt.argmax) {
     // Final fill (or greedy): every masked position takes a token.
     TORCH_CHECK(rate >= 1, "argmax draws are only for the final step");
-    y.index_put_({b, l}, draw_tokens(rows, opt, gen));
+    y.index_put_({b, l}, draw_tokens(rows_at(b, l), opt, gen));
     changed.index_put_({b}, torch::ones_like(b, changed.options()));
     return {y, changed};
   }
   torch::Tensor sel, tok;
   if (opt.float64) {
-    // Lemma 1: Bernoulli(rate) on each masked position, then a categorical over p_θ.
-    sel = torch::rand({idx.size(0)}, gen, rows.options().dtype(torch::kFloat64)) < rate;
-    tok = draw_tokens(rows.index({sel}), opt, gen);
+    // Lemma 1: Bernoulli(rate) on each masked position, then a categorical over p_θ of the chosen ones only.
+    sel = torch::rand({idx.size(0)}, gen, logits.options().dtype(torch::kFloat64)) < rate;
+    tok = draw_tokens(rows_at(b.index({sel}), l.index({sel})), opt, gen);
   } else {
+    auto rows = rows_at(b, l);
     // Reference one-stage draw over [stay, rate·p_y] in float32 (under-samples small masses).
     const int64_t n = idx.size(0), step = row_chunk(V);
     auto choice = torch::empty({n}, x.options());

@@ -1,17 +1,21 @@
 // Implements: the GPT plugin (plugins/gpt/gpt.h; spec-ao-gpt §1.4 and §8): nanoGPT GPT-2 with a switch
 // between classic scoring (T−1 predictions) and a learned [None] start slot (all T scored, like AO-GPT),
-// KV-cache ancestral sampling with float64 Gumbel-max / exponential race and HF-convention top-p, and
-// exact loading of Hugging Face GPT-2 weights (Conv1D weights transposed, lm_head tied to wte).
+// static-KV-cache ancestral sampling (decode steps replayed from CUDA graphs) with float64 Gumbel-max and
+// HF-convention top-p, and exact loading of Hugging Face GPT-2 weights (Conv1D weights transposed, lm_head
+// tied to wte).
 #include "gpt.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "harness/errors.h"
 #include "harness/safetensors.h"
+#include "plugins/common/any_order.h"
+#include "plugins/common/cuda_graph.h"
 #include "plugins/common/fused_ops.h"
 #include "plugins/common/sampling.h"
 
@@ -53,8 +57,20 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
   torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
   torch::Tensor y;
-  const int64_t past = cache && cache->k[layer].defined() ? cache->k[layer].size(2) : 0;  // this layer's
-  if (cache) {
+  const bool fixed = cache && cache->is_static();
+  const int64_t past = cache && !fixed && cache->k[layer].defined() ? cache->k[layer].size(2) : 0;
+  if (fixed) {
+    // Write the S new keys/values at their slots and read the first `span` slots; later ones are masked.
+    if (!cache->k[layer].defined()) {
+      cache->k[layer] = torch::zeros({B, H, cache->capacity, hd}, k.options());  // zeros: masked, never NaN
+      cache->v[layer] = torch::zeros({B, H, cache->capacity, hd}, v.options());
+    }
+    cache->k[layer].index_copy_(2, cache->step_slots, k);
+    cache->v[layer].index_copy_(2, cache->step_slots, v);
+    const int64_t span = cache->step_mask.size(1);
+    y = at::scaled_dot_product_attention(q, cache->k[layer].narrow(2, 0, span),
+                                         cache->v[layer].narrow(2, 0, span), cache->step_mask, p, false);
+  } else if (cache) {
     if (past > 0) {
       k = torch::cat({cache->k[layer], k}, 2);  // (B, H, past+S, hd)
       v = torch::cat({cache->v[layer], v}, 2);
@@ -62,7 +78,9 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
     cache->k[layer] = k;
     cache->v[layer] = v;
   }
-  if (past == 0) {
+  if (fixed) {
+    // attended above
+  } else if (past == 0) {
     y = at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true);
   } else {
     // New slot i (absolute past+i) sees keys 0..past+i.
@@ -117,7 +135,18 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
   const int64_t S = x.size(1);
   TORCH_CHECK(pos0 + S <= wpe->weight.size(0), "gpt: ", pos0 + S, " slots exceed the ", wpe->weight.size(0),
               " positions of wpe (block_size ", cfg.block_size, ")");
-  auto pos = torch::arange(pos0, pos0 + S, torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
+  const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(ids.device());
+  torch::Tensor pos;
+  if (cache && cache->is_static()) {
+    // Device-side slots, so a captured step reads the counter at replay time. (S), (S, span).
+    TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S,
+                " slots exceed the static cache of ", cache->capacity);
+    pos = cache->pos + torch::arange(S, lopt);
+    cache->step_slots = pos;
+    cache->step_mask = torch::arange(cache->span_for(S), lopt).unsqueeze(0) <= pos.unsqueeze(1);
+  } else {
+    pos = torch::arange(pos0, pos0 + S, lopt);
+  }
   x = drop(x + wpe(pos));  // (B, S, d)
   if (cache && cache->k.empty()) {
     cache->k.resize(h->size());
@@ -128,7 +157,16 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
     const LayerNorm& next = i + 1 < h->size() ? h[i + 1]->as<BlockImpl>()->ln_1 : ln_f;
     std::tie(x, a) = h[i]->as<BlockImpl>()->forward(x, a, next, cache, i);
   }
+  if (cache && cache->is_static()) cache->pos.add_(S);  // in place: graph replays advance it too
   return a;  // ln_f of the last residual stream
+}
+
+void KvCache::make_static(int64_t capacity_slots, torch::Device device) {
+  k.clear();
+  v.clear();
+  pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  len = 0;
+  capacity = capacity_slots;
 }
 
 torch::Tensor GptImpl::logits(const torch::Tensor& ids, KvCache* cache) {
@@ -384,50 +422,57 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   // Without a start slot the first token cannot be drawn: an unprompted row starts with EOS = V−1
   // (GPT-2's <|endoftext|>, the byte tokenizer's end id), which is part of the output.
   if (!cfg_.start_token) prompt.select(1, 0).masked_fill_(prompt.select(1, 0) < 0, V - 1);
-  torch::Tensor out = prompt.clone();  // (B, L) on CPU
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(r.seed);
-  const auto fdt = r.float64_sampling ? torch::kFloat64 : torch::kFloat32;
+  // Positions where some row draws, known on the host up front: the loop never waits for the device.
+  const torch::Tensor free_any = (prompt < 0).any(0);  // (L) bool
+  const auto free_at = free_any.accessor<bool, 1>();
+  torch::Tensor out = prompt.to(dev);  // (B, L) on the model's device; −1 = not drawn yet
+  auto gen = common::make_generator(dev, r.seed);
 
-  // Draws one id per row from logits (B, V): temperature, HF top-p, then exponential race argmax p/E.
-  auto draw = [&](const torch::Tensor& logits_dev) {
-    torch::Tensor logits = logits_dev.to(torch::kCPU, fdt);
-    if (r.temperature <= 0.0) return logits.argmax(-1);                // greedy
-    torch::Tensor probs = torch::softmax(logits / r.temperature, -1);  // (B, V)
-    if (r.top_p < 1.0) probs = probs * common::top_p_keep(probs, r.top_p);
-    torch::Tensor u = torch::rand({B, V}, gen, torch::TensorOptions().dtype(fdt));
-    torch::Tensor e = -torch::log(u);  // Exp(1) race
-    return (probs / e).argmax(-1);     // (B,)
+  // Draws one id per row from logits (B, V): greedy, or temperature + HF top-p + Gumbel-max in float64 on
+  // the logits' device (common::draw_tokens: one fused kernel on the GPU).
+  auto draw = [&](const torch::Tensor& logits) {
+    if (r.temperature <= 0.0) return logits.argmax(-1);  // (B,)
+    auto x = common::draw_tokens(logits.unsqueeze(1), r.temperature, r.top_p, r.float64_sampling, gen);
+    return x.squeeze(1);
   };
 
   KvCache cache;
+  std::map<int64_t, common::StepGraph> graphs;  // decode-step graphs by attention span
   int64_t calls = 0;
   // First slot: [None] (start_token) predicts token 0; otherwise token 0 is given.
   int64_t k = cfg_.start_token ? 0 : 1;
   // Teacher-force the prefix given in every row in one forward (prefill).
   int64_t given = 0;
-  while (given < L && (out.select(1, given) >= 0).all().item<bool>()) ++given;
+  while (given < L && !free_at[given]) ++given;
   torch::Tensor last_logits;  // (B, V): prediction for token k
+  torch::Tensor ids;          // (B, 1): the decode step's input, fixed memory for the graphs
   if (use_cache) {
     const int64_t pre = cfg_.start_token ? given : std::max<int64_t>(given, 1);  // tokens fed in the prefill
     k = pre;                                                                     // next position to decide
     if (k >= L) return {out.to(r.device), calls};
-    torch::Tensor lg = net_->logits(out.narrow(1, 0, pre).to(dev), &cache);  // (B, S, V)
+    cache.make_static(L + 1, dev);  // [None] + L − 1 fed tokens at most
+    const int64_t slots = pre + (cfg_.start_token ? 1 : 0);
+    torch::Tensor lg = net_->logits(out.narrow(1, 0, pre), &cache);  // (B, S, V)
+    cache.len += slots;
     ++calls;
     last_logits = lg.select(1, lg.size(1) - 1);
+    ids = torch::empty({B, 1}, out.options());
   }
   for (; k < L; ++k) {
     if (!use_cache) {
-      torch::Tensor lg = net_->logits(out.narrow(1, 0, k).to(dev));  // full recomputation
+      torch::Tensor lg = net_->logits(out.narrow(1, 0, k));  // full recomputation
       ++calls;
       last_logits = lg.select(1, lg.size(1) - 1);
     }
-    torch::Tensor forced = out.select(1, k);
-    if ((forced < 0).any().item<bool>()) {
-      torch::Tensor drawn = draw(last_logits);
-      out.select(1, k).copy_(torch::where(forced >= 0, forced, drawn));
+    if (free_at[k]) {
+      torch::Tensor forced = out.select(1, k);
+      forced.copy_(torch::where(forced >= 0, forced, draw(last_logits)));
     }
     if (use_cache && k + 1 < L) {
-      last_logits = net_->logits(out.narrow(1, k, 1).to(dev), &cache).select(1, 0);
+      ids.copy_(out.narrow(1, k, 1));
+      auto step = [&] { return net_->logits(ids, &cache).select(1, 0); };  // (B, V)
+      last_logits = graphs[cache.span_for(1)].run(dev, step);
+      cache.len += 1;
       ++calls;
     }
   }

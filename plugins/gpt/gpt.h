@@ -6,6 +6,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,25 @@ struct LayerNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(LayerNorm);
 
-// Per-layer key/value cache for generation: (B, H, T_cached, head_dim) each.
+// Per-layer key/value cache for generation: (B, H, T_cached, head_dim) each, grown by concatenation; or,
+// once make_static() is called, preallocated (B, H, capacity, head_dim) buffers written in place at the
+// device-side slot counter `pos`, so a decode step has static shapes and can be captured in a CUDA graph.
 struct KvCache {
   std::vector<torch::Tensor> k, v;
-  int64_t length() const { return k.empty() || !k[0].defined() ? 0 : k[0].size(2); }
+  // Static mode: pos (1) int64 on the device = the next slot (advanced in place by every forward); len = the
+  // same count on the host (advanced by the caller, since a graph replay runs no host code); attention reads
+  // the first span_for(S) slots, a multiple of kSpan, so one graph serves kSpan consecutive steps.
+  static constexpr int64_t kSpan = 256;
+  torch::Tensor pos;
+  int64_t len = 0, capacity = 0;
+  torch::Tensor step_slots, step_mask;  // of the current forward: (S) slots written, (S, span) visible keys
+  void make_static(int64_t capacity_slots, torch::Device device);
+  bool is_static() const { return pos.defined(); }
+  int64_t span_for(int64_t S) const { return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan); }
+  int64_t length() const {
+    if (is_static()) return len;
+    return k.empty() || !k[0].defined() ? 0 : k[0].size(2);
+  }
 };
 
 struct BlockImpl : torch::nn::Module {
@@ -87,6 +103,7 @@ class GptPlugin : public ModelPlugin {
   SampleOutput sample(const SampleRequest& request) override;
 
   // use_cache = false recomputes the whole prefix every step: the reference the KV-cache path must match.
+  // use_cache = true: static KV cache, decode steps replayed from CUDA graphs on the GPU (cuda_graph.h).
   SampleOutput sample_impl(const SampleRequest& request, bool use_cache);
   const GptConfig& config() const { return cfg_; }
   Gpt& net() { return net_; }

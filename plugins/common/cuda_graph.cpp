@@ -1,0 +1,67 @@
+// Implements: plugins/common/cuda_graph.h (at::cuda::CUDAGraph when the CUDA kernels are built).
+#include "plugins/common/cuda_graph.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#ifdef AOBENCH_FUSED_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace aobench::common {
+
+namespace {
+std::atomic<bool>& graphs_flag() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("AOBENCH_CUDA_GRAPHS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }()};
+  return on;
+}
+}  // namespace
+
+void set_cuda_graphs_enabled(bool on) { graphs_flag().store(on); }
+
+bool cuda_graphs_usable(torch::Device device) {
+#ifdef AOBENCH_FUSED_CUDA
+  return device.is_cuda() && graphs_flag().load();
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+struct StepGraph::Impl {
+#ifdef AOBENCH_FUSED_CUDA
+  at::cuda::CUDAGraph graph;
+#endif
+  torch::Tensor out;
+};
+
+torch::Tensor StepGraph::run(torch::Device device, const std::function<torch::Tensor()>& fn) {
+  if (!cuda_graphs_usable(device) || calls_++ == 0) return fn();
+#ifdef AOBENCH_FUSED_CUDA
+  if (!impl_) {
+    auto impl = std::make_shared<Impl>();
+    c10::cuda::CUDAGuard device_guard(device);
+    torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());  // nothing pending reads the pool
+    {
+      // Capture must happen off the legacy default stream; replays run on the caller's current stream.
+      c10::cuda::CUDAStreamGuard stream_guard(at::cuda::getStreamFromPool(false, device.index()));
+      impl->graph.capture_begin();
+      impl->out = fn();
+      impl->graph.capture_end();
+    }
+    impl_ = impl;
+  }
+  impl_->graph.replay();
+  return impl_->out;
+#else
+  return fn();
+#endif
+}
+
+}  // namespace aobench::common
