@@ -47,8 +47,9 @@ torch::Tensor run(ModelPlugin& p, const torch::Tensor& inputs, const torch::Tens
 }
 
 TEST(SeddLikelihood, ExactL2RLogProbEqualsBruteForceChain) {
-  // Step k of L2R masks positions k.. and conditions on σ(t) with t = (#masked)/T; p is the score
-  // normalised over the V real tokens.
+  // Step k of L2R masks positions k.. and conditions on the σ at which the log-linear schedule masks a
+  // token with probability f = (#masked)/T: 1 − e^{−σ} = f, σ = −log(1 − f); all masked (f = 1): the
+  // schedule's end σ(1) = −log ε. p is the score normalised over the V real tokens.
   auto p = tiny_sedd();
   std::vector<int64_t> x = {1, 0, 2};
   at::Generator gen = at::detail::createCPUGenerator(1);
@@ -57,7 +58,8 @@ TEST(SeddLikelihood, ExactL2RLogProbEqualsBruteForceChain) {
   for (int64_t k = 0; k < 3; ++k) {
     auto in = torch::tensor(x).view({1, 3});
     for (int64_t j = k; j < 3; ++j) in.index_put_({0, j}, 3);
-    auto sigma = common::loglinear_sigma(torch::full({1}, double(3 - k) / 3, torch::kFloat64));
+    const double f = double(3 - k) / 3;
+    auto sigma = torch::full({1}, f < 1 ? -std::log(1 - f) : -std::log(1e-3), torch::kFloat64);
     auto logits = run(*p, in, sigma);
     // Scores: log s_y = z_y − log(e^σ−1) − log V; normalising over y < V is a softmax of z[:V].
     auto log_s = logits[0][k].narrow(0, 0, 3) - torch::log(torch::expm1(sigma)) - std::log(3.0);
