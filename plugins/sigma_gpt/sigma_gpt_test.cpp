@@ -77,7 +77,8 @@ TEST(SigmaGpt, TargetPositionsChangeTheLogits) {
     swapped.select(1, k + 1).copy_(order.select(1, k));
     auto a = m->chain_log_probs(xs, order, order), b = m->chain_log_probs(xs, order, swapped);  // (2, 16, V)
     const int64_t first = std::string(variant) == "idiap" ? 1 : 0;  // idiap row 0 is NaN (no start slot)
-    EXPECT_TRUE(torch::allclose(a.narrow(1, first, k - first), b.narrow(1, first, k - first), 1e-6, 1e-6)) << variant;
+    EXPECT_TRUE(torch::allclose(a.narrow(1, first, k - first), b.narrow(1, first, k - first), 1e-6, 1e-6))
+        << variant;
     for (int64_t r = 0; r < 2; ++r)
       EXPECT_GT((a[r][k] - b[r][k]).abs().max().item<double>(), 1e-3) << variant << " row " << r;
   }

@@ -9,6 +9,7 @@
 // Run alone: ctest -L learning (or aobench_learning_tests --gtest_filter='MarkovLearning.*').
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -107,14 +108,17 @@ TEST_P(MarkovLearning, HeldOutLossFarBelowUnigram) {
                 << " nats/token after " << c.steps << " steps; held-out losses:" << all;
 }
 
-// Thresholds from measured runs (see the commit that sets them); optimum ln 2 = 0.693 (decoders, first
-// token skipped), (ln 16 + (T−1) ln 2)/T = 0.758 for the encoders' bound over all T tokens.
+// Thresholds: the optimum is ln 2 = 0.693 for the decoders (first token skipped) and (ln 16 + (T−1) ln 2)/T =
+// 0.758 for the encoders' bound over all T tokens. Measured off-plateau levels with debug shapes (issue 15):
+// GPT 0.70, σ-GPT 1.40, AO-GPT (random orders) 1.40, RADD 0.85 (exact L2R 0.77); GPT left the plateau
+// within 50 steps here. Each threshold sits between that level and the unigram 2.773 with a wide margin, so
+// a model that has left the plateau passes and one stuck on it (or near it) fails.
 INSTANTIATE_TEST_SUITE_P(Plugins, MarkovLearning,
-                         ::testing::Values(Case{"gpt", "l2r", "l2r", 600, 1.0},
-                                           Case{"sigma_gpt", "random", "random", 600, 1.7},
-                                           Case{"ao_gpt", "random", "random", 600, 1.7},
-                                           Case{"sedd", "l2r", "elbo", 600, 1.5},
-                                           Case{"radd", "l2r", "elbo", 600, 1.5}),
+                         ::testing::Values(Case{"gpt", "l2r", "l2r", 600, 1.2},
+                                           Case{"sigma_gpt", "random", "random", 1500, 2.0},
+                                           Case{"ao_gpt", "random", "random", 1500, 2.0},
+                                           Case{"sedd", "l2r", "elbo", 1500, 1.6},
+                                           Case{"radd", "l2r", "elbo", 1500, 1.6}),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.plugin; });
 
 }  // namespace
