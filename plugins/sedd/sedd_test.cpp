@@ -176,10 +176,11 @@ TEST(SeddSample, ShapeRangeDenoiserAndDeterminism) {
 
 // The GPU inference path (DDiTImpl::forward_fused: fused residual + LayerNorm + adaLN and rotary kernels) is
 // the same network: under bf16 autocast it stays as close to an fp32 forward as the unfused bf16 path does.
-// Random weights (adaLN included, so gates, scales and shifts are far from their zero init), SEDD and RADD.
+// Random weights (adaLN included, so gates, scales and shifts are far from their zero init), SEDD, RADD and
+// RADD with σ conditioning (time_cond: adaLN and LayerNorm bias together).
 TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (bool time_cond : {true, false}) {
+  for (auto [time_cond, ln_bias] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
     common::DDiTConfig c;
     c.vocab_size = 1000;
     c.n_layer = 3;
@@ -187,7 +188,7 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     c.n_embd = 256;
     c.cond_dim = 64;
     c.time_cond = time_cond;
-    c.ln_bias = !time_cond;
+    c.ln_bias = ln_bias;
     torch::manual_seed(31);
     common::DDiT net(c);
     {
@@ -213,9 +214,10 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     const double scale = ref.abs().mean().item<double>();
     const double e_unfused = (unfused - ref).abs().mean().item<double>() / scale;
     const double e_fused = (fused - ref).abs().mean().item<double>() / scale;
-    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3) << "time_cond " << time_cond << ": fused " << e_fused
-                                              << " vs unfused " << e_unfused << " (mean |Δ| / mean |logit|)";
-    EXPECT_LT(e_fused, 3e-2) << "time_cond " << time_cond;
+    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3) << "time_cond " << time_cond << ", ln_bias " << ln_bias << ": fused "
+                                              << e_fused << " vs unfused " << e_unfused
+                                              << " (mean |Δ| / mean |logit|)";
+    EXPECT_LT(e_fused, 3e-2) << "time_cond " << time_cond << ", ln_bias " << ln_bias;
   }
 }
 
