@@ -63,8 +63,12 @@ std::string describe_protocol(const EvalOptions& o, int64_t T, const DatasetInfo
     if (o.ensemble_positions > 0) p << ", " << o.ensemble_positions << " sampled steps/sequence";
   }
   if (o.mode == "elbo") p << "ELBO upper bound, " << o.mc_steps << " MC steps";
-  p << "; first token " << (o.skip_first ? "skipped" : "scored") << "; " << T << "-token windows; "
-    << (info.packing.empty() ? "unknown" : info.packing) << " packing";
+  // A bound covers the joint NLL of the whole window, so bound rows score all T tokens (evaluate_likelihood).
+  if (o.mode == "elbo")
+    p << "; all " << T << " tokens scored (bound on the whole window; first_token does not apply)";
+  else
+    p << "; first token " << (o.skip_first ? "skipped" : "scored");
+  p << "; " << T << "-token windows; " << (info.packing.empty() ? "unknown" : info.packing) << " packing";
   return p.str();
 }
 
@@ -236,8 +240,11 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
       totals[0].add_sequences(rows);
     } else if (o.mode == "elbo") {
       NllOutput out = model.elbo(tokens, o.mc_steps, gen);
-      // The ELBO has no generation order: "first token" is position 0 under the same protocol.
-      totals[0].add_sequences({nll_row_sums(out.nll, out.scored, o.skip_first, true)});
+      // The ELBO bounds the joint NLL of all T tokens; its per-token terms without position 0 would bound
+      // nothing (not the NLL of the other T−1 tokens). So a bound row scores every position, whatever
+      // eval.first_token says, and its protocol says so.
+      totals[0].add_sequences({nll_row_sums(out.nll, out.scored, /*skip_first=*/!out.is_bound && o.skip_first,
+                                            true)});
       network_tokens += B * T * o.mc_steps;
     } else {
       auto base = random_order.draw(B, T, gen, device);  // (B, T) one random base order per sequence

@@ -1,8 +1,9 @@
 // Implements: held-out likelihood of a ModelPlugin on a packed token file (DESIGN.md §5;
 // spec-ao-gpt §3.1–3.3; spec-sedd-radd §3.1): exact L2R, exact any-order with K random orders, context-
 // order ensembles of size M, and the diffusion ELBO bound. Per-token NLLs are summed in float64; the
-// first-token protocol (skip | score) is applied identically to every paradigm so GPT and AO-GPT numbers
-// are comparable. Reports nats/token, perplexity, bits per byte, a stderr over sequences and the protocol.
+// first-token protocol (skip | score) is applied identically to every exact row so GPT and AO-GPT numbers
+// are comparable; bound (ELBO) rows score every token, as a bound on part of a window does not exist.
+// Reports nats/token, perplexity, bits per byte, a stderr over sequences and the protocol.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,7 +26,8 @@ struct EvalOptions {
   std::vector<int64_t> ensemble = {1}; // ensemble: the sizes M (nested members)
   int64_t ensemble_positions = 0;      // ensemble: 0 = every step; else this many sampled steps per sequence
   int64_t mc_steps = 128;              // elbo: Monte-Carlo timesteps per sequence
-  bool skip_first = true;              // first_token: "skip" (true) | "score" (false)
+  bool skip_first = true;              // first_token: "skip" (true) | "score" (false); not for bound
+                                       // (elbo) rows, which always score all T tokens of a window
   uint64_t seed = 1234;                // orders, ensemble members, ELBO noise
   bool autocast_bf16 = false;          // bf16 autocast for the network (CUDA, dtype auto)
 

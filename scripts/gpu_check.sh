@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
-#                                    ensemble_sigma trainspeed trainbench ddp genspeed
+#                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -312,6 +312,35 @@ phase_genspeed() {  # issue 12: generation speed, ours and the peers' (bench/pee
   timeout 150 python3 bench/peers/sedd_step.py --out "$d/peer_sedd_step.json" 2>&1 | tail -n 20 \
     | tee "$d/peer_sedd_step.log" || true
   python3 bench/peers/genspeed_summary.py "$d" | tee "$d/summary.md"
+}
+
+phase_sedd_radd() {  # SEDD–RADD ablation (issue 15): five tiny encoders on paradigms_tiny's tokens, wiki_val ELBO
+  ensure_libs
+  SECONDS=0
+  $A run configs/experiments/sedd_radd_ablation.json 2>&1 | grep -vE "^  [a-z_]+\." \
+    | awk '!/^step [0-9]+\/[0-9]+ \|/ || /^step (250|500|750|1000|1250|1500)\//' | tee "$OUT/sedd_radd.log"
+  echo "sedd_radd phase: ${SECONDS} s" | tee -a "$OUT/sedd_radd.log"
+  tar czf "$OUT/sedd_radd_runs.tgz" --exclude=checkpoints --exclude=data runs/sedd_radd_ablation
+}
+
+phase_sedd_radd_rows() {  # after sedd_radd (and data): its sedd and radd jobs under paradigms_tiny's evaluation
+  ensure_libs
+  SECONDS=0
+  local d=runs/paradigms_tiny/data m
+  local all=(--data wiki_val=$d/wiki_val.bin --data wikitext2=$d/wikitext2.bin --data wikitext103=$d/wikitext103.bin
+             --data ptb=$d/ptb.bin --data lambada=$d/lambada.bin --data lm1b=$d/lm1b.bin)
+  local exact=(--data wiki_val=$d/wiki_val.bin --data wikitext2=$d/wikitext2.bin --data ptb=$d/ptb.bin
+               --set eval.first_token=skip --set eval.max_batches=1)
+  for m in radd sedd; do
+    $A eval --run runs/sedd_radd_ablation/$m "${all[@]}" --set eval.mode=elbo --set eval.mc_steps=16 2>&1 \
+      | tee -a "$OUT/sedd_radd_rows.log"
+    $A eval --run runs/sedd_radd_ablation/$m "${exact[@]}" --set eval.mode=l2r 2>&1 | tee -a "$OUT/sedd_radd_rows.log"
+    $A eval --run runs/sedd_radd_ablation/$m "${exact[@]}" --set eval.mode=random --set eval.orders=1 2>&1 \
+      | tee -a "$OUT/sedd_radd_rows.log"
+  done
+  echo "sedd_radd_rows phase: ${SECONDS} s" | tee -a "$OUT/sedd_radd_rows.log"
+  cp runs/sedd_radd_ablation/radd/results.json "$OUT/radd_results.json"
+  cp runs/sedd_radd_ablation/sedd/results.json "$OUT/sedd_results.json"
 }
 
 for p in "$@"; do

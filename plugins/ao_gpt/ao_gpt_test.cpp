@@ -75,6 +75,27 @@ TEST(AoGpt, ChainLogProbsMatchesLogProbUnderRandomOrders) {
   EXPECT_FALSE(torch::allclose(m->log_prob(tokens, other, g).nll.sum(1), from_chain.sum(1), 1e-6, 1e-6));
 }
 
+TEST(AoGpt, TargetPositionsChangeTheLogits) {
+  // Same context tokens and positions, only the target positions of slots k and k+1 swapped: the
+  // prediction of slot k must change (adaLN reads WHERE it predicts), earlier slots must not (causal).
+  for (const char* injection : {"adaln", "input", "every_block", "per_block"}) {
+    auto m = make({{"injection", injection}});
+    m->module().eval();
+    auto g = at::make_generator<at::CPUGeneratorImpl>(4);
+    auto tokens = torch::randint(257, {2, 16}, g, torch::kLong);
+    auto order = torch::rand({2, 16}, g, torch::kFloat64).argsort(int64_t{1});
+    auto xs = tokens.gather(1, order);
+    const int64_t k = 6;
+    auto swapped = order.clone();
+    swapped.select(1, k).copy_(order.select(1, k + 1));
+    swapped.select(1, k + 1).copy_(order.select(1, k));
+    auto a = m->chain_log_probs(xs, order, order), b = m->chain_log_probs(xs, order, swapped);  // (2, 16, V)
+    EXPECT_TRUE(torch::allclose(a.narrow(1, 0, k), b.narrow(1, 0, k), 1e-6, 1e-6)) << injection;
+    for (int64_t r = 0; r < 2; ++r)
+      EXPECT_GT((a[r][k] - b[r][k]).abs().max().item<double>(), 1e-3) << injection << " row " << r;
+  }
+}
+
 TEST(AoGpt, InjectionVariantsTrainAndDiffer) {
   auto g = at::make_generator<at::CPUGeneratorImpl>(3);
   auto tokens = torch::randint(257, {4, 16}, g, torch::kLong);

@@ -16,6 +16,10 @@ torch::Tensor loglinear_sigma(const torch::Tensor& t, double eps) { return -torc
 
 torch::Tensor loglinear_dsigma(const torch::Tensor& t, double eps) { return (1 - eps) / (1 - (1 - eps) * t); }
 
+torch::Tensor sigma_at_mask_rate(const torch::Tensor& rate, double eps) {
+  return -torch::log1p(-rate.to(torch::kFloat64).clamp_max(1 - eps));
+}
+
 torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen) {
   auto u = torch::rand({B}, gen, torch::TensorOptions().dtype(torch::kFloat64));
   if (stratified) u = (u + torch::arange(B, u.options())) / double(B);  // one draw per stratum

@@ -43,6 +43,12 @@ inline constexpr double kSampleEps = 1e-5;  // sampler time grid ends at t = 1e-
 torch::Tensor loglinear_sigma(const torch::Tensor& t, double eps = kNoiseEps);
 torch::Tensor loglinear_dsigma(const torch::Tensor& t, double eps = kNoiseEps);
 
+// σ at which the log-linear schedule masks each token with probability `rate` (float64, elementwise):
+// 1 − e^{−σ} = rate, i.e. σ = −log(1 − rate) = σ(rate/(1−ε)), the schedule's own time for that rate.
+// Rates above the schedule's end (1 − ε at t = 1) are clamped to it, so σ ≤ σ(1) = −log ε: the all-masked
+// input of an exact chain (rate 1) and λ-DCE draws with λ > 1 − ε are conditioned on σ(1).
+torch::Tensor sigma_at_mask_rate(const torch::Tensor& rate, double eps = kNoiseEps);
+
 // (B) float64 u in [0, 1) on the CPU generator `gen`: i.i.d., or stratified u_i = (U_i + i)/B (§2.4).
 torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen);
 

@@ -1,6 +1,8 @@
 // Implements: the RADD plugin (spec-sedd-radd §1.2 time-independent parameterisation, §2.4 λ-DCE / t-DCE
 // losses, §3 likelihood, §5.4 cached sampler). log p is a softmax over the V real tokens (mask excluded);
 // losses accumulate in float64; ELBO rows are the per-token terms of the training estimator.
+// model.time_cond = true is the SEDD–RADD ablation: the same losses with SEDD's σ-conditioned adaLN DDiT,
+// σ = −log(1 − mask rate) of each input (common::sigma_at_mask_rate).
 #include <cmath>
 #include <set>
 
@@ -33,7 +35,7 @@ class RaddPlugin : public ModelPlugin {
     final_argmax_ = m.get_choice("final_step", {"sample", "argmax"}) == "argmax";
     cfg_.ln_bias_init_ones = m.get_bool("ln_bias_init_ones");
     tdce_extra_term_ = m.get_bool("tdce_extra_term");
-    cfg_.time_cond = false;
+    cfg_.time_cond = m.get_bool("time_cond");     // cond_dim stays 128, SEDD's value in every flavour
     cfg_.ln_bias = true;
   }
 
@@ -45,10 +47,11 @@ class RaddPlugin : public ModelPlugin {
   torch::nn::Module& module() override { return *net_; }
 
   double flops_per_token(int64_t T) const override {
-    // 6N + 12·L·H·T with N = every parameter but the input embedding (a lookup).
+    // 6N + 12·L·H·T with N = every parameter but the input embedding (a lookup) and, with time_cond,
+    // the σ-MLP/adaLN layers (run once per sequence).
     int64_t n = 0;
     for (auto& p : net_->parameters()) n += p.numel();
-    n -= net_->vocab_embed.numel();
+    n -= net_->vocab_embed.numel() + net_->per_sequence_params();
     return 6.0 * double(n) + 12.0 * double(cfg_.n_layer * cfg_.n_embd * T);
   }
 
@@ -67,8 +70,12 @@ class RaddPlugin : public ModelPlugin {
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
     common::EvalMode em(*net_);
     torch::NoGradGuard ng;
+    const int64_t T = tokens.size(1);
+    // time_cond: n of T tokens masked is conditioned on the σ that masks a token w.p. n/T, as in SEDD.
     return common::masked_chain_nll(tokens, order, cfg_.vocab_size, chain_chunk_,
-                                    [&](const torch::Tensor& x, const torch::Tensor&) { return net_->forward(x); });
+                                    [&](const torch::Tensor& x, const torch::Tensor& n_masked) {
+                                      return forward(x, n_masked.to(torch::kFloat64) / double(T));
+                                    });
   }
 
   NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
@@ -89,14 +96,23 @@ class RaddPlugin : public ModelPlugin {
     common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;
-    opt.time_conditioned = false;
+    opt.time_conditioned = cfg_.time_cond;     // a σ-conditioned network is re-run every step
     opt.extra_denoise_step = false;
     opt.final_argmax = final_argmax_;
-    return common::sample_masked(req, opt,
-                                 [&](const torch::Tensor& x, const torch::Tensor&) { return net_->forward(x); });
+    // Grid time t masks w.p. (1−ε)t, so its rate-σ is the schedule's σ(t).
+    return common::sample_masked(req, opt, [&](const torch::Tensor& x, const torch::Tensor& t) {
+      return forward(x, (1 - kNoiseEps) * t);
+    });
   }
 
  private:
+  // Logits (N, T, V+1) of x (N, T); `mask_rate` (N) float64 is the masking probability the input was drawn
+  // with (or its masked fraction) and conditions the network only when time_cond.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_rate) {
+    if (!cfg_.time_cond) return net_->forward(x);
+    return net_->forward(x, common::sigma_at_mask_rate(mask_rate).to(x.device(), torch::kFloat32));
+  }
+
   // One draw of the training estimator (§2.4), per-token float64 terms (B, T):
   //   λ-DCE: mask w.p. λ = u, term −log p / λ;   t-DCE: t = (1−ε)u + ε, mask w.p. (1−ε)t, term −log p / t
   //   (σ'(t)/(e^σ−1) = 1/t), plus (1/t)·log(e^σ−1) when tdce_extra_term. Unmasked positions give 0.
@@ -117,7 +133,7 @@ class RaddPlugin : public ModelPlugin {
     auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) < p_mask.unsqueeze(1))
                       .to(dev);                                             // (B, T)
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
-    auto logits = net_->forward(x);                                         // (B, T, V+1)
+    auto logits = forward(x, p_mask);                                       // (B, T, V+1)
     auto idx = masked.nonzero();
     auto b = idx.select(1, 0), l = idx.select(1, 1);
     auto rows = logits.index({b, l}).narrow(-1, 0, cfg_.vocab_size).to(torch::kFloat32);  // (n, V)

@@ -1,6 +1,7 @@
 // Implements: tests of the RADD plugin and of the shared masked-diffusion pieces (spec-sedd-radd §2.1,
-// §2.4 RADD Thm 2, §3.4 exact chain, §5.4 sampler step, §5.6 sampling precision). Every expected value
-// is computed here independently: by enumeration of mask sets, by per-input network calls or in closed form.
+// §2.4 RADD Thm 2, §3.4 exact chain, §5.4 sampler step, §5.6 sampling precision), and the σ-conditioned
+// ablation (time_cond). Every expected value is computed here independently: by enumeration of mask sets, by
+// per-input network calls, by quadrature or in closed form.
 #include <cmath>
 #include <vector>
 
@@ -145,6 +146,97 @@ TEST(RaddLikelihood, StratifiedTDceElboIsUnbiased) {
       if (M & (1u << i)) expected += w * brute_nll(*p, x, M, i);
   }
   check_elbo_unbiased(*p, x, expected);
+}
+
+// σ of the log-linear schedule at masking probability `rate`, written out: −log(1 − rate), capped at the
+// schedule's end σ(1) = −log ε (rate 1 − ε).
+double rate_sigma(double rate) { return rate < 1 - 1e-3 ? -std::log1p(-rate) : -std::log(1e-3); }
+
+// Logits (N, T, V+1) in float64 of a time-conditioned network for inputs (N, T) at σ (N).
+torch::Tensor run_sigma(ModelPlugin& p, const torch::Tensor& inputs, const std::vector<double>& sigma) {
+  torch::NoGradGuard ng;
+  return net_of(p).forward(inputs, torch::tensor(sigma, torch::kFloat64).to(torch::kFloat32)).to(torch::kFloat64);
+}
+
+TEST(RaddTimeCond, SigmaAtMaskRateIsTheScheduleTime) {
+  // σ masks a token w.p. `rate` (1 − e^{−σ} = rate), and it is the schedule's σ(t) at the time t whose
+  // masking probability (1−ε)t equals the rate; rate 1 (all masked) gets the schedule's end σ(1).
+  auto rate = torch::linspace(0, 0.998, 101, torch::kFloat64);
+  auto sigma = common::sigma_at_mask_rate(rate);
+  EXPECT_TRUE(torch::allclose(-torch::expm1(-sigma), rate, 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(sigma, common::loglinear_sigma(rate / (1 - 1e-3)), 1e-12, 1e-12));
+  auto ends = common::sigma_at_mask_rate(torch::tensor({1.0, 1 - 1e-4}, torch::kFloat64));
+  EXPECT_NEAR(ends[0].item<double>(), -std::log(1e-3), 1e-12);
+  EXPECT_NEAR(ends[1].item<double>(), -std::log(1e-3), 1e-12);
+}
+
+TEST(RaddTimeCond, ExactChainConditionsOnTheMaskedFraction) {
+  // time_cond: step k of the L2R chain (3 − k of 3 tokens masked) runs the network at σ = −log(1 − (3−k)/3),
+  // all masked at σ(1); the σ input must matter.
+  auto p = tiny_radd({{"time_cond", true}});
+  std::vector<int64_t> x = {2, 0, 1};
+  at::Generator gen = at::detail::createCPUGenerator(1);
+  auto out = p->log_prob(torch::tensor(x).view({1, 3}), torch::arange(3).view({1, 3}), gen);
+  EXPECT_FALSE(out.is_bound);
+  for (int64_t k = 0; k < 3; ++k) {
+    auto in = torch::tensor(x).view({1, 3});
+    for (int64_t j = k; j < 3; ++j) in.index_put_({0, j}, 3);
+    auto logits = run_sigma(*p, in, {rate_sigma(double(3 - k) / 3)});
+    const double expected = -torch::log_softmax(logits[0][k].narrow(0, 0, 3), 0)[x[k]].item<double>();
+    EXPECT_NEAR(out.nll[0][k].item<double>(), expected, 1e-5) << "step " << k;
+  }
+  auto in = torch::full({1, 3}, 3, torch::kLong);
+  EXPECT_GT((run_sigma(*p, in, {0.3}) - run_sigma(*p, in, {3.0})).abs().max().item<double>(), 1e-3);
+}
+
+TEST(RaddTimeCond, LambdaDceElboIsUnbiased) {
+  // λ-DCE with the network at σ(λ) = −log(1 − λ): its expectation is
+  //   Σ_M Σ_{i∈M} ∫ λ^{|M|−1}(1−λ)^{T−|M|} nll_i(M, σ(λ)) dλ,
+  // here by enumeration of mask sets M and midpoint quadrature over λ (4000 nodes; σ(λ) is capped at σ(1),
+  // so the integrand is bounded and the quadrature error ≪ the MC standard error).
+  auto p = tiny_radd({{"time_cond", true}});
+  const std::vector<int64_t> x = {0, 2, 1};
+  const int64_t K = 4000, T = 3, V = 3;
+  std::vector<torch::Tensor> ins;
+  std::vector<double> sig, weight;
+  std::vector<unsigned> msets;
+  for (int64_t k = 0; k < K; ++k) {
+    const double lambda = (k + 0.5) / K;
+    for (unsigned M = 1; M < 8; ++M) {
+      auto in = torch::tensor(x);
+      for (int64_t j = 0; j < T; ++j)
+        if (M & (1u << j)) in.index_put_({j}, V);
+      ins.push_back(in);
+      const int m = __builtin_popcount(M);
+      sig.push_back(rate_sigma(lambda));
+      weight.push_back(std::pow(lambda, m - 1) * std::pow(1 - lambda, T - m) / K);
+      msets.push_back(M);
+    }
+  }
+  auto lp = torch::log_softmax(run_sigma(*p, torch::stack(ins), sig).narrow(-1, 0, V), -1);  // (N, T, V)
+  auto la = lp.accessor<double, 3>();
+  double expected = 0;
+  for (size_t n = 0; n < ins.size(); ++n)
+    for (int64_t i = 0; i < T; ++i)
+      if (msets[n] & (1u << i)) expected -= weight[n] * la[n][i][x[i]];
+  check_elbo_unbiased(*p, x, expected);
+}
+
+TEST(RaddTimeCond, SamplerCallsTheNetworkEveryStep) {
+  // A σ-conditioned network cannot be cached across steps: one call per step until no mask is left. With
+  // 64 steps and 2 × 8 positions the cache would allow at most 1 + 16 calls (one per unmasking event);
+  // the last mask goes at the smallest of 16 uniform unmask times, so about 60 steps run.
+  auto p = tiny_radd({{"block_size", 8}, {"time_cond", true}});
+  SampleRequest req;
+  req.batch_size = 2;
+  req.length = 8;
+  req.steps = 64;
+  auto out = p->sample(req);
+  EXPECT_TRUE(out.tokens.ge(0).all().item<bool>());
+  EXPECT_TRUE(out.tokens.lt(3).all().item<bool>());
+  EXPECT_GT(out.network_calls, 1 + 2 * 8);
+  EXPECT_LE(out.network_calls, 64);
+  EXPECT_TRUE(torch::equal(p->sample(req).tokens, out.tokens));
 }
 
 TEST(RaddLoss, InitialLossIsLogV) {

@@ -83,12 +83,13 @@ class SeddPlugin : public ModelPlugin {
     common::EvalMode em(*net_);
     torch::NoGradGuard ng;
     const int64_t T = tokens.size(1);
-    // With k of T tokens masked the network is conditioned on σ(t) at t = (masked fraction); the
-    // SEDD output normalised over the V real tokens is softmax(z[:V]) since its σ offset cancels.
+    // With n of T tokens masked the network is conditioned on the σ at which the schedule masks a token
+    // with probability n/T (σ = −log(1 − n/T), i.e. t = (n/T)/(1−ε); all masked: σ(1)). The SEDD output
+    // normalised over the V real tokens is softmax(z[:V]) since its σ offset cancels.
     return common::masked_chain_nll(tokens, order, cfg_.vocab_size, chain_chunk_,
                                     [&](const torch::Tensor& x, const torch::Tensor& n_masked) {
-                                      auto t = n_masked.to(torch::kFloat64) / double(T);
-                                      return net_->forward(x, common::loglinear_sigma(t).to(torch::kFloat32));
+                                      auto rate = n_masked.to(torch::kFloat64) / double(T);
+                                      return net_->forward(x, common::sigma_at_mask_rate(rate).to(torch::kFloat32));
                                     });
   }
 

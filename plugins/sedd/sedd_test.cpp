@@ -47,8 +47,9 @@ torch::Tensor run(ModelPlugin& p, const torch::Tensor& inputs, const torch::Tens
 }
 
 TEST(SeddLikelihood, ExactL2RLogProbEqualsBruteForceChain) {
-  // Step k of L2R masks positions k.. and conditions on σ(t) with t = (#masked)/T; p is the score
-  // normalised over the V real tokens.
+  // Step k of L2R masks positions k.. and conditions on the σ at which the log-linear schedule masks a
+  // token with probability f = (#masked)/T: 1 − e^{−σ} = f, σ = −log(1 − f); all masked (f = 1): the
+  // schedule's end σ(1) = −log ε. p is the score normalised over the V real tokens.
   auto p = tiny_sedd();
   std::vector<int64_t> x = {1, 0, 2};
   at::Generator gen = at::detail::createCPUGenerator(1);
@@ -57,7 +58,8 @@ TEST(SeddLikelihood, ExactL2RLogProbEqualsBruteForceChain) {
   for (int64_t k = 0; k < 3; ++k) {
     auto in = torch::tensor(x).view({1, 3});
     for (int64_t j = k; j < 3; ++j) in.index_put_({0, j}, 3);
-    auto sigma = common::loglinear_sigma(torch::full({1}, double(3 - k) / 3, torch::kFloat64));
+    const double f = double(3 - k) / 3;
+    auto sigma = torch::full({1}, f < 1 ? -std::log(1 - f) : -std::log(1e-3), torch::kFloat64);
     auto logits = run(*p, in, sigma);
     // Scores: log s_y = z_y − log(e^σ−1) − log V; normalising over y < V is a softmax of z[:V].
     auto log_s = logits[0][k].narrow(0, 0, 3) - torch::log(torch::expm1(sigma)) - std::log(3.0);
@@ -174,10 +176,11 @@ TEST(SeddSample, ShapeRangeDenoiserAndDeterminism) {
 
 // The GPU inference path (DDiTImpl::forward_fused: fused residual + LayerNorm + adaLN and rotary kernels) is
 // the same network: under bf16 autocast it stays as close to an fp32 forward as the unfused bf16 path does.
-// Random weights (adaLN included, so gates, scales and shifts are far from their zero init), SEDD and RADD.
+// Random weights (adaLN included, so gates, scales and shifts are far from their zero init), SEDD, RADD and
+// RADD with σ conditioning (time_cond: adaLN and LayerNorm bias together).
 TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (bool time_cond : {true, false}) {
+  for (auto [time_cond, ln_bias] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
     common::DDiTConfig c;
     c.vocab_size = 1000;
     c.n_layer = 3;
@@ -185,7 +188,7 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     c.n_embd = 256;
     c.cond_dim = 64;
     c.time_cond = time_cond;
-    c.ln_bias = !time_cond;
+    c.ln_bias = ln_bias;
     torch::manual_seed(31);
     common::DDiT net(c);
     {
@@ -211,9 +214,10 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     const double scale = ref.abs().mean().item<double>();
     const double e_unfused = (unfused - ref).abs().mean().item<double>() / scale;
     const double e_fused = (fused - ref).abs().mean().item<double>() / scale;
-    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3) << "time_cond " << time_cond << ": fused " << e_fused
-                                              << " vs unfused " << e_unfused << " (mean |Δ| / mean |logit|)";
-    EXPECT_LT(e_fused, 3e-2) << "time_cond " << time_cond;
+    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3) << "time_cond " << time_cond << ", ln_bias " << ln_bias << ": fused "
+                                              << e_fused << " vs unfused " << e_unfused
+                                              << " (mean |Δ| / mean |logit|)";
+    EXPECT_LT(e_fused, 3e-2) << "time_cond " << time_cond << ", ln_bias " << ln_bias;
   }
 }
 

@@ -62,6 +62,28 @@ TEST(SigmaGpt, IdentityLossEqualsL2RChain) {
   }
 }
 
+TEST(SigmaGpt, TargetPositionsChangeTheLogits) {
+  // Same context tokens and positions, only the target positions of slots k and k+1 swapped: the
+  // prediction of slot k must change (the model knows WHERE it predicts), earlier slots must not (causal).
+  for (const char* variant : {"aogpt_repo", "idiap"}) {
+    auto m = make(variant);
+    auto g = at::make_generator<at::CPUGeneratorImpl>(4);
+    auto tokens = torch::randint(257, {2, 16}, g, torch::kLong);
+    auto order = torch::rand({2, 16}, g, torch::kFloat64).argsort(int64_t{1});
+    auto xs = tokens.gather(1, order);
+    const int64_t k = 6;
+    auto swapped = order.clone();
+    swapped.select(1, k).copy_(order.select(1, k + 1));
+    swapped.select(1, k + 1).copy_(order.select(1, k));
+    auto a = m->chain_log_probs(xs, order, order), b = m->chain_log_probs(xs, order, swapped);  // (2, 16, V)
+    const int64_t first = std::string(variant) == "idiap" ? 1 : 0;  // idiap row 0 is NaN (no start slot)
+    EXPECT_TRUE(torch::allclose(a.narrow(1, first, k - first), b.narrow(1, first, k - first), 1e-6, 1e-6))
+        << variant;
+    for (int64_t r = 0; r < 2; ++r)
+      EXPECT_GT((a[r][k] - b[r][k]).abs().max().item<double>(), 1e-3) << variant << " row " << r;
+  }
+}
+
 TEST(SigmaGpt, ParameterLayout) {
   auto repo = make("aogpt_repo");
   auto p = repo->module().named_parameters();

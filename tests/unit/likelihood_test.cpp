@@ -1,7 +1,8 @@
 // Implements: tests of the likelihood aggregation (metrics/likelihood.h) with known answers: the skip /
 // score first-token protocols, the ConfigError for models that cannot score index 0, the K-order
-// per-sequence averaging behind the stderr, bits-per-byte arithmetic, and a whole evaluate_likelihood
-// pass over a real token file with a fixed-distribution model whose NLL is known in closed form.
+// per-sequence averaging behind the stderr, bits-per-byte arithmetic, a whole evaluate_likelihood pass over
+// a real token file with a fixed-distribution model whose NLL is known in closed form, and bound (ELBO) rows
+// that score every token of a window.
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -103,6 +104,14 @@ class FixedModel : public ModelPlugin {
     out.scored.select(1, 0).fill_(false);
     return out;
   }
+  // A bound 0.25 nats above log_prob's value at every position, all positions scored.
+  NllOutput elbo(const torch::Tensor& tokens, int64_t, at::Generator&) override {
+    NllOutput out;
+    out.nll = 0.5 * (1 + (tokens % 3)).to(torch::kFloat64) + 0.25;            // (B, T)
+    out.scored = torch::ones_like(tokens, torch::kBool);
+    out.is_bound = true;
+    return out;
+  }
   SampleOutput sample(const SampleRequest&) override { return {}; }
 
  private:
@@ -156,6 +165,32 @@ TEST(LikelihoodTest, EvaluateMatchesTheClosedFormOnATokenFile) {
   o.mode = "l2r";
   o.skip_first = false;
   EXPECT_THROW(evaluate_likelihood(model, file, info, o, torch::kCPU), ConfigError);
+}
+
+TEST(LikelihoodTest, BoundRowsScoreEveryTokenWhateverFirstTokenSays) {
+  // An ELBO bounds the NLL of the whole window: averaging its terms without position 0 would be neither
+  // a bound on the other T−1 tokens nor the bound itself, so elbo rows score all T tokens, labelled so.
+  testing::TempDir tmp;
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(static_cast<uint32_t>((i * 7) % 10));  // 5 windows of 8
+  write_token_file(tmp.file("d.bin"), ids, 10, 8);
+  TokenFile file(tmp.file("d.bin"));
+  FixedModel model;
+  double nats = 0;
+  for (uint32_t id : ids) nats += 0.5 * (1 + id % 3) + 0.25;
+  EvalOptions o;
+  o.mode = "elbo";
+  o.mc_steps = 2;
+  for (bool skip : {true, false}) {
+    o.skip_first = skip;
+    auto r = evaluate_likelihood(model, file, read_dataset_info("toy", tmp.file("d.bin")), o, torch::kCPU);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].is_bound);
+    EXPECT_EQ(r[0].tokens, 40) << "skip " << skip;
+    EXPECT_NEAR(r[0].nll, nats / 40, 1e-12) << "skip " << skip;
+    EXPECT_EQ(r[0].protocol, "ELBO upper bound, 2 MC steps; all 8 tokens scored (bound on the whole window; "
+                             "first_token does not apply); 8-token windows; unknown packing");
+  }
 }
 
 }  // namespace
