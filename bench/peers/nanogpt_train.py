@@ -158,7 +158,7 @@ def main():
     data = torch.randint(0, 50257, (a.warmup + a.steps, a.batch, a.block + 1), device=dev)
 
     def step(i):
-        x, y = data[i, :, :-1], data[i, :, 1:]
+        x, y = data[i, :, :-1].contiguous(), data[i, :, 1:].contiguous()  # nanoGPT get_batch stacks: contiguous
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = step_fn(x, y)
         loss.backward()
