@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -228,33 +230,54 @@ class Gpt2Tokenizer : public Tokenizer {
     cache.words.emplace(std::move(key), std::move(ids));
   }
 
-  // tiktoken's byte_pair_merge: merge the adjacent pair of lowest rank (leftmost on ties) until none.
+  // tiktoken's byte_pair_merge: merge the adjacent pair of lowest rank (leftmost on ties) until none is
+  // left. O(n log n) in the piece length: the parts form a linked list, and a min-heap holds one entry per
+  // adjacent pair keyed (rank, start of the left part), which is exactly "lowest rank, then leftmost".
+  // A merge changes the pairs on both sides of the merged part; their old entries go stale and are
+  // skipped when popped (the part's version no longer matches), the new pairs are pushed.
   std::vector<uint32_t> bpe(const char* p, size_t len) const {
-    std::vector<uint32_t> parts(len);
-    for (size_t i = 0; i < len; ++i) parts[i] = byte_id_[static_cast<uint8_t>(p[i])];
     constexpr uint32_t kNone = 0xFFFFFFFFu;
-    auto rank = [&](size_t i) -> uint32_t {
-      auto it = pairs_.find((static_cast<uint64_t>(parts[i]) << 32) | parts[i + 1]);
+    constexpr size_t kEnd = static_cast<size_t>(-1);
+    std::vector<uint32_t> id(len), version(len, 0);   // per part, indexed by the part's first byte
+    std::vector<size_t> next(len), prev(len);
+    for (size_t i = 0; i < len; ++i) {
+      id[i] = byte_id_[static_cast<uint8_t>(p[i])];
+      next[i] = i + 1 < len ? i + 1 : kEnd;
+      prev[i] = i > 0 ? i - 1 : kEnd;
+    }
+    auto rank = [&](size_t left) -> uint32_t {
+      auto it = pairs_.find((static_cast<uint64_t>(id[left]) << 32) | id[next[left]]);
       return it == pairs_.end() ? kNone : it->second;
     };
-    std::vector<uint32_t> ranks(len > 0 ? len - 1 : 0);
-    for (size_t i = 0; i + 1 < parts.size(); ++i) ranks[i] = rank(i);
-    while (parts.size() > 1) {
-      uint32_t best = kNone;
-      size_t at = 0;
-      for (size_t i = 0; i < ranks.size(); ++i)
-        if (ranks[i] < best) {
-          best = ranks[i];
-          at = i;
-        }
-      if (best == kNone) break;
-      parts[at] = best;  // the rank is the merged token's id
-      parts.erase(parts.begin() + at + 1);
-      ranks.erase(ranks.begin() + at);
-      if (at < ranks.size()) ranks[at] = rank(at);
-      if (at > 0) ranks[at - 1] = rank(at - 1);
+    struct Entry {
+      uint32_t rank;
+      size_t left;
+      uint32_t left_version, right_version;
+      bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    auto push = [&](size_t left) {
+      if (left == kEnd || next[left] == kEnd) return;
+      const uint32_t r = rank(left);
+      if (r != kNone) heap.push({r, left, version[left], version[next[left]]});
+    };
+    for (size_t i = 0; i + 1 < len; ++i) push(i);
+    while (!heap.empty()) {
+      const Entry e = heap.top();
+      heap.pop();
+      const size_t right = next[e.left];
+      if (version[e.left] != e.left_version || right == kEnd || version[right] != e.right_version) continue;
+      id[e.left] = e.rank;   // the rank is the merged token's id
+      ++version[e.left];
+      version[right] = kNone;   // gone: no entry matches it any more
+      next[e.left] = next[right];
+      if (next[right] != kEnd) prev[next[right]] = e.left;
+      push(prev[e.left]);
+      push(e.left);
     }
-    return parts;
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i != kEnd && len > 0; i = next[i]) out.push_back(id[i]);
+    return out;
   }
 
   uint64_t serial_;
@@ -298,9 +321,10 @@ std::string find_gpt2_dir(const std::string& vocab_dir) {
     return fs::is_regular_file(d / "encoder.json") && fs::is_regular_file(d / "vocab.bpe");
   };
   std::vector<std::string> tried;
-  if (!vocab_dir.empty()) {
+  if (!vocab_dir.empty()) {   // asked for by name: never a silent fallback to another vocabulary
     if (has(vocab_dir)) return vocab_dir;
-    tried.push_back(vocab_dir);
+    throw DataError("--vocab-dir " + vocab_dir + " lacks encoder.json or vocab.bpe",
+                    "point --vocab-dir at the folder holding both GPT-2 files (e.g. ../shared/data/gpt2), or drop it");
   }
   if (const char* g = std::getenv("AOBENCH_GPT2_DIR"); g && *g) {
     if (has(g)) return g;
