@@ -231,52 +231,54 @@ class Gpt2Tokenizer : public Tokenizer {
   }
 
   // tiktoken's byte_pair_merge: merge the adjacent pair of lowest rank (leftmost on ties) until none is
-  // left. O(n log n) in the piece length: the parts form a linked list, and a min-heap holds one entry per
-  // adjacent pair keyed (rank, start of the left part), which is exactly "lowest rank, then leftmost".
-  // A merge changes the pairs on both sides of the merged part; their old entries go stale and are
-  // skipped when popped (the part's version no longer matches), the new pairs are pushed.
+  // left. O(n log n) in the piece length: the parts form a linked list (indexed by their first byte), and a
+  // min-heap holds (rank << 32 | left) for adjacent pairs, whose order is exactly "lowest rank, then
+  // leftmost". pair_rank[left] is the rank of the pair starting at `left` now; a merge changes the pairs on
+  // both sides of the merged part, so their older heap entries no longer match pair_rank and are skipped.
+  // (A merged part's next pair never has the same rank again: its token is longer than the merged one.)
   std::vector<uint32_t> bpe(const char* p, size_t len) const {
-    constexpr uint32_t kNone = 0xFFFFFFFFu;
-    constexpr size_t kEnd = static_cast<size_t>(-1);
-    std::vector<uint32_t> id(len), version(len, 0);   // per part, indexed by the part's first byte
-    std::vector<size_t> next(len), prev(len);
-    for (size_t i = 0; i < len; ++i) {
+    if (len >= 0xFFFFFFFFu)
+      throw DataError("gpt2 tokenizer: one pre-token of " + std::to_string(len) + " bytes (4 GiB or more)",
+                      "split the input into smaller rows");
+    constexpr uint32_t kNone = 0xFFFFFFFFu, kEnd = 0xFFFFFFFFu;
+    const uint32_t n = static_cast<uint32_t>(len);
+    std::vector<uint32_t> id(n), next(n), prev(n), pair_rank(n, kNone);
+    for (uint32_t i = 0; i < n; ++i) {
       id[i] = byte_id_[static_cast<uint8_t>(p[i])];
-      next[i] = i + 1 < len ? i + 1 : kEnd;
+      next[i] = i + 1 < n ? i + 1 : kEnd;
       prev[i] = i > 0 ? i - 1 : kEnd;
     }
-    auto rank = [&](size_t left) -> uint32_t {
+    auto rank_of = [&](uint32_t left) -> uint32_t {
+      if (left == kEnd || next[left] == kEnd) return kNone;
       auto it = pairs_.find((static_cast<uint64_t>(id[left]) << 32) | id[next[left]]);
       return it == pairs_.end() ? kNone : it->second;
     };
-    struct Entry {
-      uint32_t rank;
-      size_t left;
-      uint32_t left_version, right_version;
-      bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    std::vector<uint64_t> initial;   // every adjacent byte pair that merges, heapified at once (O(n))
+    initial.reserve(n);
+    for (uint32_t i = 0; i + 1 < n; ++i)
+      if ((pair_rank[i] = rank_of(i)) != kNone) initial.push_back(static_cast<uint64_t>(pair_rank[i]) << 32 | i);
+    std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>> heap(std::greater<uint64_t>(),
+                                                                                   std::move(initial));
+    auto update = [&](uint32_t left) {
+      if (left == kEnd) return;
+      pair_rank[left] = rank_of(left);
+      if (pair_rank[left] != kNone) heap.push(static_cast<uint64_t>(pair_rank[left]) << 32 | left);
     };
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-    auto push = [&](size_t left) {
-      if (left == kEnd || next[left] == kEnd) return;
-      const uint32_t r = rank(left);
-      if (r != kNone) heap.push({r, left, version[left], version[next[left]]});
-    };
-    for (size_t i = 0; i + 1 < len; ++i) push(i);
     while (!heap.empty()) {
-      const Entry e = heap.top();
+      const uint64_t top = heap.top();
       heap.pop();
-      const size_t right = next[e.left];
-      if (version[e.left] != e.left_version || right == kEnd || version[right] != e.right_version) continue;
-      id[e.left] = e.rank;   // the rank is the merged token's id
-      ++version[e.left];
-      version[right] = kNone;   // gone: no entry matches it any more
-      next[e.left] = next[right];
-      if (next[right] != kEnd) prev[next[right]] = e.left;
-      push(prev[e.left]);
-      push(e.left);
+      const uint32_t rank = static_cast<uint32_t>(top >> 32), left = static_cast<uint32_t>(top);
+      if (pair_rank[left] != rank) continue;   // stale: that pair has changed (or its left part is gone)
+      const uint32_t right = next[left];
+      id[left] = rank;   // the rank is the merged token's id
+      pair_rank[right] = kNone;   // `right` is gone
+      next[left] = next[right];
+      if (next[right] != kEnd) prev[next[right]] = left;
+      update(prev[left]);
+      update(left);
     }
     std::vector<uint32_t> out;
-    for (size_t i = 0; i != kEnd && len > 0; i = next[i]) out.push_back(id[i]);
+    for (uint32_t i = 0; i != kEnd; i = next[i]) out.push_back(id[i]);
     return out;
   }
 

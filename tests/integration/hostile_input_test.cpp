@@ -27,6 +27,7 @@
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
 #include "harness/config.h"
+#include "harness/errors.h"
 #include "harness/registry.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
@@ -340,23 +341,36 @@ TEST_F(HostileInputTest, PrepareNeverWritesOverItsInput) {
                      {text, "overwrite its own input"});
 }
 
+// A child process of the test, reaped exactly once.
+struct Child {
+  pid_t pid = -1;
+  bool reaped = false;
+  int status = 0;
+  bool running() {
+    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) reaped = true;
+    return !reaped;
+  }
+  // Exit code (−signal when killed) after sending `sig` (0: none) to a still running child.
+  int finish(int sig) {
+    if (!reaped) {
+      if (sig) ::kill(pid, sig);
+      ::waitpid(pid, &status, 0);
+      reaped = true;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+};
+
 // Polls `ready` every 2 ms for at most `timeout_s`; false when the child exited or time ran out first.
 template <class F>
-bool wait_for(pid_t pid, F ready, double timeout_s) {
+bool wait_for(Child& child, F ready, double timeout_s) {
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
     if (ready()) return true;
-    if (::waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    if (!child.running()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
-}
-
-int finish(pid_t pid, int sig) {
-  if (sig) ::kill(pid, sig);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 TEST_F(HostileInputTest, OneTrainingPerRunDirectoryAndTheSecondCtrlCExitsAtOnce) {
@@ -367,25 +381,29 @@ TEST_F(HostileInputTest, OneTrainingPerRunDirectoryAndTheSecondCtrlCExitsAtOnce)
   e["train"]["batch_size"] = 64;     // steps long enough for a second signal to land inside one
   const std::string cfg = write_config("long.json", e.dump(2));
   const std::string log = dir_.file("first.log");
-  const pid_t first = aobench::testing::spawn_aobench({"train", "--config", cfg}, log);
+  Child first{aobench::testing::spawn_aobench({"train", "--config", cfg}, log)};
   const bool training = wait_for(first, [&] {
     return aobench::testing::read_text(run + "/metrics.jsonl").find("loss/train") != std::string::npos;
   }, 120);
   std::string out;
   const int second = training ? run_child({"train", "--config", cfg, "--resume"}, &out) : -1;
   // First Ctrl-C: "stopping after this step…"; a second one while it stops: exit at once.
-  ::kill(first, SIGINT);
+  ::kill(first.pid, SIGINT);
   wait_for(first, [&] { return aobench::testing::read_text(log).find("stopping after this step") != std::string::npos; }, 30);
-  const bool alive = ::waitpid(first, nullptr, WNOHANG) == 0;
-  const int rc = finish(first, alive ? SIGINT : 0);
+  const bool alive = first.running();
+  const int rc = first.finish(alive ? SIGINT : 0);
   const std::string first_log = aobench::testing::read_text(log);
   ASSERT_TRUE(training) << first_log;
-  expect_clean_error(second, out, 2, {run + "/.lock", "held by pid " + std::to_string(first), "aobench train"});
+  expect_clean_error(second, out, 2, {run + "/.lock", "held by pid " + std::to_string(first.pid), "aobench train"});
   EXPECT_EQ(rc, 130) << first_log;
   EXPECT_NE(first_log.find("stopping after this step…"), std::string::npos) << first_log;
-  if (alive) EXPECT_NE(first_log.find("second signal: exiting now"), std::string::npos) << first_log;
+  if (alive) {
+    EXPECT_NE(first_log.find("second signal: exiting now"), std::string::npos) << first_log;
+  }
   // Whatever the moment, the newest complete checkpoint (if one was written) loads.
-  if (latest_checkpoint(run)) EXPECT_NO_THROW(load_checkpoint(*latest_checkpoint(run)));
+  if (latest_checkpoint(run)) {
+    EXPECT_NO_THROW(load_checkpoint(*latest_checkpoint(run)));
+  }
 }
 
 TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLosesNothing) {
@@ -396,12 +414,12 @@ TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLo
   const std::string data = dir_.file("val.bin");
   write_token_file(data, byte_corpus(32 * 4), 257);
   constexpr int kEvals = 6;
-  std::vector<pid_t> pids;
+  std::vector<Child> evals;
   for (int i = 0; i < kEvals; ++i)
-    pids.push_back(aobench::testing::spawn_aobench(
-        {"eval", "--run", run, "--data", "d" + std::to_string(i) + "=" + data}, dir_.file("eval" + std::to_string(i) + ".log")));
+    evals.push_back(Child{aobench::testing::spawn_aobench(
+        {"eval", "--run", run, "--data", "d" + std::to_string(i) + "=" + data}, dir_.file("eval" + std::to_string(i) + ".log"))});
   for (int i = 0; i < kEvals; ++i)
-    EXPECT_EQ(finish(pids[i], 0), 0) << aobench::testing::read_text(dir_.file("eval" + std::to_string(i) + ".log"));
+    EXPECT_EQ(evals[i].finish(0), 0) << aobench::testing::read_text(dir_.file("eval" + std::to_string(i) + ".log"));
   const Results merged = Results::load(run + "/results.json");
   ASSERT_EQ(merged.runs.size(), 1u);
   for (int i = 0; i < kEvals; ++i)
@@ -499,11 +517,11 @@ TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
   auto e = experiment(dir_.file("run"), 1);
   e["data"]["train"] = fifo;
   const std::string log = dir_.file("fifo.log");
-  const pid_t pid = aobench::testing::spawn_aobench({"train", "--config", write_config("f.json", e.dump(2))}, log);
-  const bool exited = !wait_for(pid, [] { return false; }, 60);
-  const int rc = finish(pid, exited ? 0 : SIGKILL);
+  Child child{aobench::testing::spawn_aobench({"train", "--config", write_config("f.json", e.dump(2))}, log)};
+  const bool exited = !wait_for(child, [] { return false; }, 60);
+  const int rc = child.finish(exited ? 0 : SIGKILL);
   ASSERT_TRUE(exited) << "blocked on the FIFO for 60 s";
-  const std::string out = aobench::testing::read_text(log);
+  std::string out = aobench::testing::read_text(log);
   expect_clean_error(rc, out, 3, {fifo, "not a regular file"});
   expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", fifo, "--output",
                                 dir_.file("o.bin")}, &out), out, 3, {fifo, "not a regular file"});
@@ -511,7 +529,7 @@ TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
 
 TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
-  for (const std::string& set : {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000",
+  for (const std::string set : {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000",
                                  "eval.batch_size=1000000"}) {
     nlohmann::json config = resolve_config(nlohmann::json::object(), {set});
     try {
@@ -555,7 +573,7 @@ TEST_F(HostileInputTest, HugeNumbersAndBadHeadersAreNamedErrors) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
   const std::string cfg = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
   std::string out;
-  for (const std::string& v : {"99999999999999999999", "18446744073709551615", "1e19"})
+  for (const std::string v : {"99999999999999999999", "18446744073709551615", "1e19"})
     expect_clean_error(run_child({"train", "--config", cfg, "--set", "train.max_iters=" + v}, &out), out, 2,
                        {"train.max_iters", "does not fit a 64-bit integer"});
   // A model too large to allocate: the message names the model keys, not only the allocator.
