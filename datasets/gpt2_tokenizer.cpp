@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -228,33 +230,56 @@ class Gpt2Tokenizer : public Tokenizer {
     cache.words.emplace(std::move(key), std::move(ids));
   }
 
-  // tiktoken's byte_pair_merge: merge the adjacent pair of lowest rank (leftmost on ties) until none.
+  // tiktoken's byte_pair_merge: merge the adjacent pair of lowest rank (leftmost on ties) until none is
+  // left. O(n log n) in the piece length: the parts form a linked list (indexed by their first byte), and a
+  // min-heap holds (rank << 32 | left) for adjacent pairs, whose order is exactly "lowest rank, then
+  // leftmost". pair_rank[left] is the rank of the pair starting at `left` now; a merge changes the pairs on
+  // both sides of the merged part, so their older heap entries no longer match pair_rank and are skipped.
+  // (A merged part's next pair never has the same rank again: its token is longer than the merged one.)
   std::vector<uint32_t> bpe(const char* p, size_t len) const {
-    std::vector<uint32_t> parts(len);
-    for (size_t i = 0; i < len; ++i) parts[i] = byte_id_[static_cast<uint8_t>(p[i])];
-    constexpr uint32_t kNone = 0xFFFFFFFFu;
-    auto rank = [&](size_t i) -> uint32_t {
-      auto it = pairs_.find((static_cast<uint64_t>(parts[i]) << 32) | parts[i + 1]);
+    if (len >= 0xFFFFFFFFu)
+      throw DataError("gpt2 tokenizer: one pre-token of " + std::to_string(len) + " bytes (4 GiB or more)",
+                      "split the input into smaller rows");
+    constexpr uint32_t kNone = 0xFFFFFFFFu, kEnd = 0xFFFFFFFFu;
+    const uint32_t n = static_cast<uint32_t>(len);
+    std::vector<uint32_t> id(n), next(n), prev(n), pair_rank(n, kNone);
+    for (uint32_t i = 0; i < n; ++i) {
+      id[i] = byte_id_[static_cast<uint8_t>(p[i])];
+      next[i] = i + 1 < n ? i + 1 : kEnd;
+      prev[i] = i > 0 ? i - 1 : kEnd;
+    }
+    auto rank_of = [&](uint32_t left) -> uint32_t {
+      if (left == kEnd || next[left] == kEnd) return kNone;
+      auto it = pairs_.find((static_cast<uint64_t>(id[left]) << 32) | id[next[left]]);
       return it == pairs_.end() ? kNone : it->second;
     };
-    std::vector<uint32_t> ranks(len > 0 ? len - 1 : 0);
-    for (size_t i = 0; i + 1 < parts.size(); ++i) ranks[i] = rank(i);
-    while (parts.size() > 1) {
-      uint32_t best = kNone;
-      size_t at = 0;
-      for (size_t i = 0; i < ranks.size(); ++i)
-        if (ranks[i] < best) {
-          best = ranks[i];
-          at = i;
-        }
-      if (best == kNone) break;
-      parts[at] = best;  // the rank is the merged token's id
-      parts.erase(parts.begin() + at + 1);
-      ranks.erase(ranks.begin() + at);
-      if (at < ranks.size()) ranks[at] = rank(at);
-      if (at > 0) ranks[at - 1] = rank(at - 1);
+    std::vector<uint64_t> initial;   // every adjacent byte pair that merges, heapified at once (O(n))
+    initial.reserve(n);
+    for (uint32_t i = 0; i + 1 < n; ++i)
+      if ((pair_rank[i] = rank_of(i)) != kNone) initial.push_back(static_cast<uint64_t>(pair_rank[i]) << 32 | i);
+    std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>> heap(std::greater<uint64_t>(),
+                                                                                   std::move(initial));
+    auto update = [&](uint32_t left) {
+      if (left == kEnd) return;
+      pair_rank[left] = rank_of(left);
+      if (pair_rank[left] != kNone) heap.push(static_cast<uint64_t>(pair_rank[left]) << 32 | left);
+    };
+    while (!heap.empty()) {
+      const uint64_t top = heap.top();
+      heap.pop();
+      const uint32_t rank = static_cast<uint32_t>(top >> 32), left = static_cast<uint32_t>(top);
+      if (pair_rank[left] != rank) continue;   // stale: that pair has changed (or its left part is gone)
+      const uint32_t right = next[left];
+      id[left] = rank;   // the rank is the merged token's id
+      pair_rank[right] = kNone;   // `right` is gone
+      next[left] = next[right];
+      if (next[right] != kEnd) prev[next[right]] = left;
+      update(prev[left]);
+      update(left);
     }
-    return parts;
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i != kEnd; i = next[i]) out.push_back(id[i]);
+    return out;
   }
 
   uint64_t serial_;
@@ -298,9 +323,10 @@ std::string find_gpt2_dir(const std::string& vocab_dir) {
     return fs::is_regular_file(d / "encoder.json") && fs::is_regular_file(d / "vocab.bpe");
   };
   std::vector<std::string> tried;
-  if (!vocab_dir.empty()) {
+  if (!vocab_dir.empty()) {   // asked for by name: never a silent fallback to another vocabulary
     if (has(vocab_dir)) return vocab_dir;
-    tried.push_back(vocab_dir);
+    throw DataError("--vocab-dir " + vocab_dir + " lacks encoder.json or vocab.bpe",
+                    "point --vocab-dir at the folder holding both GPT-2 files (e.g. ../shared/data/gpt2), or drop it");
   }
   if (const char* g = std::getenv("AOBENCH_GPT2_DIR"); g && *g) {
     if (has(g)) return g;

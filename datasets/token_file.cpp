@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -70,14 +71,16 @@ void write_token_file(const std::string& path, const std::vector<uint32_t>& toke
 }
 
 TokenFile::TokenFile(const std::string& path, bool allow_raw) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait forever for a writer; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     throw DataError("cannot open token file " + path + ": " + std::strerror(errno),
                     "create it with `aobench prepare` or check the path");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw DataError(path + " is not a regular file", "give the path of a .bin token file");
+    throw DataError(path + " is not a regular file (a FIFO, device or directory)",
+                    "give the path of a .bin token file");
   }
   const size_t fsize = static_cast<size_t>(st.st_size);
   if (fsize == 0) {
@@ -124,6 +127,8 @@ TokenFile::TokenFile(const std::string& path, bool allow_raw) : path_(path) {
     fail("unsupported version " + std::to_string(h[1]) + " (1 = uint16 tokens, 2 = uint32 tokens)",
          "this file was written by a newer or different tool; " + std::string(kRegenHint));
   if (h[2] < 0) fail("negative token count " + std::to_string(h[2]), kRegenHint);
+  if (h[3] < 0) fail("negative vocab size " + std::to_string(h[3]) + " in the header", kRegenHint);
+  if (h[4] < 0) fail("negative window length " + std::to_string(h[4]) + " in the header", kRegenHint);
   header_.version = h[1];
   header_.count = h[2];
   header_.vocab_size = h[3];
@@ -182,6 +187,38 @@ torch::Tensor TokenFile::slice(int64_t start, int64_t len) const {
     }
   }
   return out;
+}
+
+void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::string& owner) {
+  const int64_t header_vocab = file.header().vocab_size;
+  const int64_t limit = header_vocab > 0 ? std::min(vocab_size, header_vocab) : vocab_size;
+  const int64_t width = file.header().version == 1 ? 2 : 4;
+  if (limit >= (width == 2 ? 65536 : (int64_t(1) << 32))) return;  // no stored id can reach it
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  for (int64_t start = 0; start < file.size(); start += kChunk) {
+    const int64_t len = std::min(kChunk, file.size() - start);
+    // The chunk's maximum first (a loop the compiler vectorises), the exact position only on failure.
+    if (file.slice(start, len).max().item<int64_t>() < limit) continue;
+    for (int64_t i = start; i < start + len; ++i) {
+      const int64_t id = file.at(i);
+      if (id < limit) continue;
+      const std::string where = "token file " + file.path() + ": token " + std::to_string(i) + " (byte offset " +
+                                std::to_string((file.raw() ? 0 : int64_t(kHeaderBytes)) + i * width) + ") is id " +
+                                std::to_string(id);
+      if (file.raw())
+        throw DataError("token file " + file.path() + " has no token-file header (wrong magic), so it was read as " +
+                            "raw uint16 tokens, but its token " + std::to_string(i) + " (byte offset " +
+                            std::to_string(i * width) + ") is id " + std::to_string(id) + " >= vocab_size " +
+                            std::to_string(vocab_size) + " of " + owner,
+                        "is it a token file? re-create it with `aobench prepare`");
+      if (id >= header_vocab && header_vocab > 0)
+        throw DataError(where + ", not below the vocab_size " + std::to_string(header_vocab) + " in its own header",
+                        "the file is damaged; " + std::string(kRegenHint));
+      throw DataError(where + ", not below vocab_size " + std::to_string(vocab_size) + " of " + owner,
+                      "tokenize the data with the tokenizer of the model (data.tokenizer), or use a model whose "
+                      "vocabulary covers it");
+    }
+  }
 }
 
 BatchSampler::BatchSampler(std::shared_ptr<TokenFile> file, int64_t T, uint64_t seed, int rank, int world)

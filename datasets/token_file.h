@@ -55,6 +55,12 @@ class TokenFile {
   int width_ = 2;                   // bytes per token
 };
 
+// Every id of `file` must be < vocab_size (the model's) and < the header's vocab_size when it has one;
+// else a DataError naming the file, the token and byte offset of the first bad id, the id and `owner`
+// (e.g. "model gpt/debug"). Run when a file is opened for training or evaluation, so a bad file fails
+// at once, not mid-run inside an embedding lookup.
+void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::string& owner);
+
 // Seeded training sampler: random windows of `T` tokens; rank r of W draws only windows starting in
 // its disjoint shard [r·N/W, (r+1)·N/W). State (the generator) is saved in checkpoints for exact resume.
 class BatchSampler {

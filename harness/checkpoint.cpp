@@ -109,6 +109,9 @@ int64_t step_of(const std::string& name) {
   if (name.rfind("step_", 0) != 0 || name.size() == 5) return -1;
   const std::string digits = name.substr(5);
   if (!std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  if (digits.size() > 18)   // beyond what int64 holds for sure: refuse by name, never std::stoll's "stoll"
+    throw CheckpointError("checkpoint folder '" + name + "' has a step number too large for a 64-bit integer",
+                          "remove or rename that folder; aobench writes checkpoints/step_<N>");
   return std::stoll(digits);
 }
 

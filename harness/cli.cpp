@@ -18,7 +18,9 @@ bool parse_options(const std::string& usage, po::options_description& desc, cons
                    po::variables_map& vm, po::positional_options_description* positional) {
   desc.add_options()("help,h", "show this help");
   try {
-    auto parser = po::command_line_parser(args).options(desc);
+    // No prefix guessing: `--resum` must be an error, not --resume.
+    auto parser = po::command_line_parser(args).options(desc).style(
+        po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
     if (positional) parser.positional(*positional);
     po::store(parser.run(), vm);
     if (vm.count("help")) {

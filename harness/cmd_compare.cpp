@@ -1,36 +1,71 @@
-// Implements: `aobench compare BASE.json NEW.json [--threshold 0.02]` (DESIGN.md §4): regression check of
-// two results files. Prints the relative delta of every shared metric and exits 1 when a lower-is-better
-// metric grew, or a higher-is-better one shrank, by more than the threshold (relative).
+// Implements: `aobench compare BASE.json NEW.json [--threshold 0.02] [--metrics P,...]` (DESIGN.md §4):
+// regression check of two results files. Prints the relative delta of every shared, selected metric
+// (default: the quality metrics, not throughput) and exits 1 when a lower-is-better metric grew, or a
+// higher-is-better one shrank, by more than the threshold (relative). A gate that cannot compare is an
+// error, never a pass: no shared metric, a --metrics pattern that matches nothing, a NaN.
+#include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "harness/errors.h"
+#include "harness/registry.h"
 #include "reports/results.h"
 
 namespace aobench {
 namespace {
 
-const char* kUsage = "aobench compare BASE.json NEW.json [--threshold 0.02]";
+const char* kUsage = "aobench compare BASE.json NEW.json [--threshold 0.02] [--metrics 'nll*,ppl*']";
+
+std::vector<std::string> metric_keys(const Results& r) {
+  std::vector<std::string> keys;
+  for (const auto& [run, rr] : r.runs)
+    for (const auto& [key, m] : rr.metrics) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
 
 int cmd_compare(const std::vector<std::string>& args) {
   po::options_description desc("compare options");
   desc.add_options()
       ("base", po::value<std::string>()->required(), "baseline results.json")
       ("new", po::value<std::string>()->required(), "new results.json")
-      ("threshold", po::value<double>()->default_value(0.02), "relative change tolerated (0.02 = 2%)");
+      ("threshold", po::value<double>()->default_value(0.02), "relative change tolerated (0.02 = 2%)")
+      ("metrics", po::value<std::string>()->default_value(""),
+       "comma-separated metric names or globs (ppl, 'nll*', wikitext2/ppl, all); default: all but throughput");
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
   const double threshold = vm["threshold"].as<double>();
   if (!(threshold >= 0)) throw ConfigError("--threshold must be ≥ 0", "example: --threshold 0.02");
-  const Results base = Results::load(vm["base"].as<std::string>());
-  const Results current = Results::load(vm["new"].as<std::string>());
-  const auto rows = compare_results(base, current, threshold);
-  std::cout << render_compare(rows, threshold);
+  const std::string base_path = vm["base"].as<std::string>(), new_path = vm["new"].as<std::string>();
+  const Results base = Results::load(base_path);
+  const Results current = Results::load(new_path);
+  std::vector<std::string> patterns;
+  std::stringstream list(vm["metrics"].as<std::string>());
+  for (std::string p; std::getline(list, p, ',');)
+    if (!p.empty()) patterns.push_back(p);
+  const auto keys = metric_keys(base);
+  for (const auto& p : patterns)
+    if (std::none_of(keys.begin(), keys.end(), [&](const std::string& k) { return metric_matches(k, p); }))
+      throw ConfigError("--metrics '" + p + "' matches no metric of " + base_path,
+                        "metrics there: " + join_names(keys));
+  const auto rows = compare_results(base, current, threshold, patterns);
   if (rows.empty())
-    std::cerr << "warning: no metric is present in both files (same run names and metric keys are compared)\n";
+    throw DataError("no " + std::string(patterns.empty() ? "quality " : "selected ") + "metric is in both " +
+                        base_path + " and " + new_path + " (same run names and metric keys are compared)",
+                    "base has: " + join_names(keys) + "; new has: " + join_names(metric_keys(current)));
+  for (const auto& r : rows)
+    if (!std::isfinite(r.base) || !std::isfinite(r.current))
+      throw DataError("run " + r.run + ", metric " + r.metric + " is not a number in " +
+                          (std::isfinite(r.base) ? new_path : base_path) + " (" +
+                          std::to_string(std::isfinite(r.base) ? r.current : r.base) + ")",
+                      "a NaN or infinite result cannot pass a regression gate; re-run that evaluation");
+  std::cout << render_compare(rows, threshold);
   for (const auto& r : rows)
     if (r.worse) {
       std::cout << "REGRESSION: at least one metric got worse by more than " << 100 * threshold << "%\n";

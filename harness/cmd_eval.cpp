@@ -2,6 +2,8 @@
 // (metrics/likelihood.h), printed as a table and merged into RUN_DIR/results.json (reports/results.h).
 // Evaluation uses EMA weights when the checkpoint has them. Only eval.* keys may be --set: the model and
 // data a run was trained with are fixed by its checkpoint.
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -17,6 +19,7 @@
 #include "harness/env_info.h"
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
+#include "harness/run_dir.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 
@@ -95,6 +98,10 @@ int cmd_eval(const std::vector<std::string>& args) {
       if (eq == std::string::npos || eq == 0 || eq + 1 == d.size() || d.substr(0, eq).find('/') != std::string::npos)
         throw ConfigError("--data '" + d + "' is not NAME=PATH.bin", "example: --data wikitext2=data/wt2.bin "
                           "(NAME without '/')");
+      for (const auto& [name, path] : datasets)
+        if (name == d.substr(0, eq))
+          throw ConfigError("--data name '" + name + "' is given twice (" + path + " and " + d.substr(eq + 1) + ")",
+                            "each dataset needs its own NAME; its metrics are stored as NAME/<metric>");
       datasets.emplace_back(d.substr(0, eq), d.substr(eq + 1));
     }
   if (datasets.empty()) throw ConfigError("aobench eval needs at least one --data NAME=PATH.bin", kUsage);
@@ -121,6 +128,8 @@ int cmd_eval(const std::vector<std::string>& args) {
 
   if (vm["throughput"].as<bool>()) {
     TokenFile file(datasets[0].second);
+    check_token_ids(file, model.vocab_size(), "model " + get_string(config, "model.plugin") + "/" +
+                                                  get_string(config, "model.flavour"));
     const double tps = l2r_throughput(model, file, options, device, /*warmup=*/3, /*iters=*/10);
     std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps << " tok/s (L2R log_prob forward, B="
               << options.batch_size << ", T=" << model.block_size() << ", " << device.str()
@@ -148,6 +157,7 @@ int cmd_eval(const std::vector<std::string>& args) {
       throw DataError("'" + path + "' was tokenized with vocab " + std::to_string(file.header().vocab_size) +
                           " but the model has vocab " + std::to_string(model.vocab_size()),
                       "prepare the dataset with the tokenizer the run was trained with (data.tokenizer)");
+    check_token_ids(file, model.vocab_size(), "model " + run.plugin + "/" + run.flavour);
     for (auto& r : evaluate_likelihood(model, file, read_dataset_info(name, path), options, device)) {
       add_metrics(r, run);
       all.push_back(r);
@@ -156,11 +166,22 @@ int cmd_eval(const std::vector<std::string>& args) {
   print_table(all);
 
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : (fs::path(run_dir) / "results.json").string();
-  Results results;
-  if (fs::exists(out)) results = Results::load(out);
   Results mine;
   mine.context = env_info(device.str(), options.autocast_bf16 ? "bfloat16 autocast" : "float32");
   mine.runs[run_name] = run;
+  // Read-merge-write under a lock, so concurrent evals into one results file each keep their datasets.
+  DirLock lock(out + ".lock", "aobench eval --run " + run_dir, /*wait=*/true);
+  Results results;
+  if (fs::exists(out)) {
+    try {
+      results = Results::load(out);
+    } catch (const DataError& e) {   // never lose this evaluation to a damaged merge target
+      const std::string aside = out + ".eval-" + std::to_string(::getpid()) + ".json";
+      mine.save(aside);
+      throw DataError(std::string(e.what()) + "; this evaluation's results were written to " + aside + " instead",
+                      "repair or remove " + out + ", then copy the numbers over, or re-run the eval");
+    }
+  }
   results.merge(mine);
   results.save(out);
   std::cout << "results: " << out << "\n";

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include <lzma.h>
 #include <nlohmann/json.hpp>
 
 #include "datasets/detokenizers.h"
@@ -30,26 +31,44 @@ namespace fs = std::filesystem;
 
 const char* kFormats = "text, lines, jsonl, wikitext, ptb, lm1b, lambada, fortune";
 
-// Whole file as bytes; `.xz` files go through `xz -dc`.
-std::string read_input(const std::string& path) {
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0) {
-    const std::string cmd = "xz -dc '" + path + "' 2>/dev/null";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) throw DataError("cannot run `xz -dc` on " + path, "install xz-utils");
-    std::string out;
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int rc = ::pclose(p);
-    if (rc != 0)
-      throw DataError("`xz -dc " + path + "` failed (exit status " + std::to_string(rc) + ")",
-                      "check the file is a complete .xz stream and that xz-utils is installed");
-    return out;
+// .xz bytes → the decompressed bytes, in process with liblzma (no `xz` subprocess, no shell). Concatenated
+// streams are read as `xz -dc` reads them.
+std::string decompress_xz(const std::string& packed, const std::string& path) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+    throw DataError("cannot start the .xz decoder for " + path, "out of memory?");
+  strm.next_in = reinterpret_cast<const uint8_t*>(packed.data());
+  strm.avail_in = packed.size();
+  std::string out;
+  uint8_t buf[1 << 16];
+  lzma_ret ret = LZMA_OK;
+  while (ret == LZMA_OK) {
+    strm.next_out = buf;
+    strm.avail_out = sizeof buf;
+    ret = lzma_code(&strm, LZMA_FINISH);
+    out.append(reinterpret_cast<const char*>(buf), sizeof buf - strm.avail_out);
   }
+  const uint64_t at = strm.total_in;
+  lzma_end(&strm);
+  if (ret != LZMA_STREAM_END) {
+    const char* why = ret == LZMA_FORMAT_ERROR ? "not an .xz file"
+                      : ret == LZMA_DATA_ERROR ? "corrupt data"
+                      : ret == LZMA_BUF_ERROR  ? "truncated"
+                      : ret == LZMA_MEM_ERROR  ? "out of memory"
+                                               : "unsupported or damaged .xz stream";
+    throw DataError("cannot decompress " + path + ": " + why + " (at compressed byte " + std::to_string(at) + ")",
+                    "check the file is a complete .xz stream (xz -t FILE)");
+  }
+  return out;
+}
+
+// Whole file as bytes; `.xz` files are decompressed.
+std::string read_input(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError("cannot open input " + path, "check the --input path");
   std::stringstream ss;
   ss << in.rdbuf();
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0) return decompress_xz(ss.str(), path);
   return ss.str();
 }
 
@@ -97,6 +116,17 @@ std::vector<std::string> split_docs(const std::string& text, const std::string& 
   return out;
 }
 
+// Do two paths name one file? Existing files by identity (hard and symbolic links), others by their
+// absolute, normalised path.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  if (ec) return false;
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return !ec && ca == cb;
+}
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, const std::string& format) {
   std::vector<std::string> files;
   for (const auto& in : inputs) {
@@ -117,6 +147,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, c
       files.insert(files.end(), sub.begin(), sub.end());
     } else if (fs::is_regular_file(in)) {
       files.push_back(in);
+    } else if (fs::exists(in)) {  // a FIFO or device would block or never end
+      throw DataError("input " + in + " is not a regular file or directory", "give a file or a folder of files");
     } else {
       throw DataError("input " + in + " does not exist", "check the --input path");
     }
@@ -209,6 +241,11 @@ Written write_split(const std::string& out_path, const std::vector<std::string>&
   PackResult res = pack_rows(ids, static_cast<uint32_t>(tok.eos_id()), pack);
   w.tokens = static_cast<int64_t>(res.tokens.size());
   w.windows = res.windows;
+  if (res.tokens.empty())
+    throw DataError("packing " + std::to_string(w.rows) + " rows for " + out_path + " with --packing " + pack.mode +
+                        " --window " + std::to_string(pack.window) + " leaves 0 tokens (" +
+                        std::to_string(res.dropped) + " dropped: fewer than one window)",
+                    "use a smaller --window, more input, or --packing none");
   const int32_t window = pack.mode == "none" ? 0 : static_cast<int32_t>(pack.window);
   write_token_file(out_path, res.tokens, tok.vocab_size(), window, tok.eos_id());
   nlohmann::json side = {{"format", format},
@@ -234,7 +271,7 @@ int cmd_prepare(const std::vector<std::string>& args) {
   desc.add_options()("format", po::value<std::string>()->required(), kFormats)(
       "input", po::value<std::vector<std::string>>()->required()->composing(),
       "input file or directory "
-      "(repeatable; .xz read through xz -dc)")("output", po::value<std::string>()->required(),
+      "(repeatable; .xz files are decompressed)")("output", po::value<std::string>()->required(),
                                                "output .bin (a .bin.json sidecar is written too)")(
       "tokenizer", po::value<std::string>()->default_value("gpt2"), "gpt2 | bytes")(
       "vocab-dir", po::value<std::string>()->default_value(""), "GPT-2 encoder.json/vocab.bpe folder")(
@@ -262,7 +299,9 @@ int cmd_prepare(const std::vector<std::string>& args) {
   pack.window = vm["window"].as<int64_t>();
   if (pack.mode != "none" && pack.mode != "simple" && pack.mode != "reference")
     throw ConfigError("unknown --packing '" + pack.mode + "'", "choose one of: none, simple, reference");
-  if (pack.window <= 0) throw ConfigError("--window must be > 0", "e.g. --window 1024");
+  if (pack.window <= 0 || pack.window > INT32_MAX)
+    throw ConfigError("--window " + std::to_string(pack.window) + " must be in [1, " + std::to_string(INT32_MAX) + "]",
+                      "the token-file header stores it as int32; e.g. --window 1024");
   const double val_fraction = vm["val-fraction"].as<double>();
   const std::string val_out = vm["val-output"].as<std::string>();
   if (!val_out.empty() && !(val_fraction > 0.0 && val_fraction < 1.0))
@@ -270,11 +309,23 @@ int cmd_prepare(const std::vector<std::string>& args) {
   const int64_t max_rows = vm["max-rows"].as<int64_t>();
   if (max_rows < 0) throw ConfigError("--max-rows must be >= 0", "0 means all rows");
   int threads = vm["threads"].as<int>();
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 0) throw ConfigError("--threads " + std::to_string(threads) + " must be >= 0", "0 means all cores");
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
 
   auto tok = make_tokenizer(vm["tokenizer"].as<std::string>(), vm["vocab-dir"].as<std::string>());
   const auto inputs = vm["input"].as<std::vector<std::string>>();
   const auto files = expand_inputs(inputs, format);
+  // The outputs are written over whatever is there: never over an input (a symlink or hard link included).
+  const std::string out = vm["output"].as<std::string>();
+  for (const std::string& target : {out, out + ".json", val_out, val_out + ".json"}) {
+    if (target.empty() || target == ".json") continue;
+    for (const auto& f : files)
+      if (same_file(target, f))
+        throw ConfigError("output " + target + " is the input " + f + "; prepare would overwrite its own input",
+                          "write the token file elsewhere, e.g. --output data/name.bin");
+  }
+  if (!val_out.empty() && same_file(out, val_out))
+    throw ConfigError("--output and --val-output are the same file " + out, "give the validation split its own path");
   std::vector<std::string> rows;
   for (const auto& f : files) {
     auto r = read_rows(f, format);
@@ -308,7 +359,6 @@ int cmd_prepare(const std::vector<std::string>& args) {
   rows.resize(n_train);
   ids.resize(n_train);
 
-  const std::string out = vm["output"].as<std::string>();
   Written w = write_split(out, rows, ids, *tok, pack, format, files);
   Written wv;
   if (!val_out.empty()) wv = write_split(val_out, val_rows, val_ids, *tok, pack, format, files);

@@ -1,8 +1,10 @@
 // Implements: `aobench run EXPERIMENT.json [--set k=v]... [--force]` — the experiment runner (DESIGN.md §4):
 // prepare datasets → train every job → evaluate each on the experiment's datasets in each eval mode →
-// report. Work is idempotent: <out_dir>/<job>/DONE.json records finished training and evals, so a re-run
-// skips them (--force redoes everything), and a killed run resumes its training job from the latest
-// checkpoint. The experiment file format is documented in configs/quickstart.json ("comment").
+// report. Work is idempotent: <out_dir>/<job>/DONE.json records finished training (with the resolved
+// config it used) and evals, so a re-run skips them (--force redoes everything); a finished job whose
+// resolved config has changed since is refused with the differences, never skipped with stale results,
+// and a killed run resumes its training job from the latest checkpoint. <out_dir>/.lock keeps a second
+// `aobench run` out of the same experiment. The experiment file format is documented in configs/quickstart.json ("comment").
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -13,6 +15,8 @@
 #include "harness/commands.h"
 #include "harness/config.h"
 #include "harness/errors.h"
+#include "harness/registry.h"
+#include "harness/run_dir.h"
 #include "harness/safetensors.h"
 #include "harness/trainer.h"
 
@@ -44,7 +48,7 @@ const json& section(const json& exp, const char* key, json::value_t type, const 
   const json& v = exp[key];
   if (v.type() != type)
     throw ConfigError(origin + ": '" + key + "' must be " +
-                      (type == json::value_t::array ? "a list" : "an object") + ", got " + v.dump());
+                      (type == json::value_t::array ? "a list" : "an object") + ", got " + brief(v));
   return v;
 }
 
@@ -54,7 +58,7 @@ std::string str_field(const json& j, const char* key, const std::string& where) 
   return j[key].get<std::string>();
 }
 
-// DONE.json: {"train": true, "evals": ["<mode patch JSON>", ...]}.
+// DONE.json: {"train": true, "config": {resolved config}, "evals": ["<mode patch + datasets JSON>", ...]}.
 json read_done(const fs::path& job_dir) {
   const fs::path p = job_dir / "DONE.json";
   if (!fs::exists(p)) return {{"train", false}, {"evals", json::array()}};
@@ -69,6 +73,7 @@ void run_prepare(const json& entry, size_t i, const std::string& origin, bool fo
   if (!entry.is_object()) throw ConfigError(where + " must be an object");
   const std::string name = str_field(entry, "name", where);
   const std::string output = str_field(entry, "output", where);
+  if (entry.contains("val_output")) str_field(entry, "val_output", where);
   const bool have_val = !entry.contains("val_output") || fs::exists(entry["val_output"].get<std::string>());
   if (!force && fs::exists(output) && have_val) {
     std::cout << "run: dataset " << name << " already prepared (" << output << ")\n";
@@ -122,18 +127,39 @@ int cmd_run(const std::vector<std::string>& args) {
   const json& jobs = section(exp, "jobs", json::value_t::array, origin);
   const json& eval = section(exp, "eval", json::value_t::object, origin);
   if (jobs.empty()) throw ConfigError(origin + ": 'jobs' is empty", "add {\"name\": ..., \"config\": {...}}");
+  std::vector<std::string> job_names;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string name = str_field(jobs[i], "name", origin + ": jobs[" + std::to_string(i) + "]");
+    if (std::find(job_names.begin(), job_names.end(), name) != job_names.end())
+      throw ConfigError(origin + ": jobs[" + std::to_string(i) + "]: job name '" + name + "' is used twice",
+                        "every job needs its own name: it is the run directory <out_dir>/<name>");
+    job_names.push_back(name);
+  }
   const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
   for (const auto& mode : modes) {
     if (!mode.is_object())
-      throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + mode.dump(),
+      throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + brief(mode),
                         "example: {\"mode\": \"random\", \"orders\": 4}");
     for (const char* filter : {"jobs", "datasets"})
       if (mode.contains(filter) && !mode[filter].is_array())
-        throw ConfigError(origin + ": eval.modes[]." + filter + " must be a list of names, got " + mode[filter].dump());
+        throw ConfigError(origin + ": eval.modes[]." + filter + " must be a list of names, got " + brief(mode[filter]));
+    // A filter naming no job or dataset (a typo) would silently evaluate nothing.
+    for (const auto& n : mode.value("jobs", json::array()))
+      if (!n.is_string() || std::find(job_names.begin(), job_names.end(), n.get<std::string>()) == job_names.end())
+        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'jobs' names " + brief(n) + ", which is no job",
+                          "jobs: " + join_names(job_names));
+    for (const auto& n : mode.value("datasets", json::array()))
+      if (!n.is_string() || !datasets.contains(n.get<std::string>()))
+        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'datasets' names " + brief(n) +
+                              ", which is not in eval.datasets",
+                          "add it to eval.datasets or fix the name");
   }
   for (auto d = datasets.begin(); d != datasets.end(); ++d)
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
+  fs::create_directories(out_dir);
+  const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
+  if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
 
   for (size_t i = 0; i < prepare.size(); ++i) run_prepare(prepare[i], i, origin, force);
@@ -150,6 +176,26 @@ int cmd_run(const std::vector<std::string>& args) {
     patch["train"]["out_dir"] = (out_dir / name).string();
     if (exp.contains("description")) patch["description"] = exp["description"];
     resolved.emplace_back(name, resolve_config(patch, sets, where));
+  }
+
+  // A job finished with another config than the experiment gives now would be skipped with stale results:
+  // refuse, listing the differences, before any job trains.
+  for (const auto& [name, config] : resolved) {
+    const json done = force ? json::object() : read_done(out_dir / name);
+    if (!done.value("train", false)) continue;
+    if (!done.contains("config")) {
+      std::cout << "run: job " << name << ": DONE.json (an older aobench) records no config; changes since cannot "
+                << "be checked (--force retrains)\n";
+      continue;
+    }
+    const auto changed = config_differences(done["config"], config, {"description", "expected"}, "finished job",
+                                            "experiment now");
+    if (changed.empty()) continue;
+    std::string list;
+    for (const auto& c : changed) list += "\n  " + c;
+    throw ConfigError(origin + ": job " + name + " finished with another config than the experiment gives now:" + list,
+                      "remove " + (out_dir / name).string() + " to retrain this job, pass --force to redo every "
+                      "job, or undo the change");
   }
 
   for (const auto& [name, config] : resolved) {
@@ -170,6 +216,7 @@ int cmd_run(const std::vector<std::string>& args) {
         return summary.signal ? 128 + summary.signal : 130;
       }
       done["train"] = true;
+      done["config"] = config;
       write_done(job_dir, done);
     }
     for (const auto& mode : modes) {
@@ -178,17 +225,19 @@ int cmd_run(const std::vector<std::string>& args) {
       if (mode.contains("jobs") &&
           std::find(mode["jobs"].begin(), mode["jobs"].end(), json(name)) == mode["jobs"].end())
         continue;
-      const std::string key = mode.dump();
-      if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
-        std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
-        continue;
-      }
       std::vector<std::string> eval_args = {"--run", job_dir.string()};
+      json used = json::object();   // the datasets this mode evaluates: part of what makes an eval "done"
       for (auto d = datasets.begin(); d != datasets.end(); ++d) {
         if (mode.contains("datasets") &&
             std::find(mode["datasets"].begin(), mode["datasets"].end(), json(d.key())) == mode["datasets"].end())
           continue;
         eval_args.insert(eval_args.end(), {"--data", d.key() + "=" + d.value().get<std::string>()});
+        used[d.key()] = d.value();
+      }
+      const std::string key = json{{"mode", mode}, {"datasets", used}}.dump();
+      if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
+        std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
+        continue;
       }
       for (auto m = mode.begin(); m != mode.end(); ++m)
         if (m.key() != "jobs" && m.key() != "datasets") eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});

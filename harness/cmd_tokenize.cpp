@@ -9,6 +9,7 @@
 #include "datasets/tokenizer.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/config.h"
 #include "harness/errors.h"
 
 namespace aobench {
@@ -31,8 +32,8 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
+    j = parse_json_limited(in, "tokenize --decode: stdin", /*ignore_comments=*/false);
+  } catch (const nlohmann::json::parse_error& e) {
     throw DataError(std::string("tokenize --decode: stdin is not JSON (") + e.what() + ")",
                     "pipe a JSON array of token ids, e.g. [15496, 995]");
   }
@@ -40,7 +41,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   std::vector<uint32_t> ids;
   for (const auto& v : j) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > UINT32_MAX)
-      throw DataError("tokenize --decode: '" + v.dump() + "' is not a token id",
+      throw DataError("tokenize --decode: '" + brief(v) + "' is not a token id",
                       "ids are non-negative integers");
     ids.push_back(v.get<uint32_t>());
   }

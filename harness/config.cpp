@@ -1,8 +1,11 @@
 // Implements: layered, strictly checked JSON configs (see config.h).
 #include "harness/config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "harness/errors.h"
@@ -38,6 +41,19 @@ bool compatible(const json& current, const json& value) {
   return current.type() == value.type();
 }
 
+// Integers beyond int64 parse as uint64 or double; they are refused by name, never wrapped to −9.2e18.
+bool fits_int64(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+  }
+  return true;
+}
+
+// Thrown from inside nlohmann's parser callback, turned into a ConfigError by parse_json_limited.
+struct TooDeep {};
+
 std::vector<std::string> keys_of(const json& obj) {
   std::vector<std::string> keys;
   for (auto it = obj.begin(); it != obj.end(); ++it) keys.push_back(it.key());
@@ -46,11 +62,34 @@ std::vector<std::string> keys_of(const json& obj) {
 
 }  // namespace
 
-json load_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open config file '" + path + "'", "check the path; configs live in configs/");
+json parse_json_limited(const std::string& text, const std::string& origin, bool ignore_comments) {
+  const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw TooDeep{};
+    return true;
+  };
   try {
-    return json::parse(in, nullptr, true, /*ignore_comments=*/true);
+    return json::parse(text, limit, true, ignore_comments);
+  } catch (const TooDeep&) {
+    throw ConfigError(origin + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                      "configs, experiments and results are a few levels deep; is this the right file?");
+  }
+}
+
+std::string brief(const json& value, size_t max_chars) {
+  std::string s = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > max_chars) s = s.substr(0, max_chars) + "…";
+  return s;
+}
+
+json load_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot open config file '" + path + "'", "check the path; configs live in configs/");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return parse_json_limited(text.str(), "'" + path + "'");
   } catch (const json::parse_error& e) {
     throw ConfigError("invalid JSON in '" + path + "': " + e.what(),
                       "fix the syntax at the byte offset given (trailing commas are not JSON)");
@@ -90,10 +129,13 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
         throw ConfigError(origin + ": '" + key_path + "' must be an object, got " + type_name(it.value()));
       cur = it.value();
     } else {
+      if (cur.is_number_integer() && it.value().is_number() && !fits_int64(it.value()))
+        throw ConfigError(origin + ": '" + key_path + "' = " + brief(it.value()) + " does not fit a 64-bit integer",
+                          "use a whole number below 9223372036854775808; default value is " + brief(cur));
       if (!compatible(cur, it.value()))
         throw ConfigError(origin + ": '" + key_path + "' must be " + type_name(cur) + ", got " +
-                              type_name(it.value()) + " (" + it.value().dump() + ")",
-                          "default value is " + cur.dump());
+                              type_name(it.value()) + " (" + brief(it.value()) + ")",
+                          "default value is " + brief(cur));
       cur = (cur.is_number_integer() && it.value().is_number_float())
                 ? json(static_cast<int64_t>(it.value().get<double>()))
                 : it.value();
@@ -101,9 +143,9 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
   }
 }
 
-static json parse_set_value(const std::string& text) {
+static json parse_set_value(const std::string& text, const std::string& origin) {
   try {
-    return json::parse(text);
+    return parse_json_limited(text, origin, /*ignore_comments=*/false);
   } catch (const json::out_of_range&) {  // "1e999": a number, but not a double
     throw ConfigError("--set value '" + text + "' is out of range for a number",
                       "use a number a double can hold");
@@ -118,7 +160,11 @@ static json set_to_patch(const std::string& assignment) {
     throw ConfigError("--set '" + assignment + "' is not of the form key.path=value",
                       "example: --set train.learning_rate=3e-4");
   const std::string path = assignment.substr(0, eq);
-  json patch = parse_set_value(assignment.substr(eq + 1));
+  const std::string origin = "--set " + brief(json(path), 60);
+  if (std::count(path.begin(), path.end(), '.') >= kMaxJsonDepth)
+    throw ConfigError(origin + ": key path deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                      "config keys are a few levels deep, e.g. train.order.kind");
+  json patch = parse_set_value(assignment.substr(eq + 1), origin);
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
@@ -136,7 +182,8 @@ void apply_set(json& config, const std::string& assignment) {
                           " is not valid UTF-8",
                       "pass the key and value as UTF-8 text");
   }
-  merge_strict(config, set_to_patch(assignment), "--set " + assignment);
+  merge_strict(config, set_to_patch(assignment),
+               "--set " + (assignment.size() > 200 ? assignment.substr(0, 200) + "…" : assignment));
 }
 
 json resolve_config(const json& experiment, const std::vector<std::string>& sets,
@@ -147,7 +194,7 @@ json resolve_config(const json& experiment, const std::vector<std::string>& sets
     const json& m = experiment["model"];
     for (const char* key : {"plugin", "flavour"})
       if (m.contains(key) && !m[key].is_string())
-        throw ConfigError(experiment_origin + ": 'model." + key + "' must be a string, got " + m[key].dump());
+        throw ConfigError(experiment_origin + ": 'model." + key + "' must be a string, got " + brief(m[key]));
     if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
     if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
   }
@@ -175,25 +222,25 @@ const json& at_path(const json& config, const std::string& dotted_path) {
 
 double get_number(const json& config, const std::string& path) {
   const json& v = at_path(config, path);
-  if (!v.is_number()) throw ConfigError("config '" + path + "' must be a number, got " + v.dump());
+  if (!v.is_number()) throw ConfigError("config '" + path + "' must be a number, got " + brief(v));
   return v.get<double>();
 }
 
 int64_t get_int(const json& config, const std::string& path) {
   const json& v = at_path(config, path);
-  if (!v.is_number_integer()) throw ConfigError("config '" + path + "' must be an integer, got " + v.dump());
+  if (!v.is_number_integer()) throw ConfigError("config '" + path + "' must be an integer, got " + brief(v));
   return v.get<int64_t>();
 }
 
 std::string get_string(const json& config, const std::string& path) {
   const json& v = at_path(config, path);
-  if (!v.is_string()) throw ConfigError("config '" + path + "' must be a string, got " + v.dump());
+  if (!v.is_string()) throw ConfigError("config '" + path + "' must be a string, got " + brief(v));
   return v.get<std::string>();
 }
 
 bool get_bool(const json& config, const std::string& path) {
   const json& v = at_path(config, path);
-  if (!v.is_boolean()) throw ConfigError("config '" + path + "' must be true or false, got " + v.dump());
+  if (!v.is_boolean()) throw ConfigError("config '" + path + "' must be true or false, got " + brief(v));
   return v.get<bool>();
 }
 
@@ -213,6 +260,29 @@ static void flatten(const json& j, const std::string& prefix, std::vector<std::p
   } else {
     out.emplace_back(prefix, j.dump());
   }
+}
+
+std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
+                                            const std::string& a_name, const std::string& b_name) {
+  std::vector<std::pair<std::string, std::string>> la, lb;
+  flatten(a, "", la);
+  flatten(b, "", lb);
+  std::map<std::string, std::pair<std::string, std::string>> leaves;   // path → (a, b); "" = absent
+  for (const auto& [k, v] : la) leaves[k].first = v;
+  for (const auto& [k, v] : lb) leaves[k].second = v;
+  auto ignored = [&](const std::string& path) {
+    for (const auto& i : ignore)
+      if (path == i || path.rfind(i + ".", 0) == 0) return true;
+    return false;
+  };
+  auto shown = [](const std::string& v) {
+    return v.empty() ? std::string("absent") : v.size() > 60 ? v.substr(0, 60) + "…" : v;
+  };
+  std::vector<std::string> out;
+  for (const auto& [path, v] : leaves)
+    if (v.first != v.second && !ignored(path))
+      out.push_back(path + ": " + shown(v.first) + " (" + a_name + ") vs " + shown(v.second) + " (" + b_name + ")");
+  return out;
 }
 
 std::string config_table(const json& config) {

@@ -11,8 +11,20 @@ namespace aobench {
 
 using json = nlohmann::json;
 
+// Deepest nesting accepted in a config, experiment or results file (and in a --set key path or value):
+// real configs are 4 levels deep, and nlohmann's dump() recurses, so a 60,000-deep file would overflow
+// the stack while an error message or config.resolved.json is written.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses JSON text with at most kMaxJsonDepth levels of nesting; `origin` (a file or flag) is named in
+// the ConfigError for deeper text. Syntax errors are nlohmann's json::parse_error, for the caller to name.
+json parse_json_limited(const std::string& text, const std::string& origin, bool ignore_comments = true);
+
 // Parses a JSON file (// and /* */ comments allowed). Errors name the file, line and column.
 json load_json_file(const std::string& path);
+
+// A value for an error message: compact JSON cut to `max_chars` ("…" marks the cut); never throws.
+std::string brief(const json& value, size_t max_chars = 80);
 
 // The harness defaults (configs/base.json, compiled into the binary).
 const json& base_config();
@@ -39,6 +51,11 @@ std::string get_string(const json& config, const std::string& path);
 bool get_bool(const json& config, const std::string& path);
 // Finite and ≥ lo (and ≤ hi): guards NaN, negative or absurd hyper-parameters.
 double get_number_in(const json& config, const std::string& path, double lo, double hi);
+
+// Leaves that differ between two configs, as "path: A (<a_name>) vs B (<b_name>)" in path order; a path
+// listed in `ignore`, or under one ("eval" covers eval.mode), is skipped. Values are shortened (brief).
+std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
+                                            const std::string& a_name, const std::string& b_name);
 
 // Pretty table of the resolved config (one "key = value" per leaf), printed at start.
 std::string config_table(const json& config);

@@ -1,37 +1,40 @@
-// Implements: the results context block (see env_info.h). git is asked through popen so a tarball
-// without .git still reports (as "unknown"), never fails.
+// Implements: the results context block (see env_info.h). git and nvidia-smi are started with an argument
+// vector (harness/subprocess.h, no shell), so a tarball without .git still reports (as "unknown"), never fails.
 #include "harness/env_info.h"
 
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <ctime>
+#include <fstream>
 
 #include <torch/torch.h>
+
+#include "harness/subprocess.h"
 
 namespace aobench {
 namespace {
 
-// stdout of a shell command, trailing whitespace trimmed; "" on failure.
-std::string capture(const std::string& cmd) {
+// stdout of a program ("" when it is missing or fails).
+std::string capture(const std::vector<std::string>& argv) {
   std::string out;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  std::array<char, 256> buf{};
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  if (pclose(p) != 0) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ' || out.back() == '\r')) out.pop_back();
-  return out;
+  return run_program(argv, &out) == 0 ? out : "";
 }
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string device_name(const std::string& device) {
   if (device.rfind("cuda", 0) == 0 && torch::cuda::is_available()) {
     // nvidia-smi gives the marketing name without linking the CUDA runtime into the core library.
-    const std::string name = capture("nvidia-smi --query-gpu=name --format=csv,noheader | head -n1");
+    const std::string name = first_line(capture({"nvidia-smi", "--query-gpu=name", "--format=csv,noheader"}));
     return device + (name.empty() ? "" : " (" + name + ")");
   }
-  const std::string cpu = capture("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'");
+  std::string cpu;
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; cpu.empty() && std::getline(info, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      cpu = line.substr(line.find(':') + 1);
+      cpu.erase(0, cpu.find_first_not_of(' '));
+    }
   return device + (cpu.empty() ? "" : " (" + cpu + ")");
 }
 
@@ -48,14 +51,16 @@ std::string utc_timestamp() {
 
 nlohmann::json env_info(const std::string& device, const std::string& dtype) {
   const std::string src = AOBENCH_SOURCE_DIR;
-  std::string commit = capture("git -C '" + src + "' rev-parse HEAD");
-  const std::string status = commit.empty() ? "" : capture("git -C '" + src + "' status --porcelain -uno");
+  std::string commit = capture({"git", "-C", src, "rev-parse", "HEAD"});
+  const std::string status = commit.empty() ? "" : capture({"git", "-C", src, "status", "--porcelain", "-uno"});
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string cuda = "none";
   if (torch::cuda::is_available()) {
-    const std::string v = capture("nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | head -n1");
-    cuda = v.empty() ? "available" : v.substr(14);
+    const std::string smi = capture({"nvidia-smi"});
+    const size_t at = smi.find("CUDA Version: ");
+    cuda = at == std::string::npos ? "available"
+                                   : smi.substr(at + 14, smi.find_first_not_of("0123456789.", at + 14) - (at + 14));
   }
   return {{"git_commit", commit.empty() ? "unknown" : commit},
           {"git_dirty", !status.empty()},

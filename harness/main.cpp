@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/commands.h"
 #include "harness/errors.h"
 
@@ -40,6 +42,14 @@ int main(int argc, char** argv) {
       return e.exit_code();
     } catch (const c10::Error& e) {
       std::cerr << "error: " << e.what_without_backtrace() << "\n";
+      return 1;
+    } catch (const nlohmann::json::exception& e) {   // a JSON value of an unexpected shape somewhere
+      std::cerr << "error: unexpected JSON content: " << e.what() << "\n"
+                << "HINT: a config, experiment or results file holds a value of another type than expected\n";
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: out of memory in `aobench " << name << "`\n"
+                << "HINT: lower the batch size, block size or model size, or free memory\n";
       return 1;
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";

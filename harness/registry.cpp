@@ -84,14 +84,28 @@ CreatePluginFn load_plugin_library(const std::string& path) {
     throw PluginError("plugin '" + path + "' was built against plugin API version " + std::to_string(version) +
                           ", this harness has API version " + std::to_string(kPluginApiVersion),
                       "rebuild the plugin against this harness's harness/plugin_api.h");
-  if (lib->has("aobench_plugin_fingerprint")) {
-    const std::string fp = lib->get<const char*()>("aobench_plugin_fingerprint")();
+  if (!lib->has("aobench_plugin_fingerprint"))
+    throw PluginError("plugin '" + path + "' has no aobench_plugin_fingerprint symbol, so its compiler and LibTorch "
+                      "cannot be checked against the harness's [" + build_fingerprint() + "]",
+                      "rebuild it with the AOBENCH_PLUGIN(YourClass) macro of this harness's plugin_api.h");
+  {
+    const char* raw = lib->get<const char*()>("aobench_plugin_fingerprint")();
+    const std::string fp = raw ? raw : "(null)";
     if (fp != build_fingerprint())
       throw PluginError("plugin '" + path + "' was built with [" + fp + "], the harness with [" +
                             build_fingerprint() + "]",
                         "rebuild plugin and harness with the same compiler and LibTorch");
   }
   return lib->get<ModelPlugin*()>("aobench_create_plugin");
+}
+
+// create() of the library at `path`; a library whose factory returns null is refused by name.
+static std::unique_ptr<ModelPlugin> create_from(const std::string& path) {
+  std::unique_ptr<ModelPlugin> plugin(load_plugin_library(path)());
+  if (!plugin)
+    throw PluginError("plugin '" + path + "': aobench_create_plugin() returned null",
+                      "the plugin's constructor must succeed; rebuild it, or remove it from the plugin directory");
+  return plugin;
 }
 
 PluginRegistry& PluginRegistry::instance() {
@@ -131,8 +145,7 @@ void PluginRegistry::scan() {
       const std::string name = stem.substr(std::string("libaobench_").size());
       if (std::any_of(entries_.begin(), entries_.end(), [&](const PluginEntry& p) { return p.name == name; }))
         continue;  // earlier directories win
-      CreatePluginFn create = load_plugin_library(f.string());
-      std::unique_ptr<ModelPlugin> probe(create());
+      std::unique_ptr<ModelPlugin> probe = create_from(f.string());
       entries_.push_back({name, f.string(), probe->info()});
     }
   }
@@ -145,7 +158,7 @@ const std::vector<PluginEntry>& PluginRegistry::plugins() {
 
 std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) {
   for (const auto& e : plugins())
-    if (e.name == name) return std::unique_ptr<ModelPlugin>(load_plugin_library(e.path)());
+    if (e.name == name) return create_from(e.path);
   std::vector<std::string> names;
   for (const auto& e : entries_) names.push_back(e.name);
   const std::string near = closest_name(name, names);

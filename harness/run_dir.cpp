@@ -1,16 +1,69 @@
 // Implements: the run directory (see run_dir.h).
 #include "harness/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "harness/env_info.h"
 #include "harness/errors.h"
 #include "harness/safetensors.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
+
+DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wait) {
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw ConfigError("cannot open lock file '" + lock_path + "': " + std::strerror(errno),
+                      "check the directory exists and is writable");
+  auto holder = [&] {
+    char buf[512] = {};
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    std::string h(buf, n > 0 ? size_t(n) : 0);
+    while (!h.empty() && (h.back() == '\n' || h.back() == '\0')) h.pop_back();
+    return h.empty() ? std::string("another process") : h;
+  };
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw ConfigError("cannot lock '" + lock_path + "': " + why, "is the directory on a file system without flock?");
+    }
+    if (!wait) {
+      const std::string h = holder();
+      ::close(fd_);
+      throw ConfigError("'" + lock_path + "' is held by " + h + ": one writer at a time",
+                        "wait for that command to finish (or stop it), or use another directory");
+    }
+    std::cout << "waiting for '" << lock_path << "', held by " << holder() << "\n" << std::flush;
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        const std::string why = std::strerror(errno);
+        ::close(fd_);
+        throw ConfigError("cannot lock '" + lock_path + "': " + why);
+      }
+    break;
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = "pid " + std::to_string(::getpid()) + " (" + what + ") on " + host + " since " +
+                         utc_timestamp() + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
+    std::cerr << "warning: cannot record the holder in '" << lock_path << "': " << std::strerror(errno) << "\n";
+}
+
+DirLock::~DirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
 
 RunDir::RunDir(std::string path) : path_(std::move(path)) {
   std::error_code ec;

@@ -8,6 +8,23 @@
 
 namespace aobench {
 
+// One writer at a time: an exclusive flock(2) on `lock_path`, held for the object's lifetime (the kernel
+// drops it when the process dies, so a crash leaves no stale lock). The holder writes "pid N (what) on
+// HOST since TIME" into the file, so a second writer names it: with `wait` it says whom it waits for and
+// blocks until the lock is free, otherwise it fails at once with a ConfigError.
+// train and run lock <dir>/.lock of their run / experiment directory; eval locks RESULTS.json.lock while
+// it merges into a results file.
+class DirLock {
+ public:
+  DirLock(const std::string& lock_path, const std::string& what, bool wait);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 class RunDir {
  public:
   explicit RunDir(std::string path);   // creates <path> and <path>/checkpoints

@@ -180,11 +180,22 @@ SafetensorsFile read_safetensors(const std::string& path) {
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) fail(path, "short read of the header");
 
+  // A real header is 3 levels deep; a deeper one is refused while parsing, before any message dumps it
+  // (nlohmann's dump() recurses and would overflow the stack on a 60,000-deep value).
+  struct TooDeep {};
+  const nlohmann::json::parser_callback_t limit = [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
+        depth >= 16)
+      throw TooDeep{};
+    return true;
+  };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    j = nlohmann::json::parse(header, limit);
   } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("header is not valid JSON: ") + e.what());
+  } catch (const TooDeep&) {
+    fail(path, "header JSON is nested deeper than 16 levels");
   }
   if (!j.is_object()) fail(path, "header JSON is not an object");
 

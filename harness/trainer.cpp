@@ -35,6 +35,12 @@ using Clock = std::chrono::steady_clock;
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kHuge = 1e15;   // "absurd" upper bound for counts
 constexpr uint64_t kEvalSeed = 1234;  // validation batches and orders are the same at every evaluation
+// Keys a --resume may change without --resume-with-changes: how long to run and what to log or keep, not
+// what is trained (the data, batch, schedule and model stay the checkpoint's).
+const std::vector<std::string> kResumableKeys = {
+    "train.max_iters", "train.max_seconds", "train.out_dir", "train.log_interval", "train.eval_interval",
+    "train.eval_iters", "train.checkpoint_interval", "train.keep_checkpoints", "eval", "sample",
+    "description", "expected"};
 
 // ---------------------------------------------------------------------------------------------------
 // Hyper-parameters of the `train` section, validated once (every number through get_number_in).
@@ -111,9 +117,19 @@ double lr_at(const TrainParams& p, int64_t it) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Signals: the handler only sets a flag; the loop finishes its step, checkpoints and returns.
+// Signals: the first only sets a flag (the loop finishes its step, checkpoints and returns) and says so;
+// a second exits at once (the last complete checkpoint stays: checkpoints are written atomically).
 volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int sig) { g_signal = sig; }
+extern "C" void on_signal(int sig) {
+  if (g_signal != 0) {
+    static const char kNow[] = "\nsecond signal: exiting now (the last checkpoint is kept)\n";
+    (void)!::write(STDERR_FILENO, kNow, sizeof kNow - 1);
+    ::_exit(128 + sig);
+  }
+  g_signal = sig;
+  static const char kMsg[] = "\nstopping after this step… (again to exit at once)\n";
+  (void)!::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+}
 
 struct SignalGuard {
   struct sigaction old_int {}, old_term {};
@@ -256,7 +272,7 @@ double learning_rate_at(const nlohmann::json& train_config, int64_t it) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-TrainSummary run_training(const nlohmann::json& config, bool resume) {
+TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_config_changes) {
   const TrainParams hp = parse_train(config);
   const DistEnv dist = dist_env_from_environment();
   const bool main_rank = dist.is_main();
@@ -272,7 +288,18 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   const std::string flavour = get_string(config, "model.flavour");
   std::unique_ptr<ModelPlugin> model = PluginRegistry::instance().create(plugin_name);
   model->configure(config.at("model"));
-  model->build(device);
+  try {
+    model->build(device);
+  } catch (const c10::Error& e) {   // e.g. model.block_size=1e9: the allocator's message names no key
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    std::string sizes;
+    for (auto it = config.at("model").begin(); it != config.at("model").end(); ++it)
+      if (it.value().is_number_integer()) sizes += (sizes.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
+    throw ConfigError("cannot build model " + plugin_name + "/" + flavour + " on " + device.str() + " (" + sizes +
+                          "): " + what,
+                      "the model does not fit in memory; lower model.block_size, n_embd, n_layer or vocab_size");
+  }
   torch::nn::Module& net = model->module();
   dp.broadcast_from_main(module_tensors(net));   // ranks were initialised with different seeds
   const PluginInfo info = model->info();
@@ -293,18 +320,8 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       throw DataError(key + " '" + path + "' has " + std::to_string(f->size()) + " tokens, fewer than one window of " +
                           std::to_string(T),
                       "use more data or a smaller model.block_size");
-    if (f->raw()) {  // no header, hence no vocab_size: check the ids themselves, or a file of another format
-                     // read as raw uint16 fails later inside the embedding, naming neither file nor cause
-      const int64_t chunk = int64_t(1) << 22;
-      for (int64_t i = 0; i < f->size(); i += chunk) {
-        const int64_t top = f->slice(i, std::min(chunk, f->size() - i)).max().item<int64_t>();
-        if (top >= model->vocab_size())
-          throw DataError(key + " '" + path + "' has no token-file header (wrong magic), so it was read as raw " +
-                              "uint16 tokens, but it holds id " + std::to_string(top) + " >= model.vocab_size " +
-                              std::to_string(model->vocab_size()),
-                          "is it a token file? re-create it with `aobench prepare`");
-      }
-    }
+    // Every id below the vocabulary, or training dies mid-run inside the embedding naming neither file nor id.
+    check_token_ids(*f, model->vocab_size(), "model " + plugin_name + "/" + flavour + " (" + key + ")");
     return f;
   };
   auto train_file = open_checked(train_path, "data.train");
@@ -325,6 +342,8 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
   std::unique_ptr<Ema> ema = hp.ema > 0 ? std::make_unique<Ema>(net, hp.ema) : nullptr;
 
   RunDir run(hp.out_dir);
+  std::unique_ptr<DirLock> lock;   // one writer per run directory; rank 0 writes for all ranks
+  if (main_rank) lock = std::make_unique<DirLock>(run.path() + "/.lock", "aobench train", /*wait=*/false);
   int64_t step = 0, tokens_seen = 0, nan_skips = 0;
   double time_offset = 0;   // wall seconds of earlier (resumed) segments
   if (resume) {
@@ -338,8 +357,22 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
       throw CheckpointError("checkpoint '" + *ckpt + "' is " + st.value("plugin", "?") + "/" + st.value("flavour", "?") +
                                 " but the config asks for " + plugin_name + "/" + flavour,
                             "resume with the config the run was started with, or use a fresh train.out_dir");
+    // Another config would silently continue a different run: only run-length and bookkeeping keys may change.
+    // Keys added to the defaults since the checkpoint was written count at their default value.
+    nlohmann::json then = base_config();
+    then["model"] = flavour_defaults(plugin_name, flavour);
+    then.merge_patch(st.at("config"));
+    const auto changed = config_differences(then, config, kResumableKeys, "checkpoint", "config");
+    if (!changed.empty() && !allow_config_changes) {
+      std::string list;
+      for (const auto& c : changed) list += "\n  " + c;
+      throw CheckpointError("checkpoint '" + *ckpt + "' was trained with another config:" + list,
+                            "resume with the run's own config (aobench train --config " + run.path() +
+                                "/config.resolved.json --resume), or pass --resume-with-changes to continue "
+                                "with these changes");
+    }
     const std::string diff = first_difference(st.at("config").at("model"), config.at("model"), "model");
-    if (!diff.empty())
+    if (!diff.empty() && !allow_config_changes)
       throw CheckpointError("checkpoint '" + *ckpt + "' has a different model config: " + diff,
                             "resume with the model config the run was started with");
     load_module_state(net, data.model, *ckpt + "/model.safetensors");
@@ -372,6 +405,16 @@ TrainSummary run_training(const nlohmann::json& config, bool resume) {
     }
     dp.broadcast_from_main(module_tensors(net));
     if (st.contains("extra_state")) model->load_extra_state(st["extra_state"]);
+    if (step >= hp.max_iters) {   // nothing to train: the checkpoint, config and metrics stay as they are
+      if (main_rank)
+        std::cout << "checkpoint " << *ckpt << " is at step " << step << ", train.max_iters = " << hp.max_iters
+                  << ": nothing to train, nothing written\n";
+      TrainSummary done;
+      done.run_dir = run.path();
+      done.steps = step;
+      done.final_val_loss = std::nan("");
+      return done;
+    }
     if (main_rank) run.truncate_metrics_after(step);
     if (main_rank) std::cout << "resumed from " << *ckpt << " at step " << step << "\n";
   } else if (main_rank) {

@@ -22,8 +22,10 @@ struct TrainSummary {
 
 // Trains the model described by a resolved config (config.h resolve_config). Writes
 // <train.out_dir>/config.resolved.json, metrics.jsonl, checkpoints/. With `resume`, continues from the
-// newest checkpoint of train.out_dir (error if none, or if its plugin/flavour/config differ).
-TrainSummary run_training(const nlohmann::json& config, bool resume);
+// newest checkpoint of train.out_dir (error if none, if its plugin/flavour differ, or if its config differs
+// in a key other than the run-length and bookkeeping ones, unless `allow_config_changes`). A checkpoint
+// already at train.max_iters is left untouched. Holds <train.out_dir>/.lock (DirLock) while it runs.
+TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_config_changes = false);
 
 // LR at optimizer step `it` (0-based) for the train section (nanoGPT get_lr; "constant" = warmup then flat).
 double learning_rate_at(const nlohmann::json& train_config, int64_t it);

@@ -80,21 +80,25 @@ EvalOptions EvalOptions::from_config(const nlohmann::json& config, torch::Device
   if (o.mode != "l2r" && o.mode != "random" && o.mode != "ensemble" && o.mode != "elbo")
     throw ConfigError("config 'eval.mode' = \"" + o.mode + "\" is not a known mode",
                       "use one of: l2r, random, ensemble, elbo");
-  o.batch_size = static_cast<int64_t>(get_number_in(config, "eval.batch_size", 1, 1e6));
+  // Cost knobs are bounded, so a typo (orders=1e6, ensemble [1e9]) is an error, not a job that never ends;
+  // the bounds sit far past the protocols in use (spec-ao-gpt: ensembles M ≤ 64, about (M−1)·T²/2
+  // token-forwards per sequence; configs/: K ≤ 4 orders, ≤ 128 MC steps).
+  o.batch_size = static_cast<int64_t>(get_number_in(config, "eval.batch_size", 1, 65536));
   o.max_batches = static_cast<int64_t>(get_number_in(config, "eval.max_batches", 0, 1e12));
-  o.orders = static_cast<int64_t>(get_number_in(config, "eval.orders", 1, 1e6));
+  o.orders = static_cast<int64_t>(get_number_in(config, "eval.orders", 1, 10000));
   o.ensemble.clear();
   const auto& ens = at_path(config, "eval.ensemble");
   if (!ens.is_array() || ens.empty())
-    throw ConfigError("config 'eval.ensemble' must be a non-empty list of sizes, got " + ens.dump(),
+    throw ConfigError("config 'eval.ensemble' must be a non-empty list of sizes, got " + brief(ens),
                       "example: --set 'eval.ensemble=[1,4,16]'");
   for (const auto& m : ens) {
-    if (!m.is_number_integer() || m.get<int64_t>() < 1)
-      throw ConfigError("config 'eval.ensemble' entries must be integers ≥ 1, got " + m.dump());
+    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 4096)
+      throw ConfigError("config 'eval.ensemble' entries must be integers in [1, 4096], got " + brief(m),
+                        "each member is one more forward per scored position; e.g. [1, 4, 16]");
     o.ensemble.push_back(m.get<int64_t>());
   }
   o.ensemble_positions = static_cast<int64_t>(get_number_in(config, "eval.ensemble_positions", 0, 1e9));
-  o.mc_steps = static_cast<int64_t>(get_number_in(config, "eval.mc_steps", 1, 1e9));
+  o.mc_steps = static_cast<int64_t>(get_number_in(config, "eval.mc_steps", 1, 1e5));
   const std::string first = get_string(config, "eval.first_token");
   if (first != "skip" && first != "score")
     throw ConfigError("config 'eval.first_token' = \"" + first + "\" must be \"skip\" or \"score\"",

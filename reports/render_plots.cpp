@@ -1,12 +1,12 @@
 // Implements: loss curves as gnuplot plots (DESIGN.md §1: gnuplot driven as a subprocess). For each curve
 // (loss/val → loss_val, loss/train → loss_train) writes <name>.dat (one data block per run) and <name>.gp,
-// then runs gnuplot for a PNG (pngcairo) and an SVG. Plotting is optional: a missing or failing gnuplot
-// prints a warning and the report goes on without images.
-#include <cstdlib>
+// then runs gnuplot (an argument vector, no shell: harness/subprocess.h) for a PNG (pngcairo) and an SVG.
+// Plotting is optional: a missing or failing gnuplot prints a warning and the report goes on without images.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "harness/subprocess.h"
 #include "reports/results.h"
 
 namespace aobench {
@@ -14,15 +14,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A gnuplot single-quoted string: no backslash escapes and, unlike "...", no `command` substitution, so a
+// run name cannot run anything; '' is a literal quote, and control characters (a newline ends a command)
+// become spaces.
 std::string gp_quote(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (c == '"' || c == '\\') ? ' ' : c;
-  return "\"" + out + "\"";
-}
-
-std::string shell_quote(const std::string& s) {
   std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  for (char c : s) {
+    if (c == '\'') out += "''";
+    else out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  }
   return out + "'";
 }
 
@@ -30,7 +30,8 @@ std::string shell_quote(const std::string& s) {
 
 std::vector<std::string> render_plots(const Results& r, const std::string& out_dir) {
   std::vector<std::string> images;
-  const bool have_gnuplot = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+  std::string version;
+  const bool have_gnuplot = run_program({"gnuplot", "--version"}, &version) == 0;
   if (!have_gnuplot)
     std::cerr << "warning: gnuplot not found; skipping plots (install gnuplot-nox, see scripts/setup.sh)\n";
   for (const auto& [curve, title] : std::vector<std::pair<std::string, std::string>>{
@@ -62,8 +63,7 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
        << "unset output\n";
     gp.close();
     if (!have_gnuplot) continue;
-    const std::string cmd = "cd " + shell_quote(out_dir) + " && gnuplot " + name + ".gp 2>&1";
-    if (std::system(cmd.c_str()) != 0)
+    if (run_program({"gnuplot", name + ".gp"}, nullptr, out_dir, /*show_stderr=*/true) != 0)
       std::cerr << "warning: gnuplot failed on " << (fs::path(out_dir) / (name + ".gp")).string()
                 << "; skipping this plot\n";
     for (const char* ext : {".png", ".svg"})

@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "harness/config.h"
 #include "harness/env_info.h"
 #include "harness/errors.h"
 #include "harness/registry.h"
@@ -36,13 +37,28 @@ int64_t int_or(const json& j, const char* key) {
 }
 
 json read_json(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError("cannot open '" + path + "'", "check the path");
+  std::stringstream text;
+  text << in.rdbuf();
   try {
-    return json::parse(in);
+    return parse_json_limited(text.str(), "'" + path + "'", /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
     throw DataError("invalid JSON in '" + path + "': " + e.what(), "the file is damaged; regenerate it");
+  } catch (const ConfigError& e) {   // nested too deep
+    throw DataError(e.what(), "the file is damaged; regenerate it");
   }
+}
+
+// A metric field must hold a number (null stands for NaN, as nlohmann writes it); anything else is an
+// error naming the file and key, never read as NaN and compared as if it were one.
+double number_field(const json& mj, const char* key, const std::string& where, const std::string& origin) {
+  const json& v = mj.at(key);
+  if (v.is_null()) return std::nan("");
+  if (!v.is_number())
+    throw DataError(origin + ": '" + where + "." + key + "' must be a number, got " + brief(v),
+                    "results files are written by `aobench eval`; regenerate it or fix the value");
+  return v.get<double>();
 }
 
 // metrics.jsonl → curves. Lines are {"step": N, "loss/train": x, ...}; unparsable lines (a run killed
@@ -141,12 +157,16 @@ Results Results::from_json(const json& j, const std::string& origin) {
     const json& metrics = need(rj, "metrics", where, origin);
     for (auto m = metrics.begin(); m != metrics.end(); ++m) {
       const json& mj = m.value();
-      const json& value = need(mj, "value", where + ".metrics." + m.key(), origin);
+      const std::string mwhere = where + ".metrics." + m.key();
+      need(mj, "value", mwhere, origin);
       MetricValue mv;
-      // null values (NaN when written) read back as NaN.
-      mv.value = value.is_number() ? value.get<double>() : std::nan("");
-      if (mj.contains("stderr") && mj["stderr"].is_number()) mv.stderr_ = mj["stderr"].get<double>();
+      mv.value = number_field(mj, "value", mwhere, origin);   // null (NaN when written) reads back as NaN
+      if (mj.contains("stderr") && !mj["stderr"].is_null()) mv.stderr_ = number_field(mj, "stderr", mwhere, origin);
       mv.n = int_or(mj, "n");
+      for (const char* flag : {"is_bound", "higher_is_better"})
+        if (mj.contains(flag) && !mj[flag].is_boolean())
+          throw DataError(origin + ": '" + mwhere + "." + flag + "' must be true or false, got " + brief(mj[flag]),
+                          "results files are written by `aobench eval`; regenerate it or fix the value");
       mv.is_bound = mj.value("is_bound", false);
       mv.higher_is_better = mj.value("higher_is_better", false);
       mv.protocol = str_or(mj, "protocol");
@@ -162,7 +182,14 @@ Results Results::from_json(const json& j, const std::string& origin) {
   return r;
 }
 
-Results Results::load(const std::string& path) { return from_json(read_json(path), path); }
+Results Results::load(const std::string& path) {
+  const json j = read_json(path);
+  try {
+    return from_json(j, path);
+  } catch (const json::exception& e) {   // a field of an unexpected type somewhere else
+    throw DataError(path + ": unexpected content (" + e.what() + ")", "the file is damaged; regenerate it");
+  }
+}
 
 void Results::save(const std::string& path) const { write_file_atomic(path, to_json().dump(2) + "\n"); }
 
@@ -209,12 +236,40 @@ Results collect_results(const std::string& dir) {
   return r;
 }
 
-std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold) {
+bool is_throughput_metric(const std::string& key) {
+  const std::string metric = split_metric_key(key).second;
+  return metric.find("tok_s") != std::string::npos || metric.rfind("throughput", 0) == 0 ||
+         key.rfind("throughput/", 0) == 0;
+}
+
+bool metric_matches(const std::string& key, const std::string& pattern) {
+  if (pattern == "all") return true;
+  // Glob with '*' only: iterative match with one backtrack point.
+  auto glob = [](const std::string& s, const std::string& p) {
+    size_t i = 0, j = 0, star = std::string::npos, mark = 0;
+    while (i < s.size()) {
+      if (j < p.size() && p[j] == '*') star = j++, mark = i;
+      else if (j < p.size() && p[j] == s[i]) ++i, ++j;
+      else if (star != std::string::npos) j = star + 1, i = ++mark;
+      else return false;
+    }
+    while (j < p.size() && p[j] == '*') ++j;
+    return j == p.size();
+  };
+  return glob(split_metric_key(key).second, pattern) || glob(key, pattern);
+}
+
+std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold,
+                                        const std::vector<std::string>& metrics) {
   std::vector<CompareRow> rows;
+  auto selected = [&](const std::string& key) {
+    if (metrics.empty()) return !is_throughput_metric(key);
+    return std::any_of(metrics.begin(), metrics.end(), [&](const std::string& p) { return metric_matches(key, p); });
+  };
   auto compare_run = [&](const std::string& name, const RunResults& b, const RunResults& c) {
     for (const auto& [key, mb] : b.metrics) {
       auto it = c.metrics.find(key);
-      if (it == c.metrics.end()) continue;
+      if (it == c.metrics.end() || !selected(key)) continue;
       CompareRow row;
       row.run = name;
       row.metric = key;

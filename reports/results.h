@@ -80,7 +80,15 @@ struct CompareRow {
   bool higher_is_better = false;
   bool worse = false;                            // got worse by more than the threshold
 };
-std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold);
+// `metrics` selects what is compared: patterns ('*' matches any run of characters) tried against the
+// metric name ("ppl_k4", "eval_tok_s") and the full key ("wikitext2/ppl"); "all" takes everything. Empty:
+// every quality metric, none of the throughput ones (is_throughput_metric), which a shared or busy
+// machine moves by more than any threshold.
+std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold,
+                                        const std::vector<std::string>& metrics = {});
+bool is_throughput_metric(const std::string& key);
+// Does `key` ("dataset/metric") match one --metrics pattern (see compare_results)?
+bool metric_matches(const std::string& key, const std::string& pattern);
 std::string render_compare(const std::vector<CompareRow>& rows, double threshold);
 
 }  // namespace aobench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds aobench on the GPU machine, which has CUDA, PyTorch 2.11, GoogleTest, Google Benchmark and
-# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 headers.
+# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma headers.
 # Route: the Debian packages in .debs/ (fetched on a networked machine with scripts/fetch_gpu_debs.sh)
 # are unpacked into a private prefix that CMake and the loader are pointed at.
 # Usage (on the GPU machine, repo root):  source scripts/gpu_build.sh   → build/aobench, LD_LIBRARY_PATH set.
@@ -13,8 +13,14 @@ fi
 mkdir -p "$PREFIX"
 for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
 LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
-# The .pc file says prefix=/usr; point it at the private prefix.
-sed -i "s|^prefix=.*|prefix=$PREFIX/usr|" "$LIBDIR/pkgconfig/libpcre2-8.pc"
+# The .pc files say prefix=/usr; point them at the private prefix.
+sed -i -e "s|^prefix=.*|prefix=$PREFIX/usr|" -e "s|^\(exec_prefix\|libdir\|includedir\)=/usr|\1=$PREFIX/usr|" \
+  "$LIBDIR/pkgconfig/libpcre2-8.pc" "$LIBDIR/pkgconfig/liblzma.pc"
+# liblzma-dev's liblzma.so links to one exact runtime version (/lib/.../liblzma.so.5.4.1); point it at this
+# machine's own liblzma5 (every Debian / Ubuntu system has it), whatever its version.
+for so in /lib/x86_64-linux-gnu/liblzma.so.5 /usr/lib/x86_64-linux-gnu/liblzma.so.5; do
+  if [[ -e "$so" ]]; then ln -sf "$so" "$LIBDIR/liblzma.so"; break; fi
+done
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # CMake looks for nvcc on PATH; the CUDA toolkit's usual home is /usr/local/cuda.

@@ -2,6 +2,11 @@
 // wrong-magic token files, bad JSON, unknown keys, wrong types, NaN / negative hyper-parameters, a plugin
 // built against another API version, a missing plugin directory, a checkpoint of another plugin or
 // flavour, and a file-size limit hit while writing a checkpoint (the previous checkpoint survives).
+// Issue 11 classes: no input reaches a shell (.xz names, report run names), no crash (deep JSON, broken
+// plugin libraries), nothing lost or overwritten silently (prepare over its input, one writer per run
+// directory, concurrent evals, a damaged results.json, --resume with another config, stale `run` jobs),
+// no hang (FIFO data, cost knobs, a second Ctrl-C), every error names the item (token ids past the
+// vocabulary, huge numbers and folders, bad headers and windows), and `compare` as a trustworthy gate.
 // Each case asserts: a non-zero exit (never a signal, never a sanitizer report), "error:" naming the
 // offending file / key / value, and a "HINT:" line.
 #include <fcntl.h>
@@ -10,14 +15,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
+#include "harness/config.h"
+#include "harness/errors.h"
 #include "harness/registry.h"
+#include "metrics/likelihood.h"
+#include "reports/results.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -232,6 +245,402 @@ TEST_F(HostileInputTest, FullDiskWhileCheckpointingKeepsThePreviousCheckpoint) {
   ASSERT_EQ(run_child({"train", "--config", second, "--resume"}, &out), 0) << out;
   EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
   EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), "step_4");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Issue 11 — 1. no input reaches a shell.
+
+// "first line\nsecond line\n" compressed by Python's lzma.compress (.xz container).
+const std::string kXz(
+    "\xfd\x37\x7a\x58\x5a\x00\x00\x04\xe6\xd6\xb4\x46\x02\x00\x21\x01\x16\x00\x00\x00\x74\x2f\xe5\xa3\x01\x00"
+    "\x16\x66\x69\x72\x73\x74\x20\x6c\x69\x6e\x65\x0a\x73\x65\x63\x6f\x6e\x64\x20\x6c\x69\x6e\x65\x0a\x00\x00"
+    "\x12\xe9\x31\xef\xb2\xa2\xda\x64\x00\x01\x2f\x17\x81\x08\x49\xb1\x1f\xb6\xf3\x7d\x01\x00\x00\x00\x00\x04"
+    "\x59\x5a",
+    80);
+
+TEST_F(HostileInputTest, XzFileNamesNeverReachAShell) {
+  // A name that a shell command line built around it would run, and a quote that would break one.
+  const std::string evil = dir_.file("x';touch PWNED;'.xz");
+  aobench::testing::write_text(evil, kXz);
+  std::string out;
+  ASSERT_EQ(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", evil, "--output",
+                       dir_.file("out.bin")}, &out), 0) << out;
+  EXPECT_FALSE(fs::exists("PWNED"));
+  EXPECT_FALSE(fs::exists(dir_.file("PWNED")));
+  TokenFile tf(dir_.file("out.bin"));
+  ASSERT_EQ(tf.size(), 10 + 1 + 11 + 1);   // both lines decompressed, EOS after each
+  EXPECT_EQ(tf.at(0), uint32_t('f'));
+  EXPECT_EQ(tf.at(10), 256u);
+  // A damaged stream is a named error.
+  const std::string cut = dir_.file("cut.xz");
+  aobench::testing::write_text(cut, kXz.substr(0, 50));
+  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", cut,
+                                "--output", dir_.file("cut.bin")}, &out), out, 3, {cut, "cannot decompress"});
+}
+
+TEST_F(HostileInputTest, ReportRunNamesNeverReachAShell) {
+  // gnuplot runs `command` inside double-quoted strings: a run (directory) name must not get there.
+  const std::string exp = dir_.file("exp");
+  const std::string run = exp + "/r`touch PWNED_REPORT`'\"x";
+  fs::create_directories(run);
+  aobench::testing::write_text(run + "/config.resolved.json", R"({"model": {"plugin": "gpt", "flavour": "debug"}})");
+  aobench::testing::write_text(run + "/metrics.jsonl", "{\"step\": 1, \"loss/train\": 5.0}\n{\"step\": 2, \"loss/train\": 4.0}\n"
+                                                       "{\"step\": 2, \"loss/val\": 4.5}\n");
+  std::string out;
+  ASSERT_EQ(run_child({"report", exp}, &out), 0) << out;
+  for (const auto& where : {fs::path("PWNED_REPORT"), fs::path(exp) / "report" / "PWNED_REPORT"})
+    EXPECT_FALSE(fs::exists(where)) << where;
+  const std::string gp = aobench::testing::read_text(exp + "/report/loss_train.gp");
+  EXPECT_NE(gp.find("title 'r`touch PWNED_REPORT`''\"x'"), std::string::npos) << gp;
+}
+
+// Issue 11 — 2. no crash on any input.
+
+TEST_F(HostileInputTest, DeeplyNestedJsonIsRefusedNotACrash) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
+  const size_t depth = 60000;
+  const std::string deep = write_config("deep.json", "{\"train\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
+  std::string out;
+  expect_clean_error(run_child({"train", "--config", deep}, &out), out, 2, {deep, "deeper than 64"});
+  const std::string ok = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
+  expect_clean_error(run_child({"train", "--config", ok, "--set", "train.order=" + std::string(depth, '[') +
+                                std::string(depth, ']')}, &out), out, 2, {"train.order", "deeper than 64"});
+  std::string path = "train";
+  while (path.size() < 100000) path += ".a";
+  expect_clean_error(run_child({"train", "--config", ok, "--set", path + "=1"}, &out), out, 2,
+                     {"key path deeper than 64"});
+  // A value of the wrong type is shown shortened, never dumped whole into the message.
+  expect_clean_error(run_child({"train", "--config", ok, "--set", "train.batch_size=\"" + std::string(100000, 'x') + "\""}, &out),
+                     out, 2, {"train.batch_size", "…"});
+  EXPECT_LT(out.size(), 2000u) << "the message holds the whole value";
+}
+
+TEST_F(HostileInputTest, BrokenPluginLibrariesAreRefusedByName) {
+  std::string out;
+  const std::string null_so = std::string(AOBENCH_NULL_PLUGIN_DIR) + "/libaobench_nullcreate.so";
+  expect_clean_error(run_child({"list"}, &out, AOBENCH_NULL_PLUGIN_DIR), out, 4, {null_so, "returned null"});
+  const std::string nofp_so = std::string(AOBENCH_NOFP_PLUGIN_DIR) + "/libaobench_nofp.so";
+  expect_clean_error(run_child({"list"}, &out, AOBENCH_NOFP_PLUGIN_DIR), out, 4,
+                     {nofp_so, "no aobench_plugin_fingerprint"});
+}
+
+// Issue 11 — 3. nothing lost or overwritten silently.
+
+TEST_F(HostileInputTest, PrepareNeverWritesOverItsInput) {
+  const std::string text = write_config("corpus.txt", "one line\nanother line\n");
+  const std::string link = dir_.file("link.bin");
+  fs::create_symlink(text, link);
+  std::string out;
+  for (const std::string& output : {text, dir_.file("./corpus.txt"), link}) {
+    expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
+                                  "--output", output}, &out), out, 2, {output, "overwrite its own input"});
+    EXPECT_EQ(aobench::testing::read_text(text), "one line\nanother line\n");
+  }
+  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
+                                "--output", dir_.file("o.bin"), "--val-output", text}, &out), out, 2,
+                     {text, "overwrite its own input"});
+}
+
+// A child process of the test, reaped exactly once.
+struct Child {
+  pid_t pid = -1;
+  bool reaped = false;
+  int status = 0;
+  bool running() {
+    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) reaped = true;
+    return !reaped;
+  }
+  // Exit code (−signal when killed) after sending `sig` (0: none) to a still running child.
+  int finish(int sig) {
+    if (!reaped) {
+      if (sig) ::kill(pid, sig);
+      ::waitpid(pid, &status, 0);
+      reaped = true;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+};
+
+// Polls `ready` every 2 ms for at most `timeout_s`; false when the child exited or time ran out first.
+template <class F>
+bool wait_for(Child& child, F ready, double timeout_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < timeout_s) {
+    if (ready()) return true;
+    if (!child.running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+TEST_F(HostileInputTest, OneTrainingPerRunDirectoryAndTheSecondCtrlCExitsAtOnce) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string run = dir_.file("run");
+  auto e = experiment(run, 1000000);
+  e["train"]["max_seconds"] = 120;   // safety net if a signal were lost
+  e["train"]["batch_size"] = 64;     // steps long enough for a second signal to land inside one
+  const std::string cfg = write_config("long.json", e.dump(2));
+  const std::string log = dir_.file("first.log");
+  Child first{aobench::testing::spawn_aobench({"train", "--config", cfg}, log)};
+  const bool training = wait_for(first, [&] {
+    return aobench::testing::read_text(run + "/metrics.jsonl").find("loss/train") != std::string::npos;
+  }, 120);
+  std::string out;
+  const int second = training ? run_child({"train", "--config", cfg, "--resume"}, &out) : -1;
+  // First Ctrl-C: "stopping after this step…"; a second one while it stops: exit at once.
+  ::kill(first.pid, SIGINT);
+  wait_for(first, [&] { return aobench::testing::read_text(log).find("stopping after this step") != std::string::npos; }, 30);
+  const bool alive = first.running();
+  const int rc = first.finish(alive ? SIGINT : 0);
+  const std::string first_log = aobench::testing::read_text(log);
+  ASSERT_TRUE(training) << first_log;
+  expect_clean_error(second, out, 2, {run + "/.lock", "held by pid " + std::to_string(first.pid), "aobench train"});
+  EXPECT_EQ(rc, 130) << first_log;
+  EXPECT_NE(first_log.find("stopping after this step…"), std::string::npos) << first_log;
+  if (alive) {
+    EXPECT_NE(first_log.find("second signal: exiting now"), std::string::npos) << first_log;
+  }
+  // Whatever the moment, the newest complete checkpoint (if one was written) loads.
+  if (latest_checkpoint(run)) {
+    EXPECT_NO_THROW(load_checkpoint(*latest_checkpoint(run)));
+  }
+}
+
+TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLosesNothing) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string run = dir_.file("run");
+  std::string out;
+  ASSERT_EQ(run_child({"train", "--config", write_config("a.json", experiment(run, 1).dump(2))}, &out), 0) << out;
+  const std::string data = dir_.file("val.bin");
+  write_token_file(data, byte_corpus(32 * 4), 257);
+  constexpr int kEvals = 6;
+  std::vector<Child> evals;
+  for (int i = 0; i < kEvals; ++i)
+    evals.push_back(Child{aobench::testing::spawn_aobench(
+        {"eval", "--run", run, "--data", "d" + std::to_string(i) + "=" + data}, dir_.file("eval" + std::to_string(i) + ".log"))});
+  for (int i = 0; i < kEvals; ++i)
+    EXPECT_EQ(evals[i].finish(0), 0) << aobench::testing::read_text(dir_.file("eval" + std::to_string(i) + ".log"));
+  const Results merged = Results::load(run + "/results.json");
+  ASSERT_EQ(merged.runs.size(), 1u);
+  for (int i = 0; i < kEvals; ++i)
+    EXPECT_TRUE(merged.runs.begin()->second.metrics.count("d" + std::to_string(i) + "/nll")) << "lost dataset d" << i;
+
+  // The same name twice is an error, not one result silently replacing the other.
+  expect_clean_error(run_child({"eval", "--run", run, "--data", "v=" + data, "--data", "v=" + train_}, &out), out, 2,
+                     {"'v'", "twice"});
+  // A damaged merge target: the numbers are written beside it, and the message says where.
+  aobench::testing::write_text(run + "/results.json", "{\"schema\": \"aobench.results/1\", \"runs\": ");
+  expect_clean_error(run_child({"eval", "--run", run, "--data", "late=" + data}, &out), out, 3,
+                     {run + "/results.json", "written to"});
+  const size_t at = out.find("written to ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string aside = out.substr(at + 11, out.find(" instead", at) - at - 11);
+  const Results saved = Results::load(aside);
+  EXPECT_TRUE(saved.runs.begin()->second.metrics.count("late/nll")) << aside;
+  EXPECT_EQ(aobench::testing::read_text(run + "/results.json"), "{\"schema\": \"aobench.results/1\", \"runs\": ");
+}
+
+TEST_F(HostileInputTest, ResumeRefusesAnotherConfigAndNeverRewritesALaterCheckpoint) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string run = dir_.file("run");
+  std::string out;
+  ASSERT_EQ(run_child({"train", "--config", write_config("a.json", experiment(run, 3).dump(2))}, &out), 0) << out;
+  const std::string step3 = run + "/checkpoints/step_3";
+  ASSERT_TRUE(fs::exists(step3 + "/state.json"));
+  // Another learning rate and batch: refused, every differing key listed; run-length keys may change.
+  auto changed = experiment(run, 5);
+  changed["train"]["learning_rate"] = 1e-4;
+  changed["train"]["batch_size"] = 2;
+  const std::string cfg = write_config("b.json", changed.dump(2));
+  expect_clean_error(run_child({"train", "--config", cfg, "--resume"}, &out), out, 5,
+                     {step3, "train.learning_rate", "train.batch_size", "--resume-with-changes"});
+  EXPECT_EQ(out.find("train.max_iters"), std::string::npos) << "max_iters is a run-length key:\n" << out;
+  // A prefix of an option is not that option.
+  expect_clean_error(run_child({"train", "--config", cfg, "--resum"}, &out), out, 2, {"--resum"});
+
+  // max_iters below (or at) the checkpoint's step: nothing is trained and nothing rewritten.
+  const auto before = fs::last_write_time(step3 + "/state.json");
+  const std::string state = aobench::testing::read_text(step3 + "/state.json");
+  const std::string resolved = aobench::testing::read_text(run + "/config.resolved.json");
+  ASSERT_EQ(run_child({"train", "--config", write_config("c.json", experiment(run, 1).dump(2)), "--resume"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("nothing to train"), std::string::npos) << out;
+  EXPECT_EQ(fs::last_write_time(step3 + "/state.json"), before);
+  EXPECT_EQ(aobench::testing::read_text(step3 + "/state.json"), state);
+  EXPECT_EQ(aobench::testing::read_text(run + "/config.resolved.json"), resolved);
+  EXPECT_EQ(*latest_checkpoint(run), step3);
+
+  // --resume-with-changes continues with the new settings.
+  ASSERT_EQ(run_child({"train", "--config", cfg, "--resume-with-changes"}, &out), 0) << out;
+  EXPECT_NE(out.find("resumed from " + step3), std::string::npos) << out;
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), "step_5");
+}
+
+TEST_F(HostileInputTest, RunRefusesStaleJobsDuplicateNamesAndFiltersNamingNothing) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string out_dir = dir_.file("exp");
+  nlohmann::json common = experiment("unused", 1);
+  common["train"].erase("out_dir");
+  nlohmann::json exp = {{"out_dir", out_dir},
+                        {"common", common},
+                        {"jobs", {{{"name", "a"}, {"config", nlohmann::json::object()}}}},
+                        {"eval", {{"datasets", {{"train", train_}}}, {"modes", nlohmann::json::array()}}}};
+  std::string out;
+  ASSERT_EQ(run_child({"run", write_config("exp.json", exp.dump(2))}, &out), 0) << out;
+  ASSERT_TRUE(fs::exists(out_dir + "/a/DONE.json"));
+
+  // The job's config changed since it finished: refused with the difference, not skipped.
+  auto stale = exp;
+  stale["common"]["train"]["learning_rate"] = 1e-4;
+  const std::string stale_cfg = write_config("stale.json", stale.dump(2));
+  expect_clean_error(run_child({"run", stale_cfg}, &out), out, 2, {"job a", "train.learning_rate", "--force"});
+  ASSERT_EQ(run_child({"run", stale_cfg, "--force"}, &out), 0) << out;
+
+  auto dup = exp;
+  dup["jobs"].push_back({{"name", "a"}});
+  expect_clean_error(run_child({"run", write_config("dup.json", dup.dump(2))}, &out), out, 2, {"'a'", "twice"});
+  auto filter = exp;
+  filter["eval"]["modes"] = {{{"mode", "l2r"}, {"jobs", {"b"}}}};
+  expect_clean_error(run_child({"run", write_config("filter.json", filter.dump(2))}, &out), out, 2,
+                     {"\"b\"", "no job"});
+  filter["eval"]["modes"] = {{{"mode", "l2r"}, {"datasets", {"wikitext"}}}};
+  expect_clean_error(run_child({"run", write_config("filter2.json", filter.dump(2))}, &out), out, 2,
+                     {"\"wikitext\"", "eval.datasets"});
+}
+
+// Issue 11 — 4. no hang.
+
+TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string fifo = dir_.file("fifo.bin");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto e = experiment(dir_.file("run"), 1);
+  e["data"]["train"] = fifo;
+  const std::string log = dir_.file("fifo.log");
+  Child child{aobench::testing::spawn_aobench({"train", "--config", write_config("f.json", e.dump(2))}, log)};
+  const bool exited = !wait_for(child, [] { return false; }, 60);
+  const int rc = child.finish(exited ? 0 : SIGKILL);
+  ASSERT_TRUE(exited) << "blocked on the FIFO for 60 s";
+  std::string out = aobench::testing::read_text(log);
+  expect_clean_error(rc, out, 3, {fifo, "not a regular file"});
+  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", fifo, "--output",
+                                dir_.file("o.bin")}, &out), out, 3, {fifo, "not a regular file"});
+}
+
+TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
+  for (const std::string set : {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000",
+                                 "eval.batch_size=1000000"}) {
+    nlohmann::json config = resolve_config(nlohmann::json::object(), {set});
+    try {
+      EvalOptions::from_config(config, torch::kCPU);
+      ADD_FAILURE() << set << " was accepted";
+    } catch (const ConfigError& err) {
+      EXPECT_NE(std::string(err.what()).find(set.substr(0, set.find('='))), std::string::npos) << err.what();
+    }
+  }
+}
+
+// Issue 11 — 5. every error names the item and the fix.
+
+TEST_F(HostileInputTest, TokenIdsPastTheVocabularyAreFoundWhenTheFileIsOpened) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  auto tokens = byte_corpus(8000);
+  tokens[5000] = 300;   // the byte model's vocabulary is 257
+  const std::string unknown = dir_.file("unknown_vocab.bin");
+  write_token_file(unknown, tokens, 0);   // header vocab 0 = unknown: only the model's vocabulary bounds ids
+  std::string out;
+  expect_clean_error(train_on(unknown, &out), out, 3, {unknown, "token 5000", "byte offset 11024", "id 300", "257"});
+  const std::string lying = dir_.file("lying_header.bin");
+  write_token_file(lying, tokens, 257);   // header claims 257
+  expect_clean_error(train_on(lying, &out), out, 3, {lying, "token 5000", "id 300", "in its own header"});
+  // eval opens files the same way.
+  const std::string run = dir_.file("run");
+  ASSERT_EQ(run_child({"train", "--config", write_config("a.json", experiment(run, 1).dump(2))}, &out), 0) << out;
+  expect_clean_error(run_child({"eval", "--run", run, "--data", "u=" + unknown}, &out), out, 3,
+                     {unknown, "token 5000", "id 300"});
+  expect_clean_error(run_child({"eval", "--run", run, "--data", "u=" + unknown, "--throughput"}, &out), out, 3,
+                     {unknown, "token 5000", "id 300"});
+  // A step number no int64 holds is a named error, not std::stoll's "stoll".
+  const std::string huge = run + "/checkpoints/step_99999999999999999999";
+  fs::create_directories(huge);
+  fs::remove(run + "/checkpoints/latest");   // so the folder scan (as after a crash) meets it
+  expect_clean_error(run_child({"eval", "--run", run, "--data", "t=" + train_}, &out), out, 5,
+                     {"step_99999999999999999999", "too large"});
+}
+
+TEST_F(HostileInputTest, HugeNumbersAndBadHeadersAreNamedErrors) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string cfg = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
+  std::string out;
+  for (const std::string v : {"99999999999999999999", "18446744073709551615", "1e19"})
+    expect_clean_error(run_child({"train", "--config", cfg, "--set", "train.max_iters=" + v}, &out), out, 2,
+                       {"train.max_iters", "does not fit a 64-bit integer"});
+  // A model too large to allocate: the message names the model keys, not only the allocator.
+  expect_clean_error(run_child({"train", "--config", cfg, "--set", "model.block_size=10000000000000"}, &out), out, 2,
+                     {"cannot build model gpt/debug", "block_size=10000000000000"});
+  // Negative vocabulary and window in a token-file header.
+  for (int field : {3, 4}) {
+    const std::string bad = dir_.file("neg" + std::to_string(field) + ".bin");
+    write_token_file(bad, byte_corpus(4000), 257);
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    const int32_t minus = -5;
+    f.seekp(4 * field);
+    f.write(reinterpret_cast<const char*>(&minus), 4);
+    f.close();
+    expect_clean_error(train_on(bad, &out), out, 3, {bad, field == 3 ? "negative vocab size" : "negative window"});
+  }
+  const std::string text = write_config("corpus.txt", "short line\nanother one\n");
+  auto prepare = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
+                                     "--output", dir_.file("p.bin")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_child(args, &out);
+  };
+  expect_clean_error(prepare({"--packing", "simple", "--window", "4294967296"}), out, 2, {"--window 4294967296", "int32"});
+  expect_clean_error(prepare({"--packing", "simple", "--window", "4096"}), out, 3, {dir_.file("p.bin"), "leaves 0 tokens"});
+  EXPECT_FALSE(fs::exists(dir_.file("p.bin")));
+  expect_clean_error(prepare({"--threads=-2"}), out, 2, {"--threads -2"});
+  const std::string empty_dir = dir_.file("no_vocab");
+  fs::create_directories(empty_dir);
+  std::vector<std::string> args = {"prepare", "--format", "lines", "--tokenizer", "gpt2", "--vocab-dir", empty_dir,
+                                   "--input", text, "--output", dir_.file("g.bin")};
+  expect_clean_error(run_child(args, &out), out, 3, {empty_dir, "lacks encoder.json"});
+}
+
+// Issue 11 — 6. compare is a trustworthy gate.
+
+TEST_F(HostileInputTest, CompareRefusesWhatItCannotCompare) {
+  Results base;
+  auto& run = base.runs["r"];
+  run.metrics["wt/ppl"] = {30.0, 0.5, 10, false, false, "l2r"};
+  run.metrics["wt/eval_tok_s"] = {1000.0, std::nullopt, 0, false, true, "l2r"};
+  base.save(dir_.file("base.json"));
+  Results slower = base;
+  slower.runs["r"].metrics["wt/eval_tok_s"].value = 500.0;   // throughput halves: not a quality regression
+  slower.save(dir_.file("slower.json"));
+  std::string out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json")}, &out), 0) << out;
+  EXPECT_EQ(out.find("eval_tok_s"), std::string::npos) << out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "eval_tok_s"}, &out), 1)
+      << out;
+  expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "bpb"}, &out),
+                     out, 2, {"--metrics 'bpb'", "wt/ppl"});
+  Results other;
+  other.runs["r"].metrics["lambada/ppl"] = {30.0, 0.5, 10, false, false, "l2r"};
+  other.save(dir_.file("other.json"));
+  expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("other.json")}, &out), out, 3,
+                     {"no quality metric is in both", dir_.file("other.json")});
+  Results nan = base;
+  nan.runs["r"].metrics["wt/ppl"].value = std::nan("");
+  nan.save(dir_.file("nan.json"));
+  expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("nan.json")}, &out), out, 3,
+                     {"wt/ppl", "not a number", dir_.file("nan.json")});
+  nlohmann::json text = base.to_json();
+  text["runs"]["r"]["metrics"]["wt/ppl"]["value"] = "30.0";
+  aobench::testing::write_text(dir_.file("string.json"), text.dump());
+  expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("string.json")}, &out), out, 3,
+                     {dir_.file("string.json"), "runs.r.metrics.wt/ppl.value", "must be a number"});
 }
 
 }  // namespace

@@ -156,8 +156,12 @@ TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
   hb.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {1000.0, std::nullopt, 0, false, true, ""};
   hb_low.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {900.0, std::nullopt, 0, false, true, ""};
   bool flagged = false;
-  for (const auto& row : compare_results(hb, hb_low, 0.02)) flagged |= row.worse;
+  for (const auto& row : compare_results(hb, hb_low, 0.02, {"eval_tok_s"})) flagged |= row.worse;
   EXPECT_TRUE(flagged);
+  // Throughput is compared only when asked for: by default the gate looks at quality metrics.
+  for (const auto& row : compare_results(hb, hb_low, 0.02)) EXPECT_NE(row.metric, "wikitext2/eval_tok_s");
+  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"ppl"}).size(), 3u);
+  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"wikitext2/*"}).size(), 3u);   // 2 ppl + eval_tok_s
 }
 
 TEST(ResultsTest, CompareCommandExitCodes) {

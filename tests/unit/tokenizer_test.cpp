@@ -1,6 +1,9 @@
 // Implements: tests of tokenizer.h — GPT-2 BPE against the tiktoken golden
 // (tests/data/make_tokenizer_golden.py, spec-sedd-radd.md §4.3 step 1), round trips, invalid UTF-8 safety and
 // the byte tokenizer.
+#include <time.h>
+
+#include <chrono>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -68,28 +71,88 @@ TEST(Gpt2Tokenizer, ArbitraryBytesNeverCrashAndRoundTrip) {
 
 TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
   testing::TempDir dir;
+  const char* old_data = std::getenv("AOBENCH_DATA_DIR");
+  const std::string saved = old_data ? old_data : "";
+  // No folder given, AOBENCH_GPT2_DIR set to an empty one, AOBENCH_DATA_DIR unset: the error names both.
+  ::setenv("AOBENCH_GPT2_DIR", dir.path.c_str(), 1);
+  ::unsetenv("AOBENCH_DATA_DIR");
   try {
-    // An explicit empty dir: falls back to the env vars; with both unset or valid we only check the
-    // message when it throws.
-    ::setenv("AOBENCH_GPT2_DIR", dir.path.c_str(), 1);
-    const char* old = std::getenv("AOBENCH_DATA_DIR");
-    std::string saved = old ? old : "";
-    ::unsetenv("AOBENCH_DATA_DIR");
-    EXPECT_THROW(make_tokenizer("gpt2", dir.path.string()), DataError);
-    try {
-      make_tokenizer("gpt2", dir.path.string());
-    } catch (const DataError& e) {
-      EXPECT_NE(std::string(e.what()).find("encoder.json"), std::string::npos);
-      EXPECT_NE(std::string(e.hint()).find("AOBENCH_GPT2_DIR"), std::string::npos);
-      EXPECT_NE(std::string(e.hint()).find("AOBENCH_DATA_DIR"), std::string::npos);
-    }
-    ::unsetenv("AOBENCH_GPT2_DIR");
-    if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
-  } catch (...) {
-    ::unsetenv("AOBENCH_GPT2_DIR");
-    throw;
+    make_tokenizer("gpt2");
+    ADD_FAILURE() << "found a vocabulary in an empty folder";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("encoder.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.hint()).find("AOBENCH_GPT2_DIR"), std::string::npos) << e.hint();
+    EXPECT_NE(std::string(e.hint()).find("AOBENCH_DATA_DIR"), std::string::npos) << e.hint();
+  }
+  ::unsetenv("AOBENCH_GPT2_DIR");
+  if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
+  // An explicit folder (--vocab-dir) that lacks the files is an error naming it, never a silent fallback
+  // to the environment's vocabulary.
+  try {
+    make_tokenizer("gpt2", dir.path.string());
+    ADD_FAILURE() << "an explicit vocabulary folder without the files was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.path.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lacks encoder.json or vocab.bpe"), std::string::npos) << e.what();
   }
   EXPECT_THROW(make_tokenizer("nope"), ConfigError);
+}
+
+// A naive tiktoken byte_pair_merge over encoder.json (lowest id of a concatenation, leftmost on ties;
+// quadratic), for lowercase ASCII pieces whose byte-level spelling is the text itself.
+std::vector<uint32_t> reference_bpe(const nlohmann::json& encoder, const std::string& piece) {
+  if (encoder.contains(piece)) return {encoder[piece].get<uint32_t>()};
+  std::vector<std::string> parts;
+  for (char c : piece) parts.emplace_back(1, c);
+  for (;;) {
+    uint32_t best = UINT32_MAX;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      auto it = encoder.find(parts[i] + parts[i + 1]);
+      if (it != encoder.end() && it->get<uint32_t>() < best) best = it->get<uint32_t>(), at = i;
+    }
+    if (best == UINT32_MAX) break;
+    parts[at] += parts[at + 1];
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  }
+  std::vector<uint32_t> ids;
+  for (const auto& p : parts) ids.push_back(encoder[p].get<uint32_t>());
+  return ids;
+}
+
+std::string random_letters(size_t n, uint32_t seed, int alphabet) {
+  std::string s(n, 'a');
+  for (auto& c : s) c = static_cast<char>('a' + ((seed = seed * 1103515245u + 12345u) >> 16) % alphabet);
+  return s;
+}
+
+TEST(Gpt2Tokenizer, LongPiecesMergeLikeTheReferenceAndFast) {
+  GPT2_OR_SKIP(tok);
+  const char* g = std::getenv("AOBENCH_GPT2_DIR");
+  const std::string dir = g && *g ? g : testing::shared_data_dir() + "/gpt2";
+  std::ifstream ef(dir + "/encoder.json");
+  ASSERT_TRUE(ef) << dir;
+  const nlohmann::json encoder = nlohmann::json::parse(ef);
+  // One pre-token each (letters only): the priority-queue merge gives the naive algorithm's ids.
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    const std::string piece = random_letters(1 + seed * 7 % 400, seed, seed % 2 ? 26 : 3);
+    ASSERT_EQ(tok->encode(piece), reference_bpe(encoder, piece)) << piece;
+  }
+  // 1 MB as one pre-token: the merge is O(n log n) in the piece length, so this takes well under a second.
+  // Timed in this thread's CPU seconds: the test machine may be shared, which stretches wall time only.
+  const std::string big = random_letters(1 << 20, 11, 26);
+  auto cpu_s = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = cpu_s();
+  const auto ids = tok->encode(big);
+  const double cpu = cpu_s() - c0;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(cpu, 1.0) << "1 MB pre-token took " << cpu << " CPU s (" << wall << " s wall)";
+  EXPECT_EQ(tok->decode(ids), big);
 }
 
 TEST(ByteTokenizer, EncodeDecode) {

@@ -1,0 +1,16 @@
+// Implements: the one way aobench starts another program (gnuplot, git, nvidia-smi): posix_spawnp with
+// an argument vector, never a shell, so no file name or config value is ever parsed as a command.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace aobench {
+
+// Runs argv[0] (looked up on PATH) with the arguments argv[1..] in directory `cwd` ("" = the current one)
+// and waits. stdout is captured into *out when `out` is given (trailing whitespace trimmed), else
+// inherited; stderr is inherited when `show_stderr`, else discarded. Returns the exit status, 128 + N
+// when killed by signal N, and −1 when the program could not be started (not installed).
+int run_program(const std::vector<std::string>& argv, std::string* out = nullptr, const std::string& cwd = "",
+                bool show_stderr = false);
+
+}  // namespace aobench
