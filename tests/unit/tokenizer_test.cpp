@@ -1,10 +1,12 @@
 // Implements: tests of tokenizer.h — GPT-2 BPE against the tiktoken golden
 // (tests/data/make_tokenizer_golden.py, spec-sedd-radd.md §4.3 step 1), round trips, invalid UTF-8 safety and
 // the byte tokenizer.
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
 #include "harness/errors.h"
 #include "tests/test_util.h"
@@ -69,12 +71,11 @@ TEST(Gpt2Tokenizer, ArbitraryBytesNeverCrashAndRoundTrip) {
 TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
   testing::TempDir dir;
   try {
-    // An explicit empty dir: falls back to the env vars; with both unset or valid we only check the
-    // message when it throws.
+    // An explicit empty dir, and both env vars pointing at empty dirs: every place is named.
     ::setenv("AOBENCH_GPT2_DIR", dir.path.c_str(), 1);
     const char* old = std::getenv("AOBENCH_DATA_DIR");
     std::string saved = old ? old : "";
-    ::unsetenv("AOBENCH_DATA_DIR");
+    ::setenv("AOBENCH_DATA_DIR", dir.path.c_str(), 1);
     EXPECT_THROW(make_tokenizer("gpt2", dir.path.string()), DataError);
     try {
       make_tokenizer("gpt2", dir.path.string());
@@ -84,12 +85,37 @@ TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
       EXPECT_NE(std::string(e.hint()).find("AOBENCH_DATA_DIR"), std::string::npos);
     }
     ::unsetenv("AOBENCH_GPT2_DIR");
-    if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
+    if (saved.empty()) ::unsetenv("AOBENCH_DATA_DIR");
+    else ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
   } catch (...) {
     ::unsetenv("AOBENCH_GPT2_DIR");
     throw;
   }
   EXPECT_THROW(make_tokenizer("nope"), ConfigError);
+}
+
+// One rule for the binary and the tests (datasets/data_dir.h): without $AOBENCH_DATA_DIR the shared data
+// folder is ../shared/data beside the checkout, so `aobench tokenize` works after the README's setup.
+TEST(SharedDataDir, EnvVarElseBesideTheCheckout) {
+  const char* old = std::getenv("AOBENCH_DATA_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("AOBENCH_DATA_DIR", "/some/where", 1);
+  EXPECT_EQ(shared_data_dir(), "/some/where");
+  ::unsetenv("AOBENCH_DATA_DIR");
+  const std::filesystem::path beside =
+      (std::filesystem::path(AOBENCH_SOURCE_DIR) / ".." / "shared" / "data").lexically_normal();
+  EXPECT_EQ(shared_data_dir(), std::filesystem::is_directory(beside) ? beside.string() : "");
+  EXPECT_NE(shared_data_dir_rule().find(beside.string()), std::string::npos);
+  if (std::filesystem::is_directory(beside / "gpt2")) {
+    ::unsetenv("AOBENCH_GPT2_DIR");
+    std::string out;
+    const int rc = testing::run_aobench("tokenize --tokenizer gpt2 < " + std::string(AOBENCH_TEST_DATA) +
+                                            "/detok/hand.json",
+                                        &out);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.rfind("[", 0), 0u) << out;
+  }
+  if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
 }
 
 TEST(ByteTokenizer, EncodeDecode) {
