@@ -218,8 +218,11 @@ static void flatten(const json& j, const std::string& prefix, std::vector<std::p
 }
 
 std::string config_summary(const json& config, const std::string& full_path) {
-  const std::string plugin = config.contains("model") ? config["model"].value("plugin", "") : "";
-  const std::string flavour = config.contains("model") ? config["model"].value("flavour", "") : "";
+  const bool has_model = config.contains("model") && config["model"].is_object();
+  const json& m = has_model ? config["model"] : base_config()["model"];
+  const std::string plugin = m.contains("plugin") && m["plugin"].is_string() ? m["plugin"].get<std::string>() : "";
+  const std::string flavour =
+      m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
   json defaults = base_config();
   try {
     defaults["model"] = flavour_defaults(plugin, flavour);

@@ -67,7 +67,7 @@ TEST_F(EverydayUse, TrainPrintsTheChangedKeysOnceAndEndsWithASummary) {
   EXPECT_NE(out.find("\n  model: block_size=32 n_embd=32\n", cfg), std::string::npos) << out;
   EXPECT_NE(out.find("max_iters=6", cfg), std::string::npos) << out;
   const std::string block = out.substr(cfg, out.find("model gpt/debug", cfg) - cfg);
-  EXPECT_LE(std::count(block.begin(), block.end(), '\n'), 5) << block;
+  EXPECT_LE(std::count(block.begin(), block.end(), '\n'), 8) << block;   // was one line per leaf: 61
   for (const char* unchanged : {"beta1", "weight_decay", "n_layer", "nan_policy", "mc_steps"})
     EXPECT_EQ(block.find(unchanged), std::string::npos) << unchanged << "\n" << block;
   // "done: 6 steps, 1536 tokens (1536) in 1.2s; val loss best 4.1 (step 6), final 4.1; 71.0k parameters"
