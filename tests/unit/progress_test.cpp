@@ -22,6 +22,11 @@ struct FakeClock {
   }
 };
 
+long lines(const std::ostringstream& out) {
+  const std::string s = out.str();
+  return std::count(s.begin(), s.end(), '\n');
+}
+
 Progress::Options options(std::ostringstream& out, FakeClock& clock, bool live, double interval = 10) {
   Progress::Options o;
   o.live = live;
@@ -43,7 +48,7 @@ TEST(Progress, LogModeWritesAPeriodicLineWithElapsedRateAndEta) {
   EXPECT_EQ(out.str(), "[10s] eval wikitext2 l2r: 50/200 windows (25%), 5 windows/s, ETA 30s\n");
   clock.t += 1;
   p.advance(10);                 // 1 s after the last line: quiet
-  EXPECT_EQ(std::count(out.str().begin(), out.str().end(), '\n'), 1);
+  EXPECT_EQ(lines(out), 1);
   clock.t += 9;
   p.advance(40);                 // 20 s: 100 windows
   EXPECT_NE(out.str().find("[20s] eval wikitext2 l2r: 100/200 windows (50%), 5 windows/s, ETA 20s\n"),
@@ -53,7 +58,7 @@ TEST(Progress, LogModeWritesAPeriodicLineWithElapsedRateAndEta) {
       << out.str();
   EXPECT_EQ(out.str().find('\r'), std::string::npos) << "no carriage returns in a log";
   p.finish();                    // once only
-  EXPECT_EQ(std::count(out.str().begin(), out.str().end(), '\n'), 3);
+  EXPECT_EQ(lines(out), 3);
 }
 
 TEST(Progress, LiveModeRedrawsOneLineAndReplacesItWithTheSummary) {
