@@ -267,7 +267,8 @@ void GptPlugin::configure(const nlohmann::json& m) {
   c.activation = field<std::string>(m, "activation", "string");
   c.start_token = field<bool>(m, "start_token", "boolean");
   c.init_from_hf = field<std::string>(m, "init_from_hf", "string");
-  c.n_inner = field<int64_t>(m, "n_inner", "integer");
+  // Checkpoints written before n_inner existed lack it: their MLPs are 4·n_embd wide, i.e. n_inner 0.
+  c.n_inner = m.contains("n_inner") ? field<int64_t>(m, "n_inner", "integer") : 0;
   if (!c.init_from_hf.empty()) apply_hf_config(c);
   auto positive = [](const std::string& k, int64_t v) {
     if (v < 1) bad(k, "must be ≥ 1, got " + std::to_string(v), "use a positive integer");
