@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
 #include "harness/errors.h"
 
@@ -332,16 +333,18 @@ std::string find_gpt2_dir(const std::string& vocab_dir) {
     if (has(g)) return g;
     tried.push_back(std::string(g) + " ($AOBENCH_GPT2_DIR)");
   }
-  if (const char* d = std::getenv("AOBENCH_DATA_DIR"); d && *d) {
+  if (const std::string d = shared_data_dir(); !d.empty()) {   // data_dir.h: one rule for binary and tests
     fs::path p = fs::path(d) / "gpt2";
     if (has(p)) return p.string();
-    tried.push_back(p.string() + " ($AOBENCH_DATA_DIR/gpt2)");
+    tried.push_back(p.string() + " (gpt2/ of the shared data folder " + shared_data_dir_rule() + ")");
   }
   std::string where;
   for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t;
   throw DataError(
       "gpt2 tokenizer: encoder.json / vocab.bpe not found" +
-          (where.empty() ? std::string(" (no directory given and no env var set)") : " in " + where),
+          (where.empty() ? " (no --vocab-dir, no $AOBENCH_GPT2_DIR, and no shared data folder at " +
+                           shared_data_dir_rule() + ")"
+                     : " in " + where),
       "set AOBENCH_GPT2_DIR to the folder holding encoder.json and vocab.bpe, or AOBENCH_DATA_DIR "
       "to ../shared/data");
 }

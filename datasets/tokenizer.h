@@ -19,8 +19,9 @@ class Tokenizer {
   virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;    // EOS → "<|endoftext|>"
 };
 
-// "gpt2" looks for encoder.json + vocab.bpe in `vocab_dir`, else $AOBENCH_GPT2_DIR, else
-// $AOBENCH_DATA_DIR/gpt2. "bytes" needs nothing. Unknown names → ConfigError with the choices.
+// "gpt2" looks for encoder.json + vocab.bpe in `vocab_dir`, else $AOBENCH_GPT2_DIR, else gpt2/ of the
+// shared data folder (data_dir.h: $AOBENCH_DATA_DIR, else ../shared/data beside the checkout). "bytes"
+// needs nothing. Unknown names → ConfigError with the choices.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name, const std::string& vocab_dir = "");
 
 }  // namespace aobench

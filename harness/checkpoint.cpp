@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "harness/config.h"
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "harness/registry.h"
@@ -278,6 +279,7 @@ LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch:
   out.step = data.state.value("step", int64_t(0));
   out.model = PluginRegistry::instance().create(data.state.at("plugin").get<std::string>());
   out.model->configure(out.config.at("model"));
+  out.config["model"] = out.model->resolved_model_config(out.config.at("model"));
   out.model->build(device);
   load_module_state(out.model->module(), data.model, dir + "/model.safetensors");
   if (prefer_ema && !data.ema.empty()) {
@@ -293,6 +295,26 @@ LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch:
     out.ema_weights = true;
   }
   if (data.state.contains("extra_state")) out.model->load_extra_state(data.state["extra_state"]);
+  out.model->module().eval();
+  return out;
+}
+
+LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device) {
+  if (!fs::is_regular_file(fs::path(folder) / "config.json") ||
+      !fs::is_regular_file(fs::path(folder) / "model.safetensors"))
+    throw CheckpointError("'" + folder + "' is not a Hugging Face GPT-2 folder (needs config.json and "
+                          "model.safetensors)",
+                          "pass the folder written by save_pretrained(..., safe_serialization=True)");
+  LoadedModel out;
+  // The flavour only fills keys the folder's config.json does not set (dropout, bias, start_token).
+  out.config = resolve_config(json{{"model", {{"plugin", "gpt"}, {"flavour", "small"}, {"init_from_hf", folder}}},
+                                   {"data", {{"tokenizer", "gpt2"}}}},
+                              {}, "--hf " + folder);
+  out.model = PluginRegistry::instance().create("gpt");
+  out.model->configure(out.config.at("model"));
+  out.config["model"] = out.model->resolved_model_config(out.config.at("model"));
+  out.config["model"]["flavour"] = "hf";   // recorded as what it is: no gpt flavour, the folder's shape
+  out.model->build(device);
   out.model->module().eval();
   return out;
 }

@@ -54,6 +54,10 @@ struct LoadedModel {
   bool ema_weights = false;
 };
 LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch::Device device, bool prefer_ema = true);
+// A Hugging Face GPT-2 folder (config.json + model.safetensors) ready to evaluate or sample without a
+// training run: the gpt plugin with model.init_from_hf = folder, step 0; the config records the loaded shape
+// and model.flavour "hf".
+LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device);
 
 // Copies tensors into module() by name; throws CheckpointError listing missing/unexpected/mis-shaped names.
 void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin);

@@ -46,6 +46,11 @@ nlohmann::json config_from_options(const po::variables_map& vm) {
   if (vm.count("config")) {
     origin = vm["config"].as<std::string>();
     experiment = load_json_file(origin);
+    // An experiment file (configs/quickstart.json, configs/experiments/*) holds several jobs: not a config.
+    if (experiment.is_object() && experiment.contains("jobs"))
+      throw ConfigError("'" + origin + "' is an experiment file (it has \"jobs\"), not a training config",
+                        "use `aobench run " + origin + "` to prepare, train, evaluate and report every job "
+                        "(--set train.max_iters=N applies to all of them)");
   }
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();

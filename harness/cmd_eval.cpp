@@ -20,6 +20,7 @@
 #include "harness/errors.h"
 #include "harness/plugin_api.h"
 #include "harness/run_dir.h"
+#include "harness/safetensors.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 
@@ -29,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kUsage =
-    "aobench eval --run RUN_DIR [--checkpoint DIR] --data NAME=PATH.bin [--data ...] "
+    "aobench eval (--run RUN_DIR [--checkpoint DIR] | --hf HF_GPT2_FOLDER) --data NAME=PATH.bin [--data ...] "
     "[--set eval.mode=random --set eval.orders=4 ...] [--out results.json] [--throughput]";
 
 // "_k4" / "_m16_p256" / "_elbo" so modes evaluated on one dataset do not overwrite each other.
@@ -82,7 +83,9 @@ void print_table(const std::vector<LikelihoodResult>& rows) {
 int cmd_eval(const std::vector<std::string>& args) {
   po::options_description desc("eval options");
   desc.add_options()
-      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
+      ("run", po::value<std::string>(), "run directory (has checkpoints/)")
+      ("hf", po::value<std::string>(), "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
+                                       "run; results go to runs/hf/<folder name>/ unless --out")
       ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
       ("data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")
@@ -90,7 +93,17 @@ int cmd_eval(const std::vector<std::string>& args) {
       ("throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
-  const std::string run_dir = vm["run"].as<std::string>();
+  const bool hf = vm.count("hf") > 0;
+  if (hf == (vm.count("run") > 0))
+    throw ConfigError("aobench eval needs --run RUN_DIR or --hf FOLDER (exactly one)", kUsage);
+  if (hf && vm.count("checkpoint"))
+    throw ConfigError("--checkpoint belongs to --run", "a Hugging Face folder has no checkpoints/");
+  // --hf: results (and the config that made them) live in runs/hf/<name>, a directory `aobench report` reads.
+  const std::string hf_folder = hf ? vm["hf"].as<std::string>() : "";
+  const std::string hf_name = fs::path(hf_folder).lexically_normal().filename().string().empty()
+                                  ? fs::path(hf_folder).lexically_normal().parent_path().filename().string()
+                                  : fs::path(hf_folder).lexically_normal().filename().string();
+  const std::string run_dir = hf ? (fs::path("runs") / "hf" / hf_name).string() : vm["run"].as<std::string>();
   std::vector<std::pair<std::string, std::string>> datasets;
   if (vm.count("data"))
     for (const auto& d : vm["data"].as<std::vector<std::string>>()) {
@@ -118,13 +131,17 @@ int cmd_eval(const std::vector<std::string>& args) {
                              ? load_json_file((fs::path(run_dir) / "config.resolved.json").string())
                              : base_config();
   const torch::Device device = select_device(get_string(saved, "train.device"));
-  LoadedModel loaded = load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
+  LoadedModel loaded = hf ? load_hf_gpt2(hf_folder, device) : load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
   nlohmann::json config = loaded.config;
   for (const auto& s : sets) apply_set(config, s);
   const EvalOptions options = EvalOptions::from_config(config, device);
   ModelPlugin& model = *loaded.model;
-  std::cout << "eval: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "")
-            << " on " << device.str() << ", mode " << options.mode << "\n";
+  if (hf)
+    std::cout << "eval: Hugging Face GPT-2 " << hf_folder << " (" << config["model"]["n_layer"] << " layers, "
+              << config["model"]["n_embd"] << " wide, vocab " << config["model"]["vocab_size"] << ")";
+  else
+    std::cout << "eval: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "");
+  std::cout << " on " << device.str() << ", mode " << options.mode << "\n";
 
   if (vm["throughput"].as<bool>()) {
     TokenFile file(datasets[0].second);
@@ -166,6 +183,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   print_table(all);
 
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : (fs::path(run_dir) / "results.json").string();
+  if (hf && !vm.count("out")) {
+    fs::create_directories(run_dir);
+    if (!fs::exists(fs::path(run_dir) / "config.resolved.json"))
+      write_file_atomic((fs::path(run_dir) / "config.resolved.json").string(), config.dump(2) + "\n");
+  }
   Results mine;
   mine.context = env_info(device.str(), options.autocast_bf16 ? "bfloat16 autocast" : "float32");
   mine.runs[run_name] = run;

@@ -22,6 +22,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "harness/errors.h"
+#include "harness/progress.h"
 
 namespace aobench {
 
@@ -206,15 +207,18 @@ std::vector<std::string> read_rows(const std::string& path, const std::string& f
 
 // Encodes every row on all cores. Rows are handed out in chunks through an atomic counter.
 std::vector<std::vector<uint32_t>> encode_rows(const Tokenizer& tok, const std::vector<std::string>& rows,
-                                               int threads) {
+                                               int threads, Progress& progress) {
   std::vector<std::vector<uint32_t>> out(rows.size());
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 16;
   std::vector<std::exception_ptr> errors(threads);
   auto work = [&](int t) {
     try {
-      for (size_t b; (b = next.fetch_add(kChunk)) < rows.size();)
-        for (size_t i = b; i < std::min(rows.size(), b + kChunk); ++i) out[i] = tok.encode(rows[i]);
+      for (size_t b; (b = next.fetch_add(kChunk)) < rows.size();) {
+        const size_t e = std::min(rows.size(), b + kChunk);
+        for (size_t i = b; i < e; ++i) out[i] = tok.encode(rows[i]);
+        progress.advance(static_cast<int64_t>(e - b));
+      }
     } catch (...) {
       errors[t] = std::current_exception();
     }
@@ -327,11 +331,14 @@ int cmd_prepare(const std::vector<std::string>& args) {
   if (!val_out.empty() && same_file(out, val_out))
     throw ConfigError("--output and --val-output are the same file " + out, "give the validation split its own path");
   std::vector<std::string> rows;
+  Progress reading("prepare read", static_cast<int64_t>(files.size()), "files");
   for (const auto& f : files) {
     auto r = read_rows(f, format);
     rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+    reading.advance();
     if (max_rows > 0 && static_cast<int64_t>(rows.size()) >= max_rows) break;
   }
+  reading.finish(std::to_string(rows.size()) + " rows");
   if (max_rows > 0 && static_cast<int64_t>(rows.size()) > max_rows) rows.resize(max_rows);
   if (rows.empty())
     throw DataError("no rows read from " + files.front() + (files.size() > 1 ? " ..." : ""),
@@ -340,7 +347,10 @@ int cmd_prepare(const std::vector<std::string>& args) {
     for (auto& r : rows) r = detokenize(format, r);
 
   const auto t_read = std::chrono::steady_clock::now();
-  auto ids = encode_rows(*tok, rows, threads);
+  Progress encoding("prepare encode (" + tok->name() + ", " + std::to_string(threads) + " threads)",
+                    static_cast<int64_t>(rows.size()), "rows");
+  auto ids = encode_rows(*tok, rows, threads, encoding);
+  encoding.finish();
   const auto t_enc = std::chrono::steady_clock::now();
 
   // The val split takes the LAST fraction of rows.

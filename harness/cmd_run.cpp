@@ -15,10 +15,12 @@
 #include "harness/commands.h"
 #include "harness/config.h"
 #include "harness/errors.h"
+#include "harness/progress.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
 #include "harness/safetensors.h"
 #include "harness/trainer.h"
+#include "reports/results.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -68,7 +70,8 @@ void write_done(const fs::path& job_dir, const json& done) {
   write_file_atomic((job_dir / "DONE.json").string(), done.dump(2) + "\n");
 }
 
-void run_prepare(const json& entry, size_t i, const std::string& origin, bool force) {
+// Runs one prepare entry; false when its outputs exist already (skipped).
+bool run_prepare(const json& entry, size_t i, const std::string& origin, bool force) {
   const std::string where = origin + ": prepare[" + std::to_string(i) + "]";
   if (!entry.is_object()) throw ConfigError(where + " must be an object");
   const std::string name = str_field(entry, "name", where);
@@ -77,7 +80,7 @@ void run_prepare(const json& entry, size_t i, const std::string& origin, bool fo
   const bool have_val = !entry.contains("val_output") || fs::exists(entry["val_output"].get<std::string>());
   if (!force && fs::exists(output) && have_val) {
     std::cout << "run: dataset " << name << " already prepared (" << output << ")\n";
-    return;
+    return false;
   }
   // Every key but "name" is an `aobench prepare` option ("val_output" → --val-output); a list repeats it.
   std::vector<std::string> args;
@@ -95,6 +98,13 @@ void run_prepare(const json& entry, size_t i, const std::string& origin, bool fo
     }
   if (int rc = call_command("prepare", args); rc != 0)
     throw DataError(where + " (" + name + "): aobench prepare exited with " + std::to_string(rc));
+  return true;
+}
+
+// Does eval mode `mode` (with its optional "jobs" filter) apply to job `name`?
+bool mode_applies(const json& mode, const std::string& name) {
+  return !mode.contains("jobs") ||
+         std::find(mode["jobs"].begin(), mode["jobs"].end(), json(name)) != mode["jobs"].end();
 }
 
 }  // namespace
@@ -162,7 +172,29 @@ int cmd_run(const std::vector<std::string>& args) {
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
 
-  for (size_t i = 0; i < prepare.size(); ++i) run_prepare(prepare[i], i, origin, force);
+  // Progress over the experiment's steps (prepare entries, trainings, evals); the ETA counts only the
+  // steps done in this process, not the ones skipped as finished earlier.
+  size_t n_steps = prepare.size() + jobs.size();
+  for (const auto& job : jobs)
+    for (const auto& mode : modes)
+      if (job.contains("name") && job["name"].is_string() && mode_applies(mode, job["name"].get<std::string>()))
+        ++n_steps;
+  Progress::Options quiet;   // no lines of its own: the runner prints status() with each step
+  quiet.interval_s = 1e300;
+  Progress progress("run " + origin, static_cast<int64_t>(n_steps), "steps", quiet);
+  auto step_line = [&](const std::string& what) {
+    std::cout << "run [" << progress.status() << ", " << format_duration(progress.elapsed()) << " elapsed]: " << what
+              << "\n" << std::flush;
+  };
+  int64_t skipped = 0;   // steps finished by an earlier invocation
+  for (size_t i = 0; i < prepare.size(); ++i) {
+    if (run_prepare(prepare[i], i, origin, force)) {
+      progress.advance();
+    } else {
+      progress.skip(1);
+      ++skipped;
+    }
+  }
 
   // Resolve every job before training any, so a typo in the last job fails in seconds.
   std::vector<std::pair<std::string, json>> resolved;
@@ -198,6 +230,7 @@ int cmd_run(const std::vector<std::string>& args) {
                       "job, or undo the change");
   }
 
+  int64_t trained = 0, evaluated = 0;
   for (const auto& [name, config] : resolved) {
     const fs::path job_dir = out_dir / name;
     if (force && fs::exists(job_dir)) {
@@ -207,9 +240,11 @@ int cmd_run(const std::vector<std::string>& args) {
     json done = read_done(job_dir);
     if (done.value("train", false)) {
       std::cout << "run: job " << name << ": training finished earlier, skipped\n";
+      progress.skip(1);
+      ++skipped;
     } else {
       const bool resume = latest_checkpoint(job_dir.string()).has_value();
-      std::cout << "run: job " << name << (resume ? ": resuming training" : ": training") << "\n";
+      step_line("job " + name + (resume ? ": resuming training" : ": training"));
       const TrainSummary summary = run_training(config, resume);
       if (summary.interrupted) {
         std::cout << "run: interrupted; re-run the same command to resume job " << name << "\n";
@@ -218,13 +253,13 @@ int cmd_run(const std::vector<std::string>& args) {
       done["train"] = true;
       done["config"] = config;
       write_done(job_dir, done);
+      progress.advance();
+      ++trained;
     }
     for (const auto& mode : modes) {
       // Optional filters: "jobs" / "datasets" (lists of names) restrict a mode, e.g. ensembles only for
       // any-order jobs on one dataset; every other key is an eval patch.
-      if (mode.contains("jobs") &&
-          std::find(mode["jobs"].begin(), mode["jobs"].end(), json(name)) == mode["jobs"].end())
-        continue;
+      if (!mode_applies(mode, name)) continue;
       std::vector<std::string> eval_args = {"--run", job_dir.string()};
       json used = json::object();   // the datasets this mode evaluates: part of what makes an eval "done"
       for (auto d = datasets.begin(); d != datasets.end(); ++d) {
@@ -237,18 +272,29 @@ int cmd_run(const std::vector<std::string>& args) {
       const std::string key = json{{"mode", mode}, {"datasets", used}}.dump();
       if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
         std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
+        progress.skip(1);
+        ++skipped;
         continue;
       }
+      step_line("job " + name + ": eval " + mode.dump());
       for (auto m = mode.begin(); m != mode.end(); ++m)
         if (m.key() != "jobs" && m.key() != "datasets") eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});
       if (int rc = call_command("eval", eval_args); rc != 0) return rc;
       done["evals"].push_back(key);
       write_done(job_dir, done);
+      progress.advance();
+      ++evaluated;
     }
   }
   const int rc = call_command("report", {out_dir.string()});
-  std::cout << "run: report at " << (out_dir / "report" / "index.html").string() << "\n";
-  return rc;
+  if (rc != 0) return rc;
+  // The run's summary: the report's headline table, then what this invocation did.
+  const fs::path report = out_dir / "report";
+  std::cout << "\n" << render_headline_text(Results::load((report / "results.json").string()));
+  std::cout << "run: done in " << format_duration(progress.elapsed()) << ": " << trained << " trainings, "
+            << evaluated << " evals; " << skipped << " of " << n_steps << " steps finished earlier; report at "
+            << (report / "index.html").string() << "\n";
+  return 0;
 }
 
 AOBENCH_COMMAND("run", kUsage, "every job of an experiment: prepare, train, eval, report; skips finished work",

@@ -254,22 +254,22 @@ double get_number_in(const json& config, const std::string& path, double lo, dou
   return v;
 }
 
-static void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+static void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
   if (j.is_object() && !j.empty()) {
     for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), join_path(prefix, it.key()), out);
   } else {
-    out.emplace_back(prefix, j.dump());
+    out.emplace_back(prefix, j);
   }
 }
 
 std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
                                             const std::string& a_name, const std::string& b_name) {
-  std::vector<std::pair<std::string, std::string>> la, lb;
+  std::vector<std::pair<std::string, json>> la, lb;
   flatten(a, "", la);
   flatten(b, "", lb);
-  std::map<std::string, std::pair<std::string, std::string>> leaves;   // path → (a, b); "" = absent
-  for (const auto& [k, v] : la) leaves[k].first = v;
-  for (const auto& [k, v] : lb) leaves[k].second = v;
+  std::map<std::string, std::pair<std::string, std::string>> leaves;   // path → (a, b) shortened; "" = absent
+  for (const auto& [k, v] : la) leaves[k].first = brief(v);
+  for (const auto& [k, v] : lb) leaves[k].second = brief(v);
   auto ignored = [&](const std::string& path) {
     for (const auto& i : ignore)
       if (path == i || path.rfind(i + ".", 0) == 0) return true;
@@ -285,15 +285,48 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
   return out;
 }
 
-std::string config_table(const json& config) {
-  std::vector<std::pair<std::string, std::string>> rows;
-  flatten(config, "", rows);
-  size_t width = 0;
-  for (const auto& r : rows) width = std::max(width, r.first.size());
+std::string config_summary(const json& config, const std::string& full_path) {
+  const bool has_model = config.contains("model") && config["model"].is_object();
+  const json& m = has_model ? config["model"] : base_config()["model"];
+  const std::string plugin = m.contains("plugin") && m["plugin"].is_string() ? m["plugin"].get<std::string>() : "";
+  const std::string flavour =
+      m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
+  json defaults = base_config();
+  try {
+    defaults["model"] = flavour_defaults(plugin, flavour);
+  } catch (const std::exception&) {   // no such plugin here: every model key counts as changed
+  }
+  std::vector<std::pair<std::string, json>> leaves, default_leaves;
+  flatten(config, "", leaves);
+  flatten(defaults, "", default_leaves);
+  const std::map<std::string, json> default_of(default_leaves.begin(), default_leaves.end());
+  // section → "key=value" items, in the config's order; values cut at 60 characters.
+  std::vector<std::pair<std::string, std::vector<std::string>>> sections;
+  for (const auto& [path, value] : leaves) {
+    const auto dot = path.find('.');
+    if (dot == std::string::npos || path == "model.plugin" || path == "model.flavour") continue;  // description
+    const auto d = default_of.find(path);
+    if (d != default_of.end() && d->second == value) continue;
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 60) text = text.substr(0, 57) + "...";
+    const std::string section = path.substr(0, dot);
+    if (sections.empty() || sections.back().first != section) sections.push_back({section, {}});
+    sections.back().second.push_back(path.substr(dot + 1) + "=" + text);
+  }
   std::ostringstream out;
-  for (const auto& r : rows) {
-    if (r.first == "description") continue;
-    out << "  " << r.first << std::string(width - r.first.size(), ' ') << " = " << r.second << "\n";
+  out << "config: " << plugin << "/" << flavour << "; keys that differ from the defaults (all keys: " << full_path
+      << "):\n";
+  if (sections.empty()) out << "  (none)\n";
+  for (const auto& [section, items] : sections) {
+    std::string line = "  " + section + ":";
+    for (const auto& item : items) {
+      if (line.size() + 1 + item.size() > 110 && line.size() > section.size() + 3) {
+        out << line << "\n";
+        line = std::string(section.size() + 3, ' ');
+      }
+      line += " " + item;
+    }
+    out << line << "\n";
   }
   return out.str();
 }

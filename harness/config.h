@@ -57,7 +57,9 @@ double get_number_in(const json& config, const std::string& path, double lo, dou
 std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
                                             const std::string& a_name, const std::string& b_name);
 
-// Pretty table of the resolved config (one "key = value" per leaf), printed at start.
-std::string config_table(const json& config);
+// The resolved config printed once at the start of a training run: only the keys that differ from the
+// defaults it was resolved from (configs/base.json and the model flavour's section), one line per section,
+// and where the full config is (`full_path`, config.resolved.json). Values longer than 60 characters are cut.
+std::string config_summary(const json& config, const std::string& full_path);
 
 }  // namespace aobench

@@ -16,7 +16,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 2;
+inline constexpr uint32_t kPluginApiVersion = 3;
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -95,6 +95,10 @@ class ModelPlugin {
   // Receives the resolved `model` section (flavour defaults + user overrides). Throws ConfigError
   // naming the JSON path ("model.n_head") and the broken rule.
   virtual void configure(const nlohmann::json& model_config) = 0;
+  // The model section as configure() resolved it, for config.resolved.json, checkpoints and results:
+  // keys a plugin fills from elsewhere (gpt: the shape of an init_from_hf folder's config.json) hold the
+  // values it built. Called after configure(); the default returns `model_config` unchanged.
+  virtual nlohmann::json resolved_model_config(const nlohmann::json& model_config) const { return model_config; }
   virtual void build(torch::Device device) = 0;
   // The network, for parameters, named state (checkpoints), train()/eval() and to().
   virtual torch::nn::Module& module() = 0;

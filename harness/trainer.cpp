@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -25,6 +26,7 @@
 #include "harness/ema.h"
 #include "harness/errors.h"
 #include "harness/optim.h"
+#include "harness/progress.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
 
@@ -196,21 +198,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string human_rate(double tok_s) {
-  if (tok_s >= 1e6) return fmt("%.2fM", tok_s / 1e6);
-  if (tok_s >= 1e3) return fmt("%.1fk", tok_s / 1e3);
-  return fmt("%.0f", tok_s);
-}
-
-std::string human_time(double s) {
-  const int64_t t = int64_t(s + 0.5);
-  std::ostringstream o;
-  if (t >= 3600) o << t / 3600 << "h" << (t % 3600) / 60 << "m";
-  else if (t >= 60) o << t / 60 << "m" << t % 60 << "s";
-  else o << t << "s";
-  return o.str();
-}
-
 // First differing leaf between two model sections, as "key: a vs b" ("" when equal).
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
   if (a.is_object() && b.is_object()) {
@@ -265,14 +252,44 @@ std::string parameter_checksum(torch::nn::Module& module) {
   return buf;
 }
 
+// Lowest "loss/val" in metrics.jsonl (kept lines of a resumed run) and its step; (NaN, -1) when none.
+std::pair<double, int64_t> best_logged_val(const std::string& metrics_path) {
+  std::pair<double, int64_t> best{std::nan(""), -1};
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("loss/val") || !j["loss/val"].is_number() || !j.contains("step") ||
+        !j["step"].is_number_integer())
+      continue;
+    const double v = j["loss/val"].get<double>();
+    if (std::isfinite(v) && !(v >= best.first)) best = {v, j["step"].get<int64_t>()};
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string summary_line(const TrainSummary& s) {
+  std::ostringstream o;
+  o << s.steps << " steps, " << s.tokens << " tokens (" << format_count(double(s.tokens)) << ") in "
+    << format_duration(s.wall_s) << "; val loss ";
+  if (std::isfinite(s.best_val_loss))
+    o << "best " << fmt("%.4f", s.best_val_loss) << " (step " << s.best_val_step << "), final "
+      << (std::isfinite(s.final_val_loss) ? fmt("%.4f", s.final_val_loss) : std::string("n/a"));
+  else
+    o << "n/a";
+  o << "; " << format_count(double(s.params)) << " parameters";
+  if (s.nan_skips) o << "; " << s.nan_skips << " batches skipped (non-finite)";
+  return o.str();
+}
 
 double learning_rate_at(const nlohmann::json& train_config, int64_t it) {
   return lr_at(parse_train(nlohmann::json{{"train", train_config}}), it);
 }
 
 // ---------------------------------------------------------------------------------------------------
-TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_config_changes) {
+TrainSummary run_training(const nlohmann::json& requested_config, bool resume, bool allow_config_changes) {
+  nlohmann::json config = requested_config;   // model section replaced by the plugin's resolved one below
   const TrainParams hp = parse_train(config);
   const DistEnv dist = dist_env_from_environment();
   const bool main_rank = dist.is_main();
@@ -288,6 +305,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
   const std::string flavour = get_string(config, "model.flavour");
   std::unique_ptr<ModelPlugin> model = PluginRegistry::instance().create(plugin_name);
   model->configure(config.at("model"));
+  config["model"] = model->resolved_model_config(config.at("model"));   // e.g. the shape of init_from_hf
   try {
     model->build(device);
   } catch (const c10::Error& e) {   // e.g. model.block_size=1e9: the allocator's message names no key
@@ -425,7 +443,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
   }
   if (main_rank) {
     run.write_config(config);
-    std::cout << "config:\n" << config_table(config);
+    std::cout << config_summary(config, run.path() + "/config.resolved.json");
     std::cout << "model " << plugin_name << "/" << flavour << " (" << to_string(info.paradigm) << ") on "
               << device_name(device) << (bf16 ? " bf16 autocast" : " fp32") << "; run dir " << run.path() << "\n";
     if (dp.active())
@@ -493,6 +511,15 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
   TrainSummary summary;
   summary.run_dir = run.path();
   summary.final_val_loss = std::nan("");
+  if (resume && main_rank)   // earlier segments' validation losses count for "best"
+    std::tie(summary.best_val_loss, summary.best_val_step) = best_logged_val(run.metrics_path());
+  auto record_val = [&](double v) {   // final and best validation loss for the summary line
+    summary.final_val_loss = v;
+    if (std::isfinite(v) && !(v >= summary.best_val_loss)) {   // best is NaN before the first
+      summary.best_val_loss = v;
+      summary.best_val_step = step;
+    }
+  };
   SignalGuard signals;
   net.train();
   reset_peak_memory(device);
@@ -587,7 +614,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
       const double mem = max_memory_gib(device);
       std::ostringstream line;
       line << "step " << step << "/" << hp.max_iters << " | loss " << fmt("%.4f", loss) << " | lr "
-           << fmt("%.2e", lr) << " | grad_norm " << fmt("%.2f", grad_norm) << " | " << human_rate(tok_s)
+           << fmt("%.2e", lr) << " | grad_norm " << fmt("%.2f", grad_norm) << " | " << format_count(tok_s)
            << " tok/s | mfu " << (std::isfinite(mfu) ? fmt("%.1f%%", 100 * mfu) : std::string("n/a")) << " | mem "
            << fmt("%.1f GiB", mem);
       if (nan_skips) line << " | skipped " << nan_skips;
@@ -605,12 +632,12 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
       const double frac = double(step) / double(hp.max_iters);
       const double eta = elapsed_s() / double(std::max<int64_t>(1, step - start_step)) * double(hp.max_iters - step);
       std::cout << "\r  step " << step << "/" << hp.max_iters << " [" << fmt("%5.1f%%", 100 * frac) << "] loss "
-                << fmt("%.4f", loss) << " ETA " << human_time(eta) << "\033[K" << std::flush;
+                << fmt("%.4f", loss) << " ETA " << format_duration(eta) << "\033[K" << std::flush;
       progress_shown = true;
     }
 
     if (hp.eval_interval > 0 && step % hp.eval_interval == 0 && val_file) {
-      summary.final_val_loss = evaluate();
+      record_val(evaluate());
       last_eval_step = step;
       if (main_rank && std::isfinite(summary.final_val_loss)) {
         std::cout << (tty && progress_shown ? "\r\033[K" : "") << "step " << step << " | val loss "
@@ -642,7 +669,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
 
   const bool interrupted = dp.active() ? stop_signal : g_signal != 0;
   if (!interrupted && val_file && hp.eval_interval > 0 && last_eval_step != step && step > 0) {
-    summary.final_val_loss = evaluate();
+    record_val(evaluate());
     if (main_rank && std::isfinite(summary.final_val_loss)) {
       std::cout << "step " << step << " | val loss " << fmt("%.4f", summary.final_val_loss) << "\n";
       run.append_metrics({{"step", step}, {"loss/val", summary.final_val_loss}});
@@ -652,6 +679,9 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
   if (last_ckpt_step != step) ckpt_dir = checkpoint(time_offset + elapsed_s());
   summary.steps = step;
   summary.nan_skips = nan_skips;
+  summary.tokens = tokens_seen;
+  summary.wall_s = time_offset + elapsed_s();
+  for (const auto& p : net.parameters()) summary.params += p.numel();
   if (interrupted) {
     summary.interrupted = true;
     summary.signal = g_signal != 0 ? int(g_signal) : SIGTERM;   // a peer rank was signalled
@@ -659,7 +689,7 @@ TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_
       std::cout << "interrupted at step " << step << "; checkpoint written to " << ckpt_dir
                 << "; resume with: aobench train --config " << run.path() << "/config.resolved.json --resume\n";
   } else if (main_rank) {
-    std::cout << "done: " << step << " steps, " << tokens_seen << " tokens, checkpoint " << ckpt_dir << "\n";
+    std::cout << "done: " << summary_line(summary) << "; checkpoint " << ckpt_dir << "\n";
   }
   if (debug_ddp)
     std::cout << "ddp-debug rank " << dist.rank << "/" << dist.world << " final parameters: "

@@ -3,6 +3,7 @@
 // autocast on GPU, EMA with the (1+n)/(10+n) warm-up, periodic validation, atomic checkpoints and exact
 // resume, SIGINT/SIGTERM → checkpoint and clean exit, NaN policy, DDP over c10d when WORLD_SIZE > 1.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -18,7 +19,16 @@ struct TrainSummary {
   bool interrupted = false;      // stopped by a signal after writing a checkpoint
   int signal = 0;                // SIGINT / SIGTERM when interrupted (exit code 128 + signal)
   int64_t nan_skips = 0;         // batches skipped under train.nan_policy = "skip"
+  double best_val_loss = std::nan("");   // lowest validation loss of the run (resumed segments included)
+  int64_t best_val_step = -1;            // its step
+  int64_t tokens = 0;                    // tokens trained on (all ranks, all segments)
+  int64_t params = 0;                    // parameter count of the model
+  double wall_s = 0;                     // training wall time, resumed segments included
 };
+
+// "300 steps, 614400 tokens (614.4k) in 41s; val loss best 2.3100 (step 200), final 2.3500; 1.23M
+// parameters": the final line of `aobench train` (after "done: ").
+std::string summary_line(const TrainSummary& s);
 
 // Trains the model described by a resolved config (config.h resolve_config). Writes
 // <train.out_dir>/config.resolved.json, metrics.jsonl, checkpoints/. With `resume`, continues from the

@@ -16,6 +16,7 @@
 #include "harness/errors.h"
 #include "harness/order.h"
 #include "harness/plugin_api.h"
+#include "harness/progress.h"
 #include "metrics/ensemble.h"
 #include "metrics/stats.h"
 
@@ -222,6 +223,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
   ens.positions = o.ensemble_positions;
 
   int64_t network_tokens = 0;
+  Progress progress("eval " + info.name + " " + o.mode, static_cast<int64_t>(n_windows), "windows");
   sync(device);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t first = 0; first < n_windows; first += static_cast<size_t>(o.batch_size)) {
@@ -257,9 +259,11 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
         totals[m].add_sequences({nll_row_sums(r.nll[m], r.evaluated, o.skip_first, o.ensemble_positions == 0)});
       network_tokens += B * T * o.ensemble.back();
     }
+    progress.advance(B);
   }
   sync(device);
   const double wall = seconds_since(t0);
+  progress.finish();
 
   std::vector<LikelihoodResult> results(n_results);
   for (size_t m = 0; m < n_results; ++m) {

@@ -50,6 +50,36 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     << "code{background:#f6f6f6;padding:1px 4px}</style></head><body>\n<h1>aobench report</h1>\n";
   h << "<p>Downloads: <a href=\"summary.md\">summary.md</a> · <a href=\"results.csv\">results.csv</a> · "
     << "<a href=\"results.tex\">results.tex</a> · <a href=\"results.json\">results.json</a></p>\n";
+  const Headline head = headline_table(r);
+  if (!head.rows.empty()) {
+    h << "<h2>Headline: perplexity <small>(lower is better; ≤ marks an upper bound)</small></h2>\n"
+      << "<table><tr><th>run</th><th>protocol</th><th>windows</th>";
+    for (const auto& d : head.datasets) h << "<th>" << esc(d.empty() ? "-" : d) << "</th>";
+    h << "</tr>\n";
+    for (const auto& row : head.rows) {
+      h << "<tr><td>" << esc(row.label()) << "</td><td>" << esc(row.protocol) << "</td><td>" << esc(row.windows)
+        << "</td>";
+      for (const auto& d : head.datasets) {
+        auto it = row.cells.find(d);
+        h << "<td class=num>";
+        if (it != row.cells.end()) {
+          const MetricValue& m = *it->second;
+          h << (m.is_bound ? "≤ " : "") << fmt(m.value);
+          if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) h << " ± " << fmt(*m.stderr_);
+        }
+        h << "</td>";
+      }
+      h << "</tr>\n";
+    }
+    h << "</table>\n<ul class=proto>";
+    if (!head.shared_details.empty()) h << "<li>All rows: " << esc(head.shared_details) << "</li>";
+    for (const auto& row : head.rows)
+      if (head.shared_details.empty() && !row.details.empty())
+        h << "<li>" << esc(row.run) << ": " << esc(row.details) << "</li>";
+    for (const auto& row : head.rows)
+      for (const auto& [n, text] : row.notes) h << "<li>[" << n << "] " << esc(text) << "</li>";
+    h << "</ul>\n";
+  }
   h << "<h2>Runs</h2>\n<table><tr><th>run</th><th>plugin</th><th>flavour</th><th>paradigm</th><th>params</th>"
     << "<th>steps</th><th>tokens</th></tr>\n";
   for (const auto& [name, run] : r.runs)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -86,11 +87,175 @@ std::pair<std::string, int64_t> ensemble_member(const std::string& metric) {
   return {metric.substr(0, pos), std::stoll(metric.substr(pos + 2))};
 }
 
+// "ppl_k4" → 4; any other family → 0.
+int64_t orders_of(const std::string& metric) {
+  if (metric.rfind("ppl_k", 0) != 0 || metric.size() == 5 || metric.size() > 14) return 0;
+  for (size_t i = 5; i < metric.size(); ++i)
+    if (metric[i] < '0' || metric[i] > '9') return 0;
+  return std::stoll(metric.substr(5));
+}
+
+std::vector<std::string> split_protocol(const std::string& p) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0; pos <= p.size();) {
+    const size_t end = std::min(p.find("; ", pos), p.size());
+    if (end > pos) parts.push_back(p.substr(pos, end - pos));
+    pos = end + 2;
+  }
+  return parts;
+}
+
+// "16/86 windows" → "16 of 86": a window subset named in a protocol; "" when the whole file was evaluated.
+std::string window_subset(const std::string& part) {
+  const auto slash = part.find('/'), sp = part.find(" windows");
+  if (slash == std::string::npos || sp == std::string::npos || sp < slash || sp + 8 != part.size()) return "";
+  const std::string used = part.substr(0, slash), total = part.substr(slash + 1, sp - slash - 1);
+  auto digits = [](const std::string& x) {
+    return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return digits(used) && digits(total) ? used + " of " + total : "";
+}
+
+std::string family_name(const std::string& metric) {
+  if (metric == "ppl") return "exact L2R perplexity (ppl)";
+  if (metric == "ppl_elbo") return "ELBO bound (ppl_elbo)";
+  if (metric == "ppl_k") return "exact any-order perplexity (ppl_k<K>)";
+  return metric;
+}
+
+std::string joined(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
 }  // namespace
+
+std::string HeadlineRow::label() const {
+  if (notes.empty()) return run;
+  std::vector<std::string> nums;
+  for (const auto& n : notes) nums.push_back(std::to_string(n.first));
+  return run + " [" + joined(nums, ", ") + "]";
+}
+
+Headline headline_table(const Results& r) {
+  Headline h;
+  std::set<std::string> datasets;
+  int next_note = 1;
+  for (const auto& [name, run] : r.runs) {
+    std::set<std::string> families;
+    int64_t max_k = 0;
+    for (const auto& [key, m] : run.metrics) {
+      const std::string metric = split_metric_key(key).second;
+      families.insert(metric);
+      max_k = std::max(max_k, orders_of(metric));
+    }
+    const std::string any_order = max_k > 0 ? "ppl_k" + std::to_string(max_k) : "ppl_k";
+    std::vector<std::string> prefs = {"ppl", any_order, "ppl_elbo"};
+    if (run.paradigm == "any_order") prefs = {any_order, "ppl", "ppl_elbo"};
+    if (run.paradigm == "masked_diffusion_encoder") prefs = {"ppl_elbo", any_order, "ppl"};
+    const auto chosen =
+        std::find_if(prefs.begin(), prefs.end(), [&](const std::string& f) { return families.count(f) > 0; });
+    if (chosen == prefs.end()) continue;   // no perplexity evaluated: not in the headline
+    HeadlineRow row;
+    row.run = name;
+    row.metric = *chosen;
+    std::map<std::string, std::string> protocols;   // dataset → protocol without per-dataset parts
+    std::vector<std::string> windows;
+    bool subset = false;
+    for (const auto& [key, m] : run.metrics) {
+      const auto [dataset, metric] = split_metric_key(key);
+      if (metric != row.metric) continue;
+      row.cells[dataset] = &m;
+      datasets.insert(dataset);
+      std::vector<std::string> kept;
+      std::string sub;
+      for (const auto& part : split_protocol(m.protocol)) {
+        if (!window_subset(part).empty()) sub = window_subset(part);
+        else if (part.rfind("bytes pro-rated", 0) != 0) kept.push_back(part);
+      }
+      protocols[dataset] = joined(kept, "; ");
+      subset |= !sub.empty();
+      windows.push_back((dataset.empty() ? "" : dataset + " ") + (sub.empty() ? std::to_string(m.n) + " (all)" : sub));
+    }
+    const auto parts = split_protocol(protocols.begin()->second);
+    row.protocol = parts.empty() ? "" : parts.front();
+    row.details = parts.size() > 1 ? joined({parts.begin() + 1, parts.end()}, "; ") : "";
+    row.windows = subset ? "subset" : "all";
+    if (chosen != prefs.begin())
+      row.notes.emplace_back(next_note++, name + " (" + run.paradigm + "): no " + family_name(prefs.front()) +
+                                              " evaluated; the row shows " + row.metric);
+    if (subset) row.notes.emplace_back(next_note++, name + ": windows evaluated: " + joined(windows, ", "));
+    for (const auto& [dataset, p] : protocols)
+      if (p != protocols.begin()->second) row.notes.emplace_back(next_note++, name + " on " + dataset + ": " + p);
+    h.rows.push_back(std::move(row));
+  }
+  h.datasets.assign(datasets.begin(), datasets.end());
+  if (!h.rows.empty() && std::all_of(h.rows.begin(), h.rows.end(),
+                                     [&](const HeadlineRow& row) { return row.details == h.rows[0].details; }))
+    h.shared_details = h.rows[0].details;
+  return h;
+}
+
+std::string render_headline_text(const Results& r) {
+  const Headline h = headline_table(r);
+  if (h.rows.empty()) return "";
+  std::vector<std::vector<std::string>> table = {{"run", "protocol", "windows"}};
+  for (const auto& d : h.datasets) table[0].push_back(d.empty() ? "-" : d);
+  for (const auto& row : h.rows) {
+    std::vector<std::string> line = {row.label(), row.protocol, row.windows};
+    for (const auto& d : h.datasets) {
+      auto it = row.cells.find(d);
+      line.push_back(it == row.cells.end() ? "" : cell(*it->second, "<= ", " +- "));
+    }
+    table.push_back(line);
+  }
+  std::vector<size_t> width(table[0].size(), 0);
+  for (const auto& line : table)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  std::ostringstream out;
+  out << "perplexity (lower is better; <= marks an upper bound)\n";
+  for (const auto& line : table) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      const std::string pad(width[c] - line[c].size(), ' ');
+      out << (c ? "  " : "") << (c < 3 ? line[c] + pad : pad + line[c]);
+    }
+    out << "\n";
+  }
+  if (!h.shared_details.empty()) out << "all rows: " << h.shared_details << "\n";
+  for (const auto& row : h.rows) {
+    if (h.shared_details.empty() && !row.details.empty()) out << row.run << ": " << row.details << "\n";
+    for (const auto& [n, text] : row.notes) out << "[" << n << "] " << text << "\n";
+  }
+  return out.str();
+}
 
 std::string render_markdown(const Results& r) {
   std::ostringstream md;
   md << "# aobench results\n\n";
+  const Headline h = headline_table(r);
+  if (!h.rows.empty()) {
+    md << "## Headline: perplexity (lower is better; ≤ marks an upper bound)\n\n| run | protocol | windows |";
+    for (const auto& d : h.datasets) md << " " << (d.empty() ? "-" : d) << " |";
+    md << "\n|---|---|---|";
+    for (size_t i = 0; i < h.datasets.size(); ++i) md << "---:|";
+    md << "\n";
+    for (const auto& row : h.rows) {
+      md << "| " << row.label() << " | " << row.protocol << " | " << row.windows << " |";
+      for (const auto& d : h.datasets) {
+        auto it = row.cells.find(d);
+        md << " " << (it == row.cells.end() ? "" : cell(*it->second, "≤ ", " ± ")) << " |";
+      }
+      md << "\n";
+    }
+    md << "\n";
+    if (!h.shared_details.empty()) md << "All rows: " << h.shared_details << ".\n";
+    for (const auto& row : h.rows)
+      if (h.shared_details.empty() && !row.details.empty()) md << "- " << row.run << ": " << row.details << "\n";
+    for (const auto& row : h.rows)
+      for (const auto& [n, text] : row.notes) md << "\n" << n << ". " << text;
+    md << "\n\n## Runs\n\n";
+  }
   md << "| run | plugin | flavour | paradigm | params | steps | tokens |\n|---|---|---|---|---:|---:|---:|\n";
   for (const auto& [name, run] : r.runs)
     md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | "

@@ -59,9 +59,33 @@ std::pair<std::string, std::string> split_metric_key(const std::string& key);
 // that are runs): config, metrics.jsonl curves ("loss/train", "loss/val") and results.json metrics.
 Results collect_results(const std::string& dir);
 
+// The headline table every report leads with (the paper's main metric, zero-shot perplexity): rows = runs,
+// columns = datasets, one perplexity family per row chosen by paradigm — autoregressive: exact L2R `ppl`;
+// any_order: exact any-order `ppl_k<K>` (largest K); masked_diffusion_encoder: the ELBO bound `ppl_elbo` —
+// falling back along ppl_k<K> → ppl → ppl_elbo when the preferred one was not evaluated (a footnote says
+// so). Each row carries its protocol (exact or bound, order, first token, windows) and the windows
+// evaluated ("all" or a footnote listing the subsets); footnotes are numbered across rows.
+struct HeadlineRow {
+  std::string run, metric;      // metric family shown, e.g. "ppl_k1"
+  std::string protocol;         // how the cells were measured: "l2r exact", "ELBO upper bound, 16 MC steps"
+  std::string details;          // the rest of the protocol ("first token skipped; 1024-token windows; ...")
+  std::string windows;          // "all" | "subset"
+  std::map<std::string, const MetricValue*> cells;   // dataset → value
+  std::vector<std::pair<int, std::string>> notes;    // (footnote number, text)
+  std::string label() const;    // "sedd [1, 2]": the run with the numbers of its footnotes
+};
+struct Headline {
+  std::vector<std::string> datasets;
+  std::vector<HeadlineRow> rows;    // empty when no run has a perplexity
+  std::string shared_details;       // the rows' details when they all agree (printed once), else ""
+};
+Headline headline_table(const Results& r);   // points into `r`: keep it alive
+// The headline as fixed-width text for the terminal (`aobench run` ends with it); "" when empty.
+std::string render_headline_text(const Results& r);
+
 // Renderers: Markdown (one table per metric family, rows = runs, columns = datasets, "≤" for bounds,
 // "± stderr", protocol notes under each table), flat CSV, LaTeX (booktabs, one table per family).
-std::string render_markdown(const Results& r);
+std::string render_markdown(const Results& r);   // leads with the headline table
 std::string render_csv(const Results& r);
 std::string render_latex(const Results& r);
 // Writes <out_dir>/<name>.dat + .gp and runs gnuplot for loss_val / loss_train as PNG (pngcairo) and SVG.

@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "datasets/data_dir.h"
+
 namespace aobench::testing {
 
 // A fresh empty directory under the system temp dir, removed when the object dies.
@@ -44,16 +46,16 @@ inline std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// ../shared/data via AOBENCH_DATA_DIR; "" when unset or missing (callers GTEST_SKIP()).
+// The shared data folder by the binary's rule (datasets/data_dir.h: $AOBENCH_DATA_DIR, else ../shared/data
+// beside the checkout); "" when it does not exist (callers GTEST_SKIP()).
 inline std::string shared_data_dir() {
-  const char* d = std::getenv("AOBENCH_DATA_DIR");
-  if (!d || !*d || !std::filesystem::is_directory(d)) return "";
-  return d;
+  const std::string d = ::aobench::shared_data_dir();
+  return !d.empty() && std::filesystem::is_directory(d) ? d : "";
 }
 
 #define AOBENCH_REQUIRE_DATA(var)                                                              \
   const std::string var = ::aobench::testing::shared_data_dir();                               \
-  if (var.empty()) GTEST_SKIP() << "AOBENCH_DATA_DIR is not set to the shared data folder (../shared/data); skipping"
+  if (var.empty()) GTEST_SKIP() << "no shared data folder (" << ::aobench::shared_data_dir_rule() << "); skipping"
 
 // Runs the aobench binary with `args`; returns exit code, stdout+stderr in `output`.
 inline int run_aobench(const std::string& args, std::string* output = nullptr) {

@@ -35,8 +35,13 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
 }
 
-BlockImpl::BlockImpl(const GptConfig& c) : cfg(c) {
-  const int64_t d = c.n_embd;
+double GptConfig::attn_scale(int64_t layer) const {
+  double s = scale_attn_weights ? 1.0 / std::sqrt(double(n_embd / n_head)) : 1.0;
+  return scale_attn_by_inverse_layer_idx ? s / double(layer + 1) : s;
+}
+
+BlockImpl::BlockImpl(const GptConfig& c, int64_t layer) : cfg(c), attn_scale(c.attn_scale(layer)) {
+  const int64_t d = c.n_embd, inner = c.mlp_width();
   ln_1 = register_module("ln_1", LayerNorm(d, c.bias, c.ln_eps));
   ln_2 = register_module("ln_2", LayerNorm(d, c.bias, c.ln_eps));
   auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
@@ -44,9 +49,9 @@ BlockImpl::BlockImpl(const GptConfig& c) : cfg(c) {
   c_attn =
       attn->register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(d, 3 * d).bias(c.bias)));
   attn_proj = attn->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(c.bias)));
-  c_fc = mlp->register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(d, 4 * d).bias(c.bias)));
+  c_fc = mlp->register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(d, inner).bias(c.bias)));
   mlp_proj =
-      mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * d, d).bias(c.bias)));
+      mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(inner, d).bias(c.bias)));
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& a,
@@ -69,7 +74,8 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
     cache->v[layer].index_copy_(2, cache->step_slots, v);
     const int64_t span = cache->step_mask.size(1);
     y = at::scaled_dot_product_attention(q, cache->k[layer].narrow(2, 0, span),
-                                         cache->v[layer].narrow(2, 0, span), cache->step_mask, p, false);
+                                         cache->v[layer].narrow(2, 0, span), cache->step_mask, p, false,
+                                         attn_scale);
   } else if (cache) {
     if (past > 0) {
       k = torch::cat({cache->k[layer], k}, 2);  // (B, H, past+S, hd)
@@ -81,12 +87,12 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
   if (fixed) {
     // attended above
   } else if (past == 0) {
-    y = at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true);
+    y = at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true, attn_scale);
   } else {
     // New slot i (absolute past+i) sees keys 0..past+i.
     auto mask = torch::ones({S, past + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
                     .tril(past);  // (S, past+S)
-    y = at::scaled_dot_product_attention(q, k, v, mask, p, false);
+    y = at::scaled_dot_product_attention(q, k, v, mask, p, false, attn_scale);
   }
   y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
   const auto drop_opts = F::DropoutFuncOptions().p(p).training(is_training());
@@ -94,7 +100,7 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& 
   // a2 = ln_2(out); then out + mlp and the next block's ln_1 (or ln_f).
   auto [out, a2] = common::add_layer_norm(x, F::dropout(common::linear2d(attn_proj, y), drop_opts), ln_2->weight,
                                           ln_2->bias, ln_2->eps);
-  torch::Tensor hmid = common::linear2d(c_fc, a2);  // (B, S, 4d)
+  torch::Tensor hmid = common::linear2d(c_fc, a2);  // (B, S, n_inner)
   hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
   return common::add_layer_norm(out, F::dropout(common::linear2d(mlp_proj, hmid), drop_opts), next_ln->weight,
                                 next_ln->bias, next_ln->eps);
@@ -106,7 +112,7 @@ GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
   wpe = register_module("wpe", torch::nn::Embedding(c.block_size + (c.start_token ? 1 : 0), c.n_embd));
   if (c.start_token) wnonee = register_parameter("wnonee", torch::zeros({1, c.n_embd}));
   h = register_module("h", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(Block(c));
+  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(Block(c, i));
   ln_f = register_module("ln_f", LayerNorm(c.n_embd, c.bias, c.ln_eps));
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
 
@@ -207,12 +213,86 @@ T field(const nlohmann::json& j, const std::string& key, const char* type_name) 
   return v.get<T>();
 }
 
+// The HF config.json decides the shape (GPT-2 Large judge: 36/20/1280, 1024 positions, 50257 ids) and
+// every option of GPT2Model that changes the numbers is implemented or refused by name: a loaded model
+// computes what transformers computes, or does not load.
+void apply_hf_config(GptConfig& c) {
+  const std::string path = c.init_from_hf + "/config.json";
+  std::ifstream in(path);
+  if (!in)
+    bad("init_from_hf", "cannot open '" + path + "'",
+        "point it at a folder with config.json + model.safetensors");
+  nlohmann::json hf;
+  try {
+    hf = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    bad("init_from_hf", "'" + path + "' is not valid JSON: " + e.what(), "re-download the model folder");
+  }
+  if (!hf.is_object()) bad("init_from_hf", "'" + path + "' is not a JSON object", "is this a GPT-2 config?");
+  auto where = [&](const std::string& k) { return "'" + path + "': \"" + k + "\""; };
+  auto integer = [&](const std::string& k) -> int64_t {
+    if (!hf.contains(k)) bad("init_from_hf", where(k) + " is missing", "is this a GPT-2 config?");
+    if (!hf[k].is_number_integer())
+      bad("init_from_hf", where(k) + " must be an integer, got " + hf[k].dump(), "is this a GPT-2 config?");
+    return hf[k].get<int64_t>();
+  };
+  auto flag = [&](const std::string& k, bool fallback) -> bool {
+    if (!hf.contains(k) || hf[k].is_null()) return fallback;
+    if (!hf[k].is_boolean()) bad("init_from_hf", where(k) + " must be true or false, got " + hf[k].dump(), "");
+    return hf[k].get<bool>();
+  };
+  if (hf.contains("model_type") && hf["model_type"] != "gpt2")
+    bad("init_from_hf", where("model_type") + " is " + hf["model_type"].dump() + ", not \"gpt2\"",
+        "the gpt plugin loads GPT2LMHeadModel / GPT2Model folders only");
+  c.n_embd = integer("n_embd");
+  c.n_layer = integer("n_layer");
+  c.n_head = integer("n_head");
+  c.vocab_size = integer("vocab_size");
+  c.block_size = integer(hf.contains("n_positions") ? "n_positions" : "n_ctx");
+  c.n_inner = hf.contains("n_inner") && !hf["n_inner"].is_null() ? integer("n_inner") : 0;
+  if (hf.contains("n_inner") && !hf["n_inner"].is_null() && c.n_inner < 1)
+    bad("init_from_hf", where("n_inner") + " = " + std::to_string(c.n_inner) + " is not a width", "");
+  if (hf.contains("layer_norm_epsilon")) {
+    if (!hf["layer_norm_epsilon"].is_number())
+      bad("init_from_hf", where("layer_norm_epsilon") + " must be a number", "");
+    c.ln_eps = hf["layer_norm_epsilon"].get<double>();
+  }
+  // transformers ACT2FN: gelu_new, gelu_pytorch_tanh and gelu_fast are the same tanh approximation
+  // (written three ways, equal up to float rounding); gelu and gelu_python are the exact erf GELU.
+  const nlohmann::json act_json =
+      hf.contains("activation_function") ? hf["activation_function"] : nlohmann::json("gelu_new");
+  const std::string act = act_json.is_string() ? act_json.get<std::string>() : act_json.dump();
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
+    c.activation = "gelu_tanh";
+  else if (act == "gelu" || act == "gelu_python")
+    c.activation = "gelu";
+  else
+    bad("init_from_hf",
+        where("activation_function") + " is \"" + act + "\", which the gpt plugin does not implement",
+        "supported: gelu_new, gelu_pytorch_tanh, gelu_fast (tanh GELU), gelu, gelu_python (erf GELU)");
+  c.scale_attn_weights = flag("scale_attn_weights", true);
+  c.scale_attn_by_inverse_layer_idx = flag("scale_attn_by_inverse_layer_idx", false);
+  // reorder_and_upcast_attn only moves the scale into an fp32 baddbmm: the same scores in fp32, accepted.
+  (void)flag("reorder_and_upcast_attn", false);
+  if (flag("add_cross_attention", false))
+    bad("init_from_hf", where("add_cross_attention") + " is true: cross-attention blocks are not implemented",
+        "load a decoder-only GPT-2 (add_cross_attention=false)");
+  if (!flag("tie_word_embeddings", true))
+    bad("init_from_hf", where("tie_word_embeddings") + " is false: the gpt plugin ties lm_head to wte",
+        "load a GPT-2 whose lm_head is its wte (every released GPT-2 is)");
+  if (c.start_token)
+    bad("start_token", "must be false with init_from_hf",
+        "HF GPT-2 has no [None] slot; set model.start_token=false");
+  if (!c.bias) bad("bias", "must be true with init_from_hf", "GPT-2 checkpoints have biases; set model.bias=true");
+}
+
 }  // namespace
 
 void GptPlugin::configure(const nlohmann::json& m) {
-  static const std::set<std::string> keys = {"n_layer",     "n_head",       "n_embd", "block_size",
-                                             "vocab_size",  "dropout",      "bias",   "activation",
-                                             "start_token", "init_from_hf", "plugin", "flavour"};
+  static const std::set<std::string> keys = {"n_layer",     "n_head",       "n_embd", "n_inner",
+                                             "block_size",  "vocab_size",   "dropout", "bias",
+                                             "activation",  "start_token",  "init_from_hf", "plugin",
+                                             "flavour"};
   for (auto it = m.begin(); it != m.end(); ++it)
     if (!keys.count(it.key())) bad(it.key(), "unknown key for plugin gpt", "see plugins/gpt/README.md");
   GptConfig c;
@@ -226,52 +306,18 @@ void GptPlugin::configure(const nlohmann::json& m) {
   c.activation = field<std::string>(m, "activation", "string");
   c.start_token = field<bool>(m, "start_token", "boolean");
   c.init_from_hf = field<std::string>(m, "init_from_hf", "string");
-
-  if (!c.init_from_hf.empty()) {
-    // The HF config.json decides the shape (GPT-2 Large judge: 36/20/1280, 1024 positions, 50257 ids).
-    const std::string path = c.init_from_hf + "/config.json";
-    std::ifstream in(path);
-    if (!in)
-      bad("init_from_hf", "cannot open '" + path + "'",
-          "point it at a folder with config.json + model.safetensors");
-    nlohmann::json hf;
-    try {
-      hf = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      bad("init_from_hf", "'" + path + "' is not valid JSON: " + e.what(), "re-download the model folder");
-    }
-    auto need = [&](const char* k) -> const nlohmann::json& {
-      if (!hf.contains(k))
-        bad("init_from_hf", "'" + path + "' lacks \"" + k + "\"", "is this a GPT-2 config?");
-      return hf.at(k);
-    };
-    c.n_embd = need("n_embd").get<int64_t>();
-    c.n_layer = need("n_layer").get<int64_t>();
-    c.n_head = need("n_head").get<int64_t>();
-    c.vocab_size = need("vocab_size").get<int64_t>();
-    c.block_size =
-        hf.contains("n_positions") ? hf["n_positions"].get<int64_t>() : need("n_ctx").get<int64_t>();
-    if (hf.contains("layer_norm_epsilon")) c.ln_eps = hf["layer_norm_epsilon"].get<double>();
-    const std::string act = hf.value("activation_function", "gelu_new");
-    if (act == "gelu_new" || act == "gelu_pytorch_tanh")
-      c.activation = "gelu_tanh";
-    else if (act == "gelu")
-      c.activation = "gelu";
-    else
-      bad("init_from_hf", "'" + path + "' has activation_function \"" + act + "\"",
-          "supported: gelu_new, gelu");
-    if (c.start_token)
-      bad("start_token", "must be false with init_from_hf",
-          "HF GPT-2 has no [None] slot; set model.start_token=false");
-    if (!c.bias)
-      bad("bias", "must be true with init_from_hf", "GPT-2 checkpoints have biases; set model.bias=true");
-  }
+  // Checkpoints written before n_inner existed lack it: their MLPs are 4·n_embd wide, i.e. n_inner 0.
+  c.n_inner = m.contains("n_inner") ? field<int64_t>(m, "n_inner", "integer") : 0;
+  if (!c.init_from_hf.empty()) apply_hf_config(c);
   auto positive = [](const std::string& k, int64_t v) {
     if (v < 1) bad(k, "must be ≥ 1, got " + std::to_string(v), "use a positive integer");
   };
   positive("n_layer", c.n_layer);
   positive("n_head", c.n_head);
   positive("n_embd", c.n_embd);
+  if (c.n_inner < 0)
+    bad("n_inner", "must be ≥ 0, got " + std::to_string(c.n_inner),
+        "0 means 4·n_embd (GPT-2), else the MLP width");
   positive("block_size", c.block_size);
   if (c.vocab_size < 2)
     bad("vocab_size", "must be ≥ 2, got " + std::to_string(c.vocab_size), "use the tokenizer's size");
@@ -285,6 +331,19 @@ void GptPlugin::configure(const nlohmann::json& m) {
     bad("activation", "unknown activation \"" + c.activation + "\"", "use \"gelu\" or \"gelu_tanh\"");
   cfg_ = c;
   configured_ = true;
+}
+
+nlohmann::json GptPlugin::resolved_model_config(const nlohmann::json& model_config) const {
+  // With init_from_hf the shape comes from the folder's config.json: record that, not the flavour's.
+  nlohmann::json m = model_config;
+  m["n_layer"] = cfg_.n_layer;
+  m["n_head"] = cfg_.n_head;
+  m["n_embd"] = cfg_.n_embd;
+  m["n_inner"] = cfg_.n_inner;
+  m["block_size"] = cfg_.block_size;
+  m["vocab_size"] = cfg_.vocab_size;
+  m["activation"] = cfg_.activation;
+  return m;
 }
 
 void GptPlugin::build(torch::Device device) {

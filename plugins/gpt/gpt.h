@@ -16,6 +16,7 @@ namespace aobench::gpt {
 
 struct GptConfig {
   int64_t n_layer = 2, n_head = 2, n_embd = 64;
+  int64_t n_inner = 0;       // MLP width; 0 = 4·n_embd (HF config.json "n_inner": null)
   int64_t block_size = 128;  // max tokens per sequence
   int64_t vocab_size = 257;  // real vocabulary; wte has padded_vocab() rows
   double dropout = 0.0;
@@ -24,7 +25,12 @@ struct GptConfig {
   bool start_token = false;
   std::string init_from_hf;  // HF GPT-2 folder or ""
   double ln_eps = 1e-5;      // from HF config.json layer_norm_epsilon; nanoGPT uses 1e-5 too
+  // Attention score scale of HF GPT-2 (config.json only): 1/sqrt(head_dim) unless scale_attn_weights is
+  // false, further divided by (layer index + 1) with scale_attn_by_inverse_layer_idx.
+  bool scale_attn_weights = true, scale_attn_by_inverse_layer_idx = false;
   int64_t padded_vocab() const { return (vocab_size + 63) / 64 * 64; }
+  int64_t mlp_width() const { return n_inner > 0 ? n_inner : 4 * n_embd; }
+  double attn_scale(int64_t layer) const;
 };
 
 // LayerNorm with an optional bias (nanoGPT: GPT-2 has biases, bias=false is slightly better and faster).
@@ -58,13 +64,14 @@ struct KvCache {
 };
 
 struct BlockImpl : torch::nn::Module {
-  BlockImpl(const GptConfig& c);
+  BlockImpl(const GptConfig& c, int64_t layer);
   // x (B, S, d) the residual stream and a = ln_1(x) (computed by the previous block); returns the new
   // stream and next_ln of it (the next block's ln_1, or ln_f). With a cache, the S new slots attend to the
   // cached ones and are appended to it.
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& a,
                                                   const LayerNorm& next_ln, KvCache* cache, size_t layer);
   GptConfig cfg;
+  double attn_scale;  // softmax(q·kᵀ · attn_scale): cfg.attn_scale(layer)
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   torch::nn::Linear c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
 };
@@ -93,6 +100,7 @@ class GptPlugin : public ModelPlugin {
   PluginInfo info() const override;
   nlohmann::json default_config() const override;
   void configure(const nlohmann::json& model_config) override;
+  nlohmann::json resolved_model_config(const nlohmann::json& model_config) const override;
   void build(torch::Device device) override;
   torch::nn::Module& module() override;
   double flops_per_token(int64_t T) const override;

@@ -1,11 +1,14 @@
 // Implements: GPT-plugin tests beyond the conformance suite (spec-ao-gpt §1.4, §8): exact HF GPT-2 logits
-// (tests/data/make_hf_tiny_gpt2.py), KV-cache sampling == full recomputation, log_prob sums == loss,
+// (tests/data/make_hf_tiny_gpt2.py; the config.json options of tests/data/make_hf_gpt2_variants.py, and
+// refusal by name of the ones not implemented), KV-cache sampling == full recomputation, log_prob sums == loss,
 // start_token on/off scoring, config validation naming "model.<key>".
 #include "gpt.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "harness/errors.h"
@@ -49,6 +52,84 @@ TEST(Gpt, HfLogitsMatch) {
   ASSERT_EQ(ours.sizes(), ref.sizes());
   const double err = (ours - ref).abs().max().item<double>();
   EXPECT_LT(err, 1e-4) << "max |ours − HF| = " << err;
+}
+
+// Each fixture turns on one GPT-2 config.json option; our logits (the full forward and the KV-cache path,
+// which computes attention with an explicit mask) must match transformers'.
+TEST(Gpt, HfConfigOptionsMatchTransformers) {
+  for (const std::string variant : {"inverse_layer_idx", "no_scale", "n_inner", "gelu_fast"}) {
+    SCOPED_TRACE(variant);
+    const std::string dir = std::string(AOBENCH_TEST_DATA) + "/hf_gpt2_variants/" + variant;
+    nlohmann::json m = debug_config();
+    m["init_from_hf"] = dir;
+    auto p = make(m);
+    SafetensorsFile f = read_safetensors(dir + "/expected.safetensors");
+    p->module().eval();
+    torch::NoGradGuard ng;
+    const torch::Tensor ids = f.tensors.at("input_ids");  // (2, 12)
+    const torch::Tensor& ref = f.tensors.at("logits");    // (2, 12, 64)
+    torch::Tensor ours = p->net()->logits(ids);
+    ASSERT_EQ(ours.sizes(), ref.sizes());
+    EXPECT_LT((ours - ref).abs().max().item<double>(), 1e-4);
+    KvCache cache;  // prefix of 5, then one token at a time: the masked SDPA path must scale the same way
+    std::vector<torch::Tensor> steps = {p->net()->logits(ids.narrow(1, 0, 5), &cache)};
+    for (int64_t k = 5; k < ids.size(1); ++k) steps.push_back(p->net()->logits(ids.narrow(1, k, 1), &cache));
+    EXPECT_LT((torch::cat(steps, 1) - ref).abs().max().item<double>(), 1e-4);
+    // The recorded model section is the loaded shape, not the debug flavour's.
+    const nlohmann::json rec = p->resolved_model_config(m);
+    EXPECT_EQ(rec["n_layer"], 3);
+    EXPECT_EQ(rec["n_embd"], 16);
+    EXPECT_EQ(rec["vocab_size"], 64);
+    EXPECT_EQ(rec["block_size"], 16);
+    EXPECT_EQ(rec["n_inner"], variant == "n_inner" ? 40 : 0);
+    EXPECT_EQ(rec["activation"], "gelu_tanh");
+  }
+}
+
+// An option of GPT2Config the plugin does not implement is refused by its name, never ignored.
+TEST(Gpt, HfUnsupportedOptionsAreRefusedByName) {
+  const std::string src = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
+  std::ifstream in(src + "/config.json");
+  const nlohmann::json base = nlohmann::json::parse(in);
+  const std::string dir = ::testing::TempDir() + "/hf_refused";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(src + "/model.safetensors", dir + "/model.safetensors",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"activation_function", "relu"}}, "activation_function"},
+      {{{"activation_function", "quick_gelu"}}, "quick_gelu"},
+      {{{"add_cross_attention", true}}, "add_cross_attention"},
+      {{{"tie_word_embeddings", false}}, "tie_word_embeddings"},
+      {{{"model_type", "gpt_neo"}}, "model_type"},
+      {{{"scale_attn_weights", "yes"}}, "scale_attn_weights"},
+      {{{"n_inner", 2.5}}, "n_inner"},
+  };
+  for (const auto& [patch, needle] : cases) {
+    nlohmann::json cfg = base;
+    cfg.merge_patch(patch);
+    std::ofstream(dir + "/config.json") << cfg.dump(2);
+    nlohmann::json m = debug_config();
+    m["init_from_hf"] = dir;
+    try {
+      make(m);
+      ADD_FAILURE() << patch.dump() << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Gpt, NInnerSetsTheMlpWidth) {
+  nlohmann::json m = debug_config();
+  m["n_inner"] = 96;
+  auto p = make(m);
+  auto* blk = p->net()->h[0]->as<BlockImpl>();
+  EXPECT_EQ(blk->c_fc->weight.sizes(), torch::IntArrayRef({96, 64}));
+  EXPECT_EQ(blk->mlp_proj->weight.sizes(), torch::IntArrayRef({64, 96}));
+  m["n_inner"] = -1;
+  EXPECT_THROW(make(m), ConfigError);
+  m.erase("n_inner");   // a config saved before the key existed: the GPT-2 width
+  EXPECT_EQ(make(m)->net()->h[0]->as<BlockImpl>()->c_fc->weight.size(0), 4 * 64);
 }
 
 TEST(Gpt, KvCacheSamplingEqualsRecomputation) {

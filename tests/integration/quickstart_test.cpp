@@ -70,10 +70,22 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
     EXPECT_TRUE(std::isfinite(bound.value) && bound.value > 1.0) << name;
   }
 
+  // The terminal shows where the run is and ends with the report's headline table (issue 11 point 7).
+  EXPECT_NE(out.find("run [1/"), std::string::npos) << out;
+  EXPECT_NE(out.find(" elapsed]: job gpt: training"), std::string::npos) << out;
+  const size_t head = out.find("perplexity (lower is better; <= marks an upper bound)");
+  ASSERT_NE(head, std::string::npos) << out;
+  for (const char* row : {"gpt ", "ao_gpt ", "sigma_gpt ", "sedd ", "radd "})
+    EXPECT_NE(out.find(std::string("\n") + row, head), std::string::npos) << row << "\n" << out.substr(head);
+  EXPECT_NE(out.find("ELBO upper bound, 8 MC steps", head), std::string::npos) << out.substr(head);
+  EXPECT_NE(out.find("run: done in ", head), std::string::npos) << out.substr(head);
+  EXPECT_NE(testing::read_text((report / "summary.md").string()).find("## Headline: perplexity"), std::string::npos);
+
   // A second run finds everything done.
   ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
   EXPECT_NE(out.find("training finished earlier, skipped"), std::string::npos) << out;
   EXPECT_NE(out.find("done earlier, skipped"), std::string::npos) << out;
+  EXPECT_NE(out.find("0 trainings, 0 evals;"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Implements: tests of the layered strict config (harness/config.h; style.md lesson 5): unknown keys with
 // "did you mean", type mismatches, --set parsing, and range checks that reject NaN/negative/absurd values.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -115,11 +116,23 @@ TEST(Config, JsonFilesAllowCommentsAndNameTheFileOnErrors) {
   expect_config_error([&] { merge_strict(c, json{{"description", 3}}, "x"); }, {"description"});
 }
 
-TEST(Config, TableListsLeaves) {
-  const std::string t = config_table(base_config());
-  EXPECT_NE(t.find("train.learning_rate"), std::string::npos);
-  EXPECT_NE(t.find("train.order.kind"), std::string::npos);
-  EXPECT_EQ(t.find("description"), std::string::npos);
+// The start-of-run print lists only what differs from base.json and the flavour, not every key.
+TEST(Config, SummaryListsOnlyChangedKeys) {
+  const json c = resolve_config(json{{"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 64}}},
+                                     {"description", "a run"}},
+                                {"train.learning_rate=1e-3", "train.order.kind=random", "eval.ensemble=[1,2]"});
+  const std::string s = config_summary(c, "runs/x/config.resolved.json");
+  EXPECT_NE(s.find("gpt/debug"), std::string::npos) << s;
+  EXPECT_NE(s.find("runs/x/config.resolved.json"), std::string::npos) << s;
+  EXPECT_NE(s.find("model: block_size=64"), std::string::npos) << s;
+  EXPECT_NE(s.find("learning_rate=0.001"), std::string::npos) << s;
+  EXPECT_NE(s.find("order.kind=\"random\""), std::string::npos) << s;
+  EXPECT_NE(s.find("ensemble=[1,2]"), std::string::npos) << s;
+  for (const char* unchanged : {"batch_size", "beta1", "n_layer", "seed", "nan_policy", "description"})
+    EXPECT_EQ(s.find(unchanged), std::string::npos) << unchanged << " is at its default:\n" << s;
+  EXPECT_LE(std::count(s.begin(), s.end(), '\n'), 5) << s;
+  // Defaults only: nothing listed.
+  EXPECT_NE(config_summary(resolve_config(json::object(), {}), "f").find("(none)"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // codes, and the stderr helper (metrics/stats.h).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -54,6 +55,92 @@ TEST(ResultsTest, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(*m.stderr_, 1.25);
   EXPECT_EQ(b.runs.at("gpt_small").curves.at("loss/train").size(), 3u);
   EXPECT_DOUBLE_EQ(b.runs.at("gpt_small").curves.at("loss/val")[1].second, 3.9);
+}
+
+// Four paradigms with the protocols `aobench run` writes: the headline picks each row's main perplexity
+// (GPT: exact L2R; AO-GPT: exact any-order, largest K; SEDD: the ELBO bound; RADD without an ELBO: the
+// any-order fallback, footnoted), marks window subsets with a footnote and leads every rendering.
+Results paradigm_results() {
+  const std::string rest = "; first token skipped; 1024-token windows; reference packing";
+  Results r;
+  RunResults gpt, ao, sedd, radd;
+  gpt.paradigm = "autoregressive";
+  gpt.metrics["ptb/ppl"] = {120.5, 1.5, 86, false, false, "l2r exact" + rest};
+  gpt.metrics["wikitext2/ppl"] = {40.25, 0.5, 229, false, false, "l2r exact" + rest};
+  gpt.metrics["wikitext2/bpb"] = {1.5, 0.01, 229, false, false, "l2r exact" + rest};
+  ao.paradigm = "any_order";
+  ao.metrics["wikitext2/ppl"] = {45.0, 0.5, 229, false, false, "l2r exact" + rest};
+  ao.metrics["wikitext2/ppl_k1"] = {60.0, 0.75, 229, false, false, "random orders exact, K=1" + rest};
+  ao.metrics["wikitext2/ppl_k4"] = {58.0, 0.5, 229, false, false, "random orders exact, K=4" + rest};
+  ao.metrics["wikitext2/ppl_m8"] = {50.0, 0.5, 229, false, false, "context-order ensemble M=8" + rest};
+  sedd.paradigm = "masked_diffusion_encoder";
+  sedd.metrics["ptb/ppl_elbo"] = {110.0, 2.0, 86, true, false, "ELBO upper bound, 16 MC steps" + rest};
+  sedd.metrics["wikitext2/ppl_elbo"] = {55.0, 1.0, 229, true, false, "ELBO upper bound, 16 MC steps" + rest};
+  sedd.metrics["wikitext2/ppl"] = {50.0, 1.0, 16, false, false, "l2r exact" + rest + "; 16/229 windows"};
+  radd.paradigm = "masked_diffusion_encoder";
+  radd.metrics["ptb/ppl_k1"] = {130.0, 3.0, 16, false, false,
+                                "random orders exact, K=1" + rest +
+                                    "; 16/86 windows; bytes pro-rated to the scored tokens (estimate)"};
+  radd.metrics["wikitext2/ppl_k1"] = {70.0, 2.0, 229, false, false, "random orders exact, K=1" + rest};
+  r.runs["gpt"] = gpt;
+  r.runs["ao_gpt"] = ao;
+  r.runs["sedd"] = sedd;
+  r.runs["radd"] = radd;
+  return r;
+}
+
+TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
+  const Results r = paradigm_results();
+  const Headline h = headline_table(r);
+  ASSERT_EQ(h.rows.size(), 4u);
+  EXPECT_EQ(h.datasets, (std::vector<std::string>{"ptb", "wikitext2"}));
+  std::map<std::string, const HeadlineRow*> rows;
+  for (const auto& row : h.rows) rows[row.run] = &row;
+  EXPECT_EQ(rows.at("gpt")->metric, "ppl");
+  EXPECT_EQ(rows.at("gpt")->protocol, "l2r exact");
+  EXPECT_EQ(rows.at("ao_gpt")->metric, "ppl_k4");
+  EXPECT_EQ(rows.at("ao_gpt")->protocol, "random orders exact, K=4");
+  EXPECT_EQ(rows.at("sedd")->metric, "ppl_elbo");
+  EXPECT_EQ(rows.at("sedd")->protocol, "ELBO upper bound, 16 MC steps");
+  EXPECT_TRUE(rows.at("sedd")->cells.at("ptb")->is_bound);
+  EXPECT_EQ(rows.at("sedd")->windows, "all");
+  EXPECT_TRUE(rows.at("sedd")->notes.empty());
+  EXPECT_EQ(rows.at("radd")->metric, "ppl_k1");
+  EXPECT_EQ(rows.at("radd")->windows, "subset");
+  ASSERT_EQ(rows.at("radd")->notes.size(), 2u);
+  EXPECT_NE(rows.at("radd")->notes[0].second.find("no ELBO bound (ppl_elbo) evaluated"), std::string::npos);
+  EXPECT_NE(rows.at("radd")->notes[1].second.find("ptb 16 of 86, wikitext2 229 (all)"), std::string::npos)
+      << rows.at("radd")->notes[1].second;
+  EXPECT_EQ(rows.at("radd")->label(), "radd [1, 2]");   // the only footnotes, numbered from 1
+  EXPECT_EQ(h.shared_details, "first token skipped; 1024-token windows; reference packing");
+
+  const std::string md = render_markdown(r);
+  const size_t head = md.find("## Headline: perplexity"), runs = md.find("## Runs");
+  ASSERT_NE(head, std::string::npos) << md;
+  EXPECT_LT(head, runs);
+  EXPECT_LT(head, md.find("## ppl "));
+  EXPECT_NE(md.find("| radd [1, 2] | random orders exact, K=1 | subset | 130 ± 3 | 70 ± 2 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 110 ± 2 | ≤ 55 ± 1 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| gpt | l2r exact | all | 120.5 ± 1.5 | 40.25 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all |  | 58 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n1. radd (masked_diffusion_encoder): no ELBO bound"), std::string::npos) << md;
+  EXPECT_NE(md.find("All rows: first token skipped; 1024-token windows; reference packing."), std::string::npos);
+
+  const std::string text = render_headline_text(r);
+  EXPECT_EQ(text.rfind("perplexity (lower is better", 0), 0u) << text;
+  EXPECT_NE(text.find("<= 110 +- 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("[2] radd: windows evaluated: ptb 16 of 86"), std::string::npos) << text;
+  const std::string html = render_html(r, {});
+  EXPECT_LT(html.find("Headline: perplexity"), html.find("<h2>Runs</h2>"));
+  EXPECT_NE(html.find("<td>radd [1, 2]</td><td>random orders exact, K=1</td><td>subset</td>"), std::string::npos);
+  // No perplexity anywhere: no headline section.
+  Results none;
+  none.runs["x"].metrics["d/eval_tok_s"] = {100, std::nullopt, 0, false, true, "throughput"};
+  EXPECT_TRUE(headline_table(none).rows.empty());
+  EXPECT_EQ(render_headline_text(none), "");
+  EXPECT_EQ(render_markdown(none).find("Headline"), std::string::npos);
 }
 
 TEST(ResultsTest, SaveLoadAndMergeOverwriteMetricsKeyByKey) {

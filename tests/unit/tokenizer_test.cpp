@@ -4,10 +4,12 @@
 #include <time.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
 #include "harness/errors.h"
 #include "tests/test_util.h"
@@ -153,6 +155,27 @@ TEST(Gpt2Tokenizer, LongPiecesMergeLikeTheReferenceAndFast) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(cpu, 1.0) << "1 MB pre-token took " << cpu << " CPU s (" << wall << " s wall)";
   EXPECT_EQ(tok->decode(ids), big);
+// One rule for the binary and the tests (datasets/data_dir.h): without $AOBENCH_DATA_DIR the shared data
+// folder is ../shared/data beside the checkout, so `aobench tokenize` works after the README's setup.
+TEST(SharedDataDir, EnvVarElseBesideTheCheckout) {
+  const char* old = std::getenv("AOBENCH_DATA_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("AOBENCH_DATA_DIR", "/some/where", 1);
+  EXPECT_EQ(shared_data_dir(), "/some/where");
+  ::unsetenv("AOBENCH_DATA_DIR");
+  const std::filesystem::path beside =
+      (std::filesystem::path(AOBENCH_SOURCE_DIR) / ".." / "shared" / "data").lexically_normal();
+  EXPECT_EQ(shared_data_dir(), std::filesystem::is_directory(beside) ? beside.string() : "");
+  EXPECT_NE(shared_data_dir_rule().find(beside.string()), std::string::npos);
+  if (std::filesystem::is_directory(beside / "gpt2")) {
+    ::unsetenv("AOBENCH_GPT2_DIR");
+    testing::TempDir tmp;
+    testing::write_text(tmp.file("in.txt"), "Hello world");
+    std::string out;
+    EXPECT_EQ(testing::run_aobench("tokenize --tokenizer gpt2 < " + tmp.file("in.txt"), &out), 0) << out;
+    EXPECT_NE(out.find("[15496,995]"), std::string::npos) << out;   // tiktoken gpt2
+  }
+  if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
 }
 
 TEST(ByteTokenizer, EncodeDecode) {
