@@ -18,6 +18,7 @@
 #include "harness/progress.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
+#include "harness/run_generation.h"
 #include "harness/safetensors.h"
 #include "harness/trainer.h"
 #include "reports/results.h"
@@ -124,13 +125,16 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
 
-  const json exp = load_json_file(origin);
+  json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
+  exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs of another file
   for (auto it = exp.begin(); it != exp.end(); ++it)
-    if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval"}
+    if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
+                               "generation"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
-                        "valid keys: description, comment, expected, out_dir, prepare, common, jobs, eval");
+                        "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
+                        "generation");
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
   const json& common = section(exp, "common", json::value_t::object, origin);
@@ -170,6 +174,7 @@ int cmd_run(const std::vector<std::string>& args) {
   fs::create_directories(out_dir);
   const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
   if (exp.contains("description")) str_field(exp, "description", origin);
+  if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
 
   // Progress over the experiment's steps (prepare entries, trainings, evals); the ETA counts only the
@@ -286,6 +291,16 @@ int cmd_run(const std::vector<std::string>& args) {
       ++evaluated;
     }
   }
+  // Generation after every job is trained: a job of this experiment may be the genppl judge.
+  if (exp.contains("generation"))
+    for (const auto& [name, config] : resolved) {
+      const fs::path job_dir = out_dir / name;
+      json done = read_done(job_dir);
+      if (int rc = run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
+                                         [&] { write_done(job_dir, done); }, call_command);
+          rc != 0)
+        return rc;
+    }
   const int rc = call_command("report", {out_dir.string()});
   if (rc != 0) return rc;
   // The run's summary: the report's headline table, then what this invocation did.

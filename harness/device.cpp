@@ -1,6 +1,8 @@
 // Implements: device selection, autocast policy, peak-FLOPs table and memory stats (see device.h).
 #include "harness/device.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <sys/resource.h>
 
 #include <cmath>
@@ -83,6 +85,21 @@ void reset_peak_memory(torch::Device device) {
 #ifdef AOBENCH_HAVE_CUDA_HEADERS
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
 #endif
+}
+
+AutocastScope::AutocastScope(bool enable) : on(enable) {
+  if (!on) return;
+  prev_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
+  prev_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+}
+
+AutocastScope::~AutocastScope() {
+  if (!on) return;
+  at::autocast::set_autocast_enabled(at::kCUDA, prev_enabled);
+  at::autocast::set_autocast_dtype(at::kCUDA, prev_dtype);
+  at::autocast::clear_cache();
 }
 
 }  // namespace aobench

@@ -22,4 +22,15 @@ double peak_bf16_flops(const std::string& name);
 double max_memory_gib(torch::Device device);
 void reset_peak_memory(torch::Device device);
 
+// bf16 autocast for CUDA forwards while it lives (the C++ API has no context manager); the previous autocast
+// state is restored on exit. enable = false does nothing.
+struct AutocastScope {
+  bool on, prev_enabled = false;
+  at::ScalarType prev_dtype = at::kFloat;
+  explicit AutocastScope(bool enable);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+};
+
 }  // namespace aobench

@@ -75,6 +75,7 @@ struct SampleRequest {
   uint64_t seed = 0;
   bool float64_sampling = true;  // categorical draws in float64 (false = legacy float32 Gumbel path)
   std::string schedule = "linear"; // per-step token counts for any-order samplers
+  std::string counts = "deterministic";  // any-order: the reference's integer counts, or "bernoulli" (Lemma 1)
   torch::Tensor prompt;          // optional (B, L) int64 ids; −1 = free position (prompting / infill)
   torch::Device device = torch::kCPU;
 };
@@ -82,6 +83,7 @@ struct SampleRequest {
 struct SampleOutput {
   torch::Tensor tokens;              // (B, L) int64 ids in [0, vocab)
   int64_t network_calls = 0;         // NFE actually made (caching samplers report fewer than steps)
+  torch::Tensor order;               // (B, L) int64 generation order σ (any-order samplers), else undefined
 };
 
 class ModelPlugin {

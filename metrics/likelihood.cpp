@@ -3,8 +3,6 @@
 // nll_row_sums/NllTotals path then applies the first-token protocol and sums in float64.
 #include "metrics/likelihood.h"
 
-#include <ATen/autocast_mode.h>
-
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -22,22 +20,6 @@
 
 namespace aobench {
 namespace {
-
-// bf16 autocast for CUDA forwards, undone on scope exit (the C++ API has no context manager).
-struct AutocastGuard {
-  bool on;
-  explicit AutocastGuard(bool enable) : on(enable) {
-    if (!on) return;
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::increment_nesting();
-  }
-  ~AutocastGuard() {
-    if (!on) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-  }
-};
 
 void sync(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
@@ -213,7 +195,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
   std::vector<NllTotals> totals(n_results);
 
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(o.autocast_bf16);
+  AutocastScope autocast(o.autocast_bf16);
   model.module().eval();
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
   OrderSpec random_order;
@@ -296,7 +278,7 @@ double l2r_throughput(ModelPlugin& model, const TokenFile& file, const EvalOptio
   const auto starts = eval_window_starts(file, T);
   if (starts.empty()) throw DataError("'" + file.path() + "' holds no full " + std::to_string(T) + "-token window");
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(o.autocast_bf16);
+  AutocastScope autocast(o.autocast_bf16);
   model.module().eval();
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
   // Reuse the first batch: throughput of the forward, not of the data loader.

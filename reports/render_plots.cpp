@@ -1,10 +1,14 @@
 // Implements: loss curves as gnuplot plots (DESIGN.md §1: gnuplot driven as a subprocess). For each curve
 // (loss/val → loss_val, loss/train → loss_train) writes <name>.dat (one data block per run) and <name>.gp,
-// then runs gnuplot (an argument vector, no shell: harness/subprocess.h) for a PNG (pngcairo) and an SVG.
-// Plotting is optional: a missing or failing gnuplot prints a warning and the report goes on without images.
+// then runs gnuplot (an argument vector, no shell: harness/subprocess.h) for a PNG (pngcairo) and an SVG; likewise
+// gen_speed (generation time vs steps, log-log). Plotting is optional: a missing or failing gnuplot prints a
+// warning and the report goes on without images.
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include "harness/subprocess.h"
 #include "reports/results.h"
@@ -24,6 +28,57 @@ std::string gp_quote(const std::string& s) {
     else out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
   }
   return out + "'";
+}
+
+// Runs `gnuplot <name>.gp` in out_dir (when present) and lists the PNG/SVG that exist afterwards.
+void run_gnuplot(const std::string& out_dir, const std::string& name, bool have_gnuplot,
+                 std::vector<std::string>& images) {
+  if (!have_gnuplot) return;
+  if (run_program({"gnuplot", name + ".gp"}, nullptr, out_dir, /*show_stderr=*/true) != 0)
+    std::cerr << "warning: gnuplot failed on " << (fs::path(out_dir) / (name + ".gp")).string()
+              << "; skipping this plot\n";
+  for (const char* ext : {".png", ".svg"})
+    if (fs::exists(fs::path(out_dir) / (name + ext))) images.push_back(name + ext);
+}
+
+// Generation time against sampling steps, log-log, one line per run (the paper's speed figure): the
+// "speed_s<steps>/gen_s" metrics of `aobench speed`, with their standard errors as error bars.
+void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
+  const std::string name = "gen_speed";
+  std::vector<std::string> runs;
+  std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
+  for (const auto& [run, rr] : r.runs) {
+    std::vector<std::tuple<long long, double, double>> points;
+    for (const auto& [key, m] : rr.metrics) {
+      auto [dataset, metric] = split_metric_key(key);
+      if (metric != "gen_s" || dataset.rfind("speed_s", 0) != 0) continue;
+      points.emplace_back(std::stoll(dataset.substr(7)), m.value, m.stderr_.value_or(0.0));
+    }
+    if (points.empty()) continue;
+    std::sort(points.begin(), points.end());
+    dat << "# " << run << ": steps, seconds, stderr\n";
+    for (const auto& [steps, v, se] : points) dat << steps << " " << v << " " << se << "\n";
+    dat << "\n\n";
+    runs.push_back(run);
+  }
+  dat.close();
+  if (runs.empty()) {
+    fs::remove(fs::path(out_dir) / (name + ".dat"));
+    return;
+  }
+  std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
+  gp << "# generation wall-clock time vs sampling steps, one line per run (regenerate: gnuplot " << name << ".gp)\n"
+     << "set termoption noenhanced\nset logscale xy 2\nset xlabel \"sampling steps\"\n"
+     << "set ylabel \"seconds per generated batch\"\nset key top left\nset grid\n";
+  std::string plot = "plot ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
+            " with yerrorlines lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
+  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
+     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+     << "unset output\n";
+  gp.close();
+  run_gnuplot(out_dir, name, have_gnuplot, images);
 }
 
 }  // namespace
@@ -62,13 +117,9 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
        << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
        << "unset output\n";
     gp.close();
-    if (!have_gnuplot) continue;
-    if (run_program({"gnuplot", name + ".gp"}, nullptr, out_dir, /*show_stderr=*/true) != 0)
-      std::cerr << "warning: gnuplot failed on " << (fs::path(out_dir) / (name + ".gp")).string()
-                << "; skipping this plot\n";
-    for (const char* ext : {".png", ".svg"})
-      if (fs::exists(fs::path(out_dir) / (name + ext))) images.push_back(name + ext);
+    run_gnuplot(out_dir, name, have_gnuplot, images);
   }
+  speed_plot(r, out_dir, have_gnuplot, images);
   return images;
 }
 

@@ -2,8 +2,10 @@
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
 // table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -22,9 +24,30 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Numbers inside names compare by value ("speed_s64" < "speed_s128", "gen_p0.7" < "gen_p0.95"), so the
+// generation sweeps come out in steps order; the rest compares character by character.
+struct NaturalLess {
+  bool operator()(const std::string& a, const std::string& b) const {
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+      if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+        char *ea = nullptr, *eb = nullptr;
+        const double x = std::strtod(a.c_str() + i, &ea), y = std::strtod(b.c_str() + j, &eb);
+        if (x != y) return x < y;
+        i = static_cast<size_t>(ea - a.c_str());
+        j = static_cast<size_t>(eb - b.c_str());
+      } else {
+        if (a[i] != b[j]) return a[i] < b[j];
+        ++i, ++j;
+      }
+    }
+    return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+  }
+};
+
 // family → (datasets, runs) present, in sorted order.
 struct Family {
-  std::set<std::string> datasets;
+  std::set<std::string, NaturalLess> datasets;
   std::set<std::string> protocols;
   bool higher_is_better = false;
 };

@@ -88,7 +88,8 @@ std::string render_headline_text(const Results& r);
 std::string render_markdown(const Results& r);   // leads with the headline table
 std::string render_csv(const Results& r);
 std::string render_latex(const Results& r);
-// Writes <out_dir>/<name>.dat + .gp and runs gnuplot for loss_val / loss_train as PNG (pngcairo) and SVG.
+// Writes <out_dir>/<name>.dat + .gp and runs gnuplot for loss_val / loss_train and gen_speed (aobench speed,
+// log-log seconds vs steps) as PNG (pngcairo) and SVG.
 // Returns the image files written; when gnuplot is missing or fails, prints a warning and returns what
 // exists — never throws for plotting problems.
 std::vector<std::string> render_plots(const Results& r, const std::string& out_dir);

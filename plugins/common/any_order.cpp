@@ -213,6 +213,111 @@ double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, 
   return 6.0 * n + 12.0 * n_layer * n_embd * T;
 }
 
+double masked_fraction(const std::string& schedule, int64_t k, int64_t steps) {
+  if (schedule != "linear" && schedule != "cosine")
+    throw ConfigError("sample schedule '" + schedule + "' is unknown", "use \"linear\" or \"cosine\"");
+  if (k >= steps) return 0.0;
+  const double r = static_cast<double>(k) / steps;  // 1 − t_k
+  return schedule == "linear" ? 1.0 - r : std::cos(r * M_PI / 2.0);
+}
+
+std::vector<int64_t> bernoulli_counts(int64_t L, int64_t steps, const std::string& schedule, at::Generator& gen) {
+  steps = std::max<int64_t>(1, steps);
+  std::vector<int64_t> n;
+  int64_t done = 0;
+  for (int64_t k = 0; k < steps && done < L; ++k) {
+    const double m_now = masked_fraction(schedule, k, steps), m_next = masked_fraction(schedule, k + 1, steps);
+    const double p = k == steps - 1 ? 1.0 : (m_now - m_next) / m_now;  // (α_s − α_t)/(1 − α_t)
+    // Stage 1 of Lemma 1: an independent Bernoulli(p) per still-masked position.
+    done += torch::rand({L - done}, gen, torch::kFloat64).lt(p).sum().item<int64_t>();
+    n.push_back(done);
+  }
+  return n;
+}
+
+namespace {
+
+// The step loop of §4.2 for rows that share one count schedule. generated (b, L) holds the `done` given
+// tokens in generation order and receives the rest; order (b, L); p_tok/p_pos (b, n_prev) are the real
+// slots not yet in the cache. counts are cumulative over the free positions. With capture_steps on a GPU the
+// cache is static and one-token steps are replayed from CUDA graphs. Returns the network calls made.
+int64_t run_steps(const SlotForward& forward, const SampleRequest& request, const torch::Tensor& order,
+                  torch::Tensor generated, int64_t done, torch::Tensor p_tok, torch::Tensor p_pos,
+                  const std::vector<int64_t>& counts, at::Generator& dev_gen, bool capture_steps) {
+  const int64_t B = generated.size(0), L = generated.size(1);
+  const auto dev = generated.device();
+  const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  const auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
+  KVCache cache;
+  // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
+  int64_t max_new = 0;
+  for (size_t i = 0; i < counts.size(); ++i)
+    max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
+  cache.capacity = L + 1 + max_new;
+  if (capture_steps && dev.is_cuda()) cache.make_static(dev);
+  // A static-cache step (S slots, `mask` (S, old + S) as below): keys at device-side slots, attention over
+  // the first `span` slots; with S = 1 the shapes are static and the step is replayed from a CUDA graph.
+  std::map<int64_t, StepGraph> graphs;
+  Slots step_in;  // (B, 1) inputs of the captured steps, in fixed memory
+  auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new,
+                         int64_t S) {
+    const int64_t old = cache.length(), span = cache.span_for(S);
+    torch::Tensor logits;
+    if (S == 1) {
+      if (!step_in.tokens.defined())
+        step_in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
+      step_in.tokens.copy_(s.tokens);
+      step_in.positions.copy_(s.positions);
+      step_in.targets.copy_(s.targets);
+      logits = graphs[span].run(dev, [&] {
+        cache.step_slots = cache.pos.clone();  // (1); the mask (1, span): the cache and the slot itself
+        cache.step_mask = torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
+        auto y = forward(step_in, &cache, std::nullopt, 1);
+        cache.pos.add_(1);
+        return y;
+      });
+    } else {
+      cache.step_slots = torch::arange(old, old + S, lopt);
+      cache.step_mask = torch::cat({make_mask(), torch::zeros({S, span - old - S}, bopt)}, 1);
+      logits = forward(s, &cache, std::nullopt, n_new);
+      cache.pos.fill_(old + S);
+    }
+    cache.len = old + S;
+    return logits;
+  };
+  int64_t prev = 0, calls = 0;
+  for (int64_t n_cum : counts) {
+    if (n_cum == prev) continue;  // a Lemma-1 step that unmasks nothing needs no network call
+    const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();
+    auto q_pos = order.narrow(1, done, n_new);  // (B, n_new) targets of this step
+    Slots s;
+    s.tokens = torch::cat({p_tok, p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
+    s.positions = torch::cat({p_pos, p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
+    s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
+    const int64_t S = n_prev + n_new - 1;
+    // mask (S, old + S): the whole cache, causal among new slots, diagonal-only in the query block.
+    auto make_mask = [&] {
+      auto causal = torch::ones({S, S}, bopt).tril();
+      auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
+      qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
+      return torch::cat({torch::ones({S, old}, bopt), causal}, 1);
+    };
+    auto logits = cache.is_static() ? static_step(s, make_mask, n_new, S)
+                                    : forward(s, &cache, make_mask(), n_new);  // (B, n_new, V)
+    ++calls;
+    auto x = draw_tokens(logits, request.temperature, request.top_p, request.float64_sampling, dev_gen);
+    generated.narrow(1, done, n_new).copy_(x);
+    cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
+    p_tok = x;
+    p_pos = q_pos;
+    done += n_new;
+    prev = n_cum;
+  }
+  return calls;
+}
+
+}  // namespace
+
 SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
                               int64_t vocab, int64_t block_size, bool start_slot, bool capture_steps) {
   if (request.length > block_size || request.length < 1)
@@ -249,77 +354,25 @@ SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward
     p_pos = order.narrow(1, 0, done);
   }
 
+  if (request.counts != "deterministic" && request.counts != "bernoulli")
+    throw ConfigError("sample counts '" + request.counts + "' is unknown",
+                      "use \"deterministic\" (the reference's integer schedule) or \"bernoulli\" (Lemma 1)");
   SampleOutput out;
-  if (done < L) {
+  if (done < L && request.counts == "deterministic") {
     const auto counts = schedule_counts(L - done, request.steps, request.schedule);
-    KVCache cache;
-    // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
-    int64_t max_new = 0;
-    for (size_t i = 0; i < counts.size(); ++i)
-      max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
-    cache.capacity = L + 1 + max_new;
-    if (capture_steps && dev.is_cuda()) cache.make_static(dev);
-    auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
-    // A static-cache step (S slots, `mask` (S, old + S) as below): keys at device-side slots, attention over
-    // the first `span` slots; with S = 1 the shapes are static and the step is replayed from a CUDA graph.
-    std::map<int64_t, StepGraph> graphs;
-    Slots step_in;  // (B, 1) inputs of the captured steps, in fixed memory
-    auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new,
-                           int64_t S) {
-      const int64_t old = cache.length(), span = cache.span_for(S);
-      torch::Tensor logits;
-      if (S == 1) {
-        if (!step_in.tokens.defined())
-          step_in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
-        step_in.tokens.copy_(s.tokens);
-        step_in.positions.copy_(s.positions);
-        step_in.targets.copy_(s.targets);
-        logits = graphs[span].run(dev, [&] {
-          cache.step_slots = cache.pos.clone();  // (1); the mask (1, span): the cache and the slot itself
-          cache.step_mask = torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
-          auto y = forward(step_in, &cache, std::nullopt, 1);
-          cache.pos.add_(1);
-          return y;
-        });
-      } else {
-        cache.step_slots = torch::arange(old, old + S, lopt);
-        cache.step_mask = torch::cat({make_mask(), torch::zeros({S, span - old - S}, bopt)}, 1);
-        logits = forward(s, &cache, std::nullopt, n_new);
-        cache.pos.fill_(old + S);
-      }
-      cache.len = old + S;
-      return logits;
-    };
-    int64_t prev = 0;
-    for (int64_t n_cum : counts) {
-      const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();
-      auto q_pos = order.narrow(1, done, n_new);  // (B, n_new) targets of this step
-      Slots s;
-      s.tokens = torch::cat({p_tok, p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
-      s.positions = torch::cat({p_pos, p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
-      s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
-      const int64_t S = n_prev + n_new - 1;
-      // mask (S, old + S): the whole cache, causal among new slots, diagonal-only in the query block.
-      auto make_mask = [&] {
-        auto causal = torch::ones({S, S}, bopt).tril();
-        auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
-        qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
-        return torch::cat({torch::ones({S, old}, bopt), causal}, 1);
-      };
-      auto logits = cache.is_static() ? static_step(s, make_mask, n_new, S)
-                                      : forward(s, &cache, make_mask(), n_new);  // (B, n_new, V)
-      ++out.network_calls;
-      auto x = draw_tokens(logits, request.temperature, request.top_p, request.float64_sampling, dev_gen);
-      generated.narrow(1, done, n_new).copy_(x);
-      cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
-      p_tok = x;
-      p_pos = q_pos;
-      done += n_new;
-      prev = n_cum;
+    out.network_calls =
+        run_steps(forward, request, order, generated, done, p_tok, p_pos, counts, dev_gen, capture_steps);
+  } else if (done < L) {
+    // Lemma 1: every row draws its own counts, so rows run one at a time (each its own cache).
+    for (int64_t b = 0; b < B; ++b) {
+      const auto counts = bernoulli_counts(L - done, request.steps, request.schedule, cpu_gen);
+      out.network_calls += run_steps(forward, request, order.narrow(0, b, 1), generated.narrow(0, b, 1), done,
+                                     p_tok.narrow(0, b, 1), p_pos.narrow(0, b, 1), counts, dev_gen, capture_steps);
     }
   }
   // Un-shuffle: out[σ(i)] = generated[i].
   out.tokens = torch::empty_like(generated).scatter_(1, order, generated);
+  out.order = order;
   return out;
 }
 

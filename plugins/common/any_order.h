@@ -78,6 +78,16 @@ using SlotForward = std::function<torch::Tensor(const Slots& slots, KVCache* cac
 // 1024): linear n_k = ⌊L(k+1)/steps⌋ in integer arithmetic, or cosine; steps is clamped to [1, L].
 std::vector<int64_t> schedule_counts(int64_t L, int64_t steps, const std::string& schedule);
 
+// Fraction of positions still masked at step boundary k of `steps` (k = 0…steps): the schedule s(t_k) of
+// §4.1 with t_k = 1 − k/steps, i.e. linear 1 − k/steps, cosine cos(k/steps · π/2); 0 for k ≥ steps.
+double masked_fraction(const std::string& schedule, int64_t k, int64_t steps);
+
+// Lemma 1 (spec §4.4), stage 1, for one row of L free positions: at step k every still-masked position
+// unmasks independently with probability (m_k − m_{k+1}) / m_k (m = masked_fraction; the last step takes
+// the rest). Cumulative counts after each step (non-decreasing, ending at L; the sampler skips steps that
+// unmask nothing: no network call); stage 2 is the categorical draw of the unmasked positions (draw_tokens).
+std::vector<int64_t> bernoulli_counts(int64_t L, int64_t steps, const std::string& schedule, at::Generator& gen);
+
 // Draws one token per row of logits (B, n, V): softmax(logits/temperature), nucleus top-p keeping the
 // token that crosses p (HF convention, not the reference's smaller nucleus, spec §6.9), then Gumbel-max
 // argmax(log p − log(−log u)) with u drawn from `gen` in float64 (or float32 when !float64). (B, n) int64.
@@ -92,12 +102,15 @@ at::Generator make_generator(torch::Device device, uint64_t seed);
 // of prompt positions (TORCH_CHECK otherwise). `n_prompt` receives that number.
 torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt);
 
-// The KV-cache any-order sampler of spec §4.2. Each step feeds the previous step's real tokens P plus
+// The KV-cache any-order sampler of spec §4.2, with request.counts "deterministic" (schedule_counts, the
+// reference) or "bernoulli" (bernoulli_counts per row; rows then run one at a time). A full generation
+// feeds at most 2L slots whatever the step count: each step the previous step's tokens plus the queries. Each step feeds the previous step's real tokens P plus
 // n_new − 1 duplicates of P's last token, the duplicates carrying the new target positions; mask = whole
 // cache + causal among new slots + diagonal-only inside the query block; the cache is cut back to the real
 // tokens after each step. The first P is [None] + the prompt tokens when `start_slot` (spec §4.2 step 0 and
 // cond_generate); without a start slot (idiap σ-GPT, whose first token is given, never predicted) it is the
-// prompt, or EOS = vocab−1 at σ(0) when there is no prompt. Output is un-shuffled: out[σ(i)] = x_i.
+// prompt, or EOS = vocab−1 at σ(0) when there is no prompt. Output is un-shuffled: out[σ(i)] = x_i; out.order
+// is σ.
 // `net` is put in eval mode for the call; request.length must lie in [1, block_size] (ConfigError otherwise).
 // capture_steps (a plugin whose forward never waits for the device): on the GPU the cache is static and every
 // step of one new token after one real slot (all steps at steps = length) is replayed from a CUDA graph, one

@@ -1,0 +1,201 @@
+// Implements: `aobench genppl SAMPLES.jsonl --judge PATH [--run RUN_DIR]` (issue 12; spec-ao-gpt §4.6):
+// generative perplexity of `aobench sample` output under a GPT-2-family judge — a Hugging Face folder
+// (config.json + model.safetensors, loaded by the gpt plugin's model.init_from_hf; GPT-2 Large in the paper)
+// or an aobench `gpt` run. Per sample: exp(mean NLL of tokens 1…L−1 given their prefix), the first token
+// unscored, float32, no BOS, EOS scored like any token. Reported per protocol (steps, top-p, temperature):
+// mean ± stderr of the per-sample perplexities (the paper's number), the corpus-level perplexity
+// exp(Σ nats / Σ tokens) and the mean unigram entropy of the samples (low = degenerate repetition).
+// With --run the numbers are merged into RUN_DIR/results.json as "gen_p<top_p>_t<T>_s<steps>/genppl",
+// "…/genppl_corpus" and "…/entropy".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/device.h"
+#include "harness/env_info.h"
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "harness/registry.h"
+#include "metrics/generation.h"
+#include "reports/results.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kUsage =
+    "aobench genppl SAMPLES.jsonl --judge PATH [--run RUN_DIR] [--set genppl.batch_size=16 "
+    "--set genppl.device=auto]";
+
+struct Judge {
+  std::unique_ptr<ModelPlugin> model;
+  std::string description;  // "gpt2-large (Hugging Face folder /x/gpt2-large)"
+};
+
+// An aobench run (config.resolved.json or checkpoints/) of the gpt plugin, or a Hugging Face GPT-2 folder.
+Judge load_judge(const std::string& path, torch::Device device) {
+  const fs::path p(path);
+  Judge j;
+  if (fs::exists(p / "config.resolved.json") || fs::exists(p / "checkpoints") || fs::exists(p / "state.json")) {
+    LoadedModel loaded = load_model_for_eval(path, device, /*prefer_ema=*/true);
+    if (loaded.model->info().name != "gpt")
+      throw ConfigError("--judge '" + path + "' is a " + loaded.model->info().name + " run; the judge must be a "
+                        "left-to-right gpt model", "pass a gpt run or a Hugging Face GPT-2 folder");
+    j.model = std::move(loaded.model);
+    j.description = "aobench gpt run " + path + " step " + std::to_string(loaded.step) +
+                    (loaded.ema_weights ? " (EMA)" : "");
+  } else if (fs::exists(p / "config.json")) {
+    if (!fs::exists(p / "model.safetensors"))
+      throw ConfigError("--judge '" + path + "' has config.json but no model.safetensors",
+                        "download the safetensors weights of the GPT-2 model into the folder");
+    nlohmann::json patch = {{"model", {{"plugin", "gpt"}, {"flavour", "small"}, {"init_from_hf", path},
+                                       {"bias", true}, {"start_token", false}}}};
+    const nlohmann::json config = resolve_config(patch, {}, "--judge " + path);
+    j.model = PluginRegistry::instance().create("gpt");
+    j.model->configure(config.at("model"));
+    j.model->build(device);
+    j.description = "Hugging Face " + p.lexically_normal().filename().string() + " (" + path + ")";
+  } else {
+    throw ConfigError("--judge '" + path + "' is neither an aobench run nor a Hugging Face GPT-2 folder",
+                      "a run has config.resolved.json and checkpoints/; an HF folder has config.json and "
+                      "model.safetensors");
+  }
+  j.model->module().eval();
+  return j;
+}
+
+struct Group {
+  std::vector<std::vector<int64_t>> samples;
+  std::set<std::string> runs;
+};
+
+int cmd_genppl(const std::vector<std::string>& args) {
+  po::options_description desc("genppl options");
+  desc.add_options()
+      ("samples", po::value<std::string>()->required(), "JSONL written by aobench sample")
+      ("judge", po::value<std::string>()->required(), "Hugging Face GPT-2 folder or aobench gpt run")
+      ("run", po::value<std::string>(), "run directory whose results.json receives the numbers")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a genppl.* key (repeatable)");
+  po::positional_options_description pos;
+  pos.add("samples", 1);
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  const nlohmann::json config = generation_config(base_config(), sets, {"genppl."}, "genppl");
+  const int64_t batch_size = get_int(config, "genppl.batch_size");
+  if (batch_size < 1) throw ConfigError("config 'genppl.batch_size' must be ≥ 1");
+  const torch::Device device = select_device(get_string(config, "genppl.device"), "genppl.device");
+  const std::string samples_path = vm["samples"].as<std::string>();
+  if (vm.count("run") && !fs::exists(fs::path(vm["run"].as<std::string>()) / "config.resolved.json"))
+    throw ConfigError("--run '" + vm["run"].as<std::string>() + "' is not a run directory (no config.resolved.json)",
+                      "pass the run the samples came from, or leave --run out to print only");
+
+  // Samples grouped by protocol (steps, top-p, temperature), in file order inside each group.
+  std::ifstream in(samples_path);
+  if (!in) throw DataError("cannot open samples file '" + samples_path + "'", "write it with `aobench sample`");
+  std::map<std::tuple<int64_t, double, double>, Group> groups;
+  int64_t line_no = 0, n = 0;
+  std::vector<std::pair<int64_t, int64_t>> id_lines;  // (max id, line) to check against the judge's vocab
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = "'" + samples_path + "' line " + std::to_string(line_no);
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("ids") || !j["ids"].is_array())
+      throw DataError(where + " is not a sample record with an \"ids\" list", "genppl reads `aobench sample` output");
+    for (const char* k : {"steps", "top_p", "temperature"})
+      if (!j.contains(k) || !j[k].is_number())
+        throw DataError(where + " lacks the number \"" + std::string(k) + "\"",
+                        "genppl reads `aobench sample` output, which records the protocol");
+    std::vector<int64_t> ids;
+    int64_t max_id = 0;
+    for (const auto& v : j["ids"]) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        throw DataError(where + ": id " + v.dump() + " is not a token id", "ids are integers ≥ 0");
+      ids.push_back(v.get<int64_t>());
+      max_id = std::max(max_id, ids.back());
+    }
+    if (ids.size() < 2) throw DataError(where + " has fewer than 2 tokens: nothing to score (the first is unscored)");
+    id_lines.emplace_back(max_id, line_no);
+    Group& g = groups[{j["steps"].get<int64_t>(), j["top_p"].get<double>(), j["temperature"].get<double>()}];
+    g.samples.push_back(std::move(ids));
+    if (j.contains("run") && j["run"].is_string()) g.runs.insert(j["run"].get<std::string>());
+    ++n;
+  }
+  if (n == 0) throw DataError("samples file '" + samples_path + "' holds no sample", "write it with `aobench sample`");
+
+  Judge judge = load_judge(vm["judge"].as<std::string>(), device);
+  ModelPlugin& model = *judge.model;
+  for (const auto& [max_id, line] : id_lines)
+    if (max_id >= model.vocab_size())
+      throw DataError("'" + samples_path + "' line " + std::to_string(line) + ": id " + std::to_string(max_id) +
+                          " is outside the judge's vocabulary [0, " + std::to_string(model.vocab_size()) + ")",
+                      "the samples and the judge must share a tokenizer (GPT-2 BPE for GPT-2 judges)");
+  for (const auto& [key, g] : groups)
+    for (const auto& s : g.samples)
+      if (static_cast<int64_t>(s.size()) > model.block_size())
+        throw DataError("'" + samples_path + "' has a " + std::to_string(s.size()) + "-token sample, longer than the "
+                        "judge's context " + std::to_string(model.block_size()),
+                        "sample at most the judge's context (sample.length)");
+  std::cout << "genppl: " << n << " sample(s) from " << samples_path << ", judge " << judge.description << " on "
+            << device.str() << " (float32)\n";
+  std::printf("%-26s %6s %16s %12s %16s %8s\n", "protocol", "n", "ppl (mean ± se)", "corpus ppl", "entropy",
+              "tokens");
+
+  RunResults run;
+  for (const auto& [key, g] : groups) {
+    const auto& [steps, top_p, temperature] = key;
+    const auto summary = summarize_scores(score_samples(model, g.samples, batch_size, device));
+    const std::string name = genppl_dataset(steps, top_p, temperature);
+    std::printf("%-26s %6zu %9.3f ± %-5.3f %12.3f %9.4f ± %-5.3f %8lld\n", name.c_str(), g.samples.size(),
+                summary.ppl.mean, summary.ppl.stderr_, summary.corpus_ppl, summary.entropy.mean,
+                summary.entropy.stderr_, static_cast<long long>(summary.tokens));
+    char protocol[512];
+    std::snprintf(protocol, sizeof(protocol),
+                  "judge %s; %zu samples of %zu tokens, %lld steps, top-p %g, temperature %g; first token "
+                  "unscored, float32, no BOS; ppl = mean ± stderr of per-sample exp(mean NLL), corpus = exp(Σ nats / "
+                  "Σ tokens), entropy = mean unigram entropy of a sample (nats)",
+                  judge.description.c_str(), g.samples.size(), g.samples.front().size(),
+                  static_cast<long long>(steps), top_p, temperature);
+    const int64_t count = static_cast<int64_t>(g.samples.size());
+    run.metrics[name + "/genppl"] = {summary.ppl.mean, summary.ppl.stderr_, summary.ppl.n, false, false, protocol};
+    run.metrics[name + "/genppl_corpus"] = {summary.corpus_ppl, std::nullopt, count, false, false, protocol};
+    run.metrics[name + "/entropy"] = {summary.entropy.mean, summary.entropy.stderr_, count, false, true, protocol};
+  }
+  if (vm.count("run")) {
+    const std::string run_dir = vm["run"].as<std::string>();
+    const std::string out = (fs::path(run_dir) / "results.json").string();
+    for (const auto& [key, g] : groups)
+      for (const auto& r : g.runs)
+        if (r != run_name(run_dir))
+          std::cerr << "warning: the samples say they come from run '" << r << "', recorded into '" << run_dir << "'\n";
+    Results results;
+    if (fs::exists(out)) results = Results::load(out);
+    Results mine;  // the context of an earlier eval stays: the judge's device says little about the run
+    if (results.context.empty()) mine.context = env_info(device.str(), "float32");
+    mine.runs[run_name(run_dir)] = run;
+    results.merge(mine);
+    results.save(out);
+    std::cout << "results: " << out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("genppl", kUsage, "generative perplexity of samples under a GPT-2 judge (HF folder or gpt run)",
+                cmd_genppl);
+
+}  // namespace aobench

@@ -1,0 +1,172 @@
+// Implements: `aobench sample` (issue 12; spec-ao-gpt §4): samples of a trained run through its plugin's
+// sample(), written as JSONL, one line per sample: ids, decoded text (the run's tokenizer), the generation
+// order (any-order plugins), the batch seed, steps, temperature, top-p, network calls and the settings.
+// Knobs are the sample.* keys (metrics/generation.h); prompts come from a JSONL file (prefix prompts for
+// every plugin, infilling for any-order and diffusion plugins). EMA weights are used when present
+// (sample.ema), as in eval. The file is written atomically once every sample exists, never over another.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "datasets/tokenizer.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/device.h"
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "harness/safetensors.h"
+#include "metrics/generation.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kUsage =
+    "aobench sample --run RUN_DIR [--checkpoint DIR] [--set sample.key=value]... [--prompt-file F.jsonl] "
+    "[--out F.jsonl]";
+
+// One progress line on stderr per batch (rewritten in place on a terminal).
+struct Progress {
+  std::string what;
+  int64_t total;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  bool tty = isatty(STDERR_FILENO) != 0;
+  void update(int64_t done) const {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "%s%s: %lld/%lld, %.1f s, %.2f/s%s", tty ? "\r" : "", what.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total), s, s > 0 ? done / s : 0.0,
+                 tty && done < total ? "" : "\n");
+    std::fflush(stderr);
+  }
+};
+
+int cmd_sample(const std::vector<std::string>& args) {
+  po::options_description desc("sample options");
+  desc.add_options()
+      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
+      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")
+      ("prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")
+      ("out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  const std::string run_dir = vm["run"].as<std::string>();
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+
+  // Options are validated before the model loads, so a typo fails in milliseconds.
+  const fs::path saved_path = fs::path(run_dir) / "config.resolved.json";
+  if (!fs::exists(saved_path))
+    throw ConfigError("'" + run_dir + "' is not a run directory (no config.resolved.json)",
+                      "pass the out_dir of a finished `aobench train` / `aobench run` job");
+  const nlohmann::json saved = generation_config(load_json_file(saved_path.string()), sets, {"sample."}, "sample");
+  SampleOptions opt = SampleOptions::from_config(saved);
+  const torch::Device device = select_device(get_string(saved, "train.device"));
+  const auto tokenizer = make_tokenizer(get_string(saved, "data.tokenizer"));
+
+  const std::string ckpt = vm.count("checkpoint") ? vm["checkpoint"].as<std::string>() : run_dir;
+  LoadedModel loaded = load_model_for_eval(ckpt, device, opt.ema);
+  ModelPlugin& model = *loaded.model;
+  const nlohmann::json config = generation_config(loaded.config, sets, {"sample."}, "sample");
+  opt = SampleOptions::from_config(config);
+  const PluginInfo info = model.info();
+  if (opt.length > model.block_size())
+    throw ConfigError("sample.length = " + std::to_string(opt.length) + " exceeds the model's block_size " +
+                          std::to_string(model.block_size()),
+                      "set sample.length ≤ " + std::to_string(model.block_size()));
+  if (model.vocab_size() > tokenizer->vocab_size())
+    throw ConfigError("the model has " + std::to_string(model.vocab_size()) + " ids but data.tokenizer '" +
+                          tokenizer->name() + "' only " + std::to_string(tokenizer->vocab_size()),
+                      "the run's config.resolved.json names the wrong tokenizer");
+
+  std::vector<Prompt> prompts;
+  const std::string prompt_file = vm.count("prompt-file") ? vm["prompt-file"].as<std::string>() : "";
+  if (!prompt_file.empty()) {
+    prompts = read_prompt_file(prompt_file, *tokenizer, model.vocab_size(), opt.length);
+    for (const auto& p : prompts) check_prompt_paradigm(p, info.paradigm, "'" + prompt_file + "'");
+  }
+
+  const std::string protocol = genppl_dataset(opt.steps, opt.top_p, opt.temperature);
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>()
+                                          : (fs::path(run_dir) / "samples" /
+                                             (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
+  if (fs::exists(out))
+    throw ConfigError("'" + out + "' exists; aobench sample never overwrites samples",
+                      "remove it, or pass --out / another --set sample.seed=N");
+
+  const bool bf16 = use_bf16_autocast(get_string(config, "train.dtype"), device);
+  std::cerr << "sample: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "")
+            << ", " << info.name << " on " << device.str() << (bf16 ? " (bf16 autocast)" : "") << ", "
+            << opt.num_samples << " sample(s)" << (prompts.empty() ? "" : " per prompt") << " × " << opt.length
+            << " tokens, " << opt.steps << " steps, top-p " << opt.top_p << ", temperature " << opt.temperature
+            << "\n";
+
+  const nlohmann::json settings = opt.to_json();
+  const std::vector<const Prompt*> rounds = prompts.empty() ? std::vector<const Prompt*>{nullptr} : [&] {
+    std::vector<const Prompt*> r;
+    for (const auto& p : prompts) r.push_back(&p);
+    return r;
+  }();
+  Progress progress{"sample", opt.num_samples * static_cast<int64_t>(rounds.size())};
+  std::ostringstream lines;
+  int64_t index = 0, batch = 0;
+  AutocastScope autocast(bf16);
+  for (const Prompt* prompt : rounds) {
+    for (int64_t first = 0; first < opt.num_samples; first += opt.batch_size, ++batch) {
+      const int64_t rows = std::min(opt.batch_size, opt.num_samples - first);
+      const uint64_t seed = opt.seed + static_cast<uint64_t>(batch);
+      SampleRequest req = opt.request(rows, seed, device);
+      if (prompt) req.prompt = prompt_rows(*prompt, rows);
+      const SampleOutput s = model.sample(req);
+      const auto tokens = s.tokens.to(torch::kCPU, torch::kLong).contiguous();
+      const auto order = s.order.defined() ? s.order.to(torch::kCPU, torch::kLong).contiguous() : torch::Tensor();
+      for (int64_t r = 0; r < rows; ++r, ++index) {
+        const int64_t* p = tokens[r].data_ptr<int64_t>();
+        std::vector<int64_t> ids(p, p + tokens.size(1));
+        for (int64_t id : ids)
+          if (id < 0 || id >= model.vocab_size())
+            throw PluginError(info.name + ": sample() returned id " + std::to_string(id) + " outside [0, " +
+                                  std::to_string(model.vocab_size()) + ")",
+                              "a plugin bug; run its tests (test_plugin_" + info.name + ")");
+        nlohmann::json j = {{"index", index}, {"seed", seed}, {"row", r}, {"ids", ids}};
+        j["text"] = tokenizer->decode(std::vector<uint32_t>(ids.begin(), ids.end()));
+        if (order.defined()) {
+          const int64_t* o = order[r].data_ptr<int64_t>();
+          j["order"] = std::vector<int64_t>(o, o + order.size(1));
+        }
+        j["prompt_line"] = prompt ? nlohmann::json(prompt->line) : nlohmann::json();
+        j["steps"] = opt.steps;
+        j["temperature"] = opt.temperature;
+        j["top_p"] = opt.top_p;
+        j["network_calls"] = s.network_calls;  // of the whole batch call
+        j["run"] = run_name(run_dir);
+        j["plugin"] = info.name;
+        j["flavour"] = get_string(config, "model.flavour");
+        j["checkpoint_step"] = loaded.step;
+        j["ema_weights"] = loaded.ema_weights;
+        j["settings"] = settings;
+        // Byte-level tokens may split a UTF-8 character: invalid bytes become U+FFFD in the text field.
+        lines << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      }
+      progress.update(index);
+    }
+  }
+  if (!fs::path(out).parent_path().empty()) fs::create_directories(fs::path(out).parent_path());
+  write_file_atomic(out, lines.str());
+  std::cout << "samples: " << out << " (" << index << " lines)\n";
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("sample", kUsage, "samples of a run as JSONL (ids, text, order, seed, settings); prompts, infilling",
+                cmd_sample);
+
+}  // namespace aobench

@@ -1,0 +1,149 @@
+// Implements: `aobench speed` (issue 12; spec-ao-gpt §4.5): wall-clock time of one complete generation of
+// speed.batch_size × speed.length tokens for every speed.steps value, warm-up calls excluded, the device
+// synchronised and CUDA timed with CUDA events, speed.repeats timed calls → mean ± sd. The model is a
+// trained run (--run) or a random init of --set model.plugin / model.flavour (timing needs no weights).
+// The sampling knobs (top-p, temperature, float64 draws, schedule) are the sample.* keys. Results land in a
+// results.json (reports/results.h): "speed_s<steps>/gen_s" (lower is better) and "…/gen_tok_s", which
+// `aobench compare` checks and `aobench report` plots log-log against steps.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/config.h"
+#include "harness/device.h"
+#include "harness/env_info.h"
+#include "harness/errors.h"
+#include "harness/plugin_api.h"
+#include "harness/registry.h"
+#include "metrics/generation.h"
+#include "reports/results.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kUsage =
+    "aobench speed (--run RUN_DIR | --set model.plugin=P --set model.flavour=F) [--set speed.steps=[64,128] "
+    "--set speed.batch_size=32 --set speed.length=1024 --set speed.repeats=N --set speed.warmup=N "
+    "--set sample.top_p=0.95 ...] [--out F.json]";
+
+int cmd_speed(const std::vector<std::string>& args) {
+  po::options_description desc("speed options");
+  desc.add_options()
+      ("run", po::value<std::string>(), "run directory to time (its weights, EMA when sample.ema)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(),
+       "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")
+      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json, or "
+                                        "speed_<plugin>_<flavour>.json)");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+
+  std::unique_ptr<ModelPlugin> owned;
+  nlohmann::json config;
+  std::string name;
+  int64_t step = 0;
+  torch::Device device = torch::kCPU;
+  if (vm.count("run")) {
+    const std::string run_dir = vm["run"].as<std::string>();
+    const fs::path saved_path = fs::path(run_dir) / "config.resolved.json";
+    if (!fs::exists(saved_path))
+      throw ConfigError("'" + run_dir + "' is not a run directory (no config.resolved.json)",
+                        "pass a trained run, or time a random init with --set model.plugin=P --set model.flavour=F");
+    const std::vector<std::string> allowed = {"speed.", "sample.", "train.device=", "train.dtype="};
+    config = generation_config(load_json_file(saved_path.string()), sets, allowed, "speed --run");
+    device = select_device(get_string(config, "train.device"));
+    LoadedModel loaded = load_model_for_eval(run_dir, device, get_bool(config, "sample.ema"));
+    owned = std::move(loaded.model);
+    config = generation_config(loaded.config, sets, allowed, "speed --run");
+    name = run_name(run_dir);
+    step = loaded.step;
+  } else {
+    bool has_plugin = false;
+    for (const auto& s : sets) has_plugin |= s.rfind("model.plugin=", 0) == 0;
+    if (!has_plugin)
+      throw ConfigError("aobench speed needs --run RUN_DIR or --set model.plugin=P", kUsage);
+    config = resolve_config(nlohmann::json::object(), sets, "--set");
+    device = select_device(get_string(config, "train.device"));
+    owned = PluginRegistry::instance().create(get_string(config, "model.plugin"));
+    owned->configure(config.at("model"));
+    torch::manual_seed(static_cast<uint64_t>(get_int(config, "train.seed")));
+    owned->build(device);
+    name = get_string(config, "model.plugin") + "_" + get_string(config, "model.flavour");
+  }
+  ModelPlugin& model = *owned;
+  const SampleOptions sample = SampleOptions::from_config(config);
+  const SpeedOptions speed = SpeedOptions::from_config(config);
+  if (speed.length > model.block_size())
+    throw ConfigError("speed.length = " + std::to_string(speed.length) + " exceeds the model's block_size " +
+                          std::to_string(model.block_size()),
+                      "set speed.length ≤ " + std::to_string(model.block_size()) + " or time a larger flavour");
+  const bool bf16 = use_bf16_autocast(get_string(config, "train.dtype"), device);
+  const std::string dev_name = device_name(device);
+  std::cout << "speed: " << name << " (" << model.info().name << ", " << to_string(model.info().paradigm)
+            << ") on " << dev_name << (bf16 ? ", bf16 autocast" : ", fp32") << ", batch " << speed.batch_size
+            << " × " << speed.length << " tokens, top-p " << sample.top_p << ", temperature " << sample.temperature
+            << (sample.float64 ? ", float64 draws" : ", float32 draws") << ", " << speed.warmup << " warm-up + "
+            << speed.repeats << " timed call(s) per steps value\n";
+  std::printf("%8s %12s %10s %14s %8s\n", "steps", "mean s", "sd s", "tokens/s", "calls");
+
+  RunResults run;
+  run.plugin = model.info().name;
+  run.flavour = get_string(config, "model.flavour");
+  run.paradigm = to_string(model.info().paradigm);
+  for (const auto& p : model.module().parameters()) run.params += p.numel();
+  run.steps = step;
+  run.config = config;
+  AutocastScope autocast(bf16);
+  for (int64_t steps : speed.steps) {
+    SampleOptions o = sample;
+    o.steps = steps;
+    o.length = speed.length;
+    const SampleRequest req = o.request(speed.batch_size, sample.seed, device);
+    const GenerationTiming t = time_generation(model, req, speed.warmup, speed.repeats);
+    const double tok_s = speed.batch_size * speed.length / t.mean;
+    std::printf("%8lld %12.4f %10.4f %14.0f %8lld\n", static_cast<long long>(steps), t.mean, t.sd, tok_s,
+                static_cast<long long>(t.network_calls));
+    std::fflush(stdout);
+    char protocol[512];
+    std::snprintf(protocol, sizeof(protocol),
+                  "one generation of %lld × %lld tokens, %lld steps (%lld network calls), top-p %g, temperature %g, "
+                  "%s draws, %s; %lld warm-up + %lld timed calls, mean ± sd %.4g ± %.3g s (stderr shown), %s on %s",
+                  static_cast<long long>(speed.batch_size), static_cast<long long>(speed.length),
+                  static_cast<long long>(steps), static_cast<long long>(t.network_calls), sample.top_p,
+                  sample.temperature, sample.float64 ? "float64" : "float32", bf16 ? "bf16 autocast" : "fp32",
+                  static_cast<long long>(speed.warmup), static_cast<long long>(speed.repeats), t.mean, t.sd,
+                  device.is_cuda() ? "CUDA events" : "steady_clock", dev_name.c_str());
+    const double se = t.sd / std::sqrt(static_cast<double>(t.seconds.size()));
+    run.metrics[speed_dataset(steps) + "/gen_s"] = {t.mean, se, static_cast<int64_t>(t.seconds.size()), false, false,
+                                                    protocol};
+    run.metrics[speed_dataset(steps) + "/gen_tok_s"] = {tok_s, tok_s * se / t.mean,
+                                                        static_cast<int64_t>(t.seconds.size()), false, true, protocol};
+  }
+
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>()
+                          : vm.count("run") ? (fs::path(vm["run"].as<std::string>()) / "results.json").string()
+                                            : "speed_" + name + ".json";
+  Results results;
+  if (fs::exists(out)) results = Results::load(out);
+  Results mine;
+  mine.context = env_info(device.str(), bf16 ? "bfloat16 autocast" : "float32");
+  mine.runs[name] = run;
+  results.merge(mine);
+  results.save(out);
+  std::cout << "results: " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("speed", kUsage, "wall-clock generation time vs sampling steps (warm-up excluded, mean ± sd)",
+                cmd_speed);
+
+}  // namespace aobench

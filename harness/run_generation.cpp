@@ -1,0 +1,139 @@
+// Implements: the generation stages of `aobench run` and experiment "base" files (see run_generation.h).
+// Each stage is the very command a user would type (sample → genppl, speed), so there is one code path.
+#include "harness/run_generation.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "harness/config.h"
+#include "harness/errors.h"
+#include "metrics/generation.h"
+
+namespace aobench {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// "--set section.key=value" for every key of a patch object.
+void add_sets(std::vector<std::string>& args, const std::string& section, const json& patch) {
+  for (auto it = patch.begin(); it != patch.end(); ++it)
+    args.insert(args.end(), {"--set", section + "." + it.key() + "=" + it.value().dump()});
+}
+
+// The sample.* keys of one setting: the section's shared "sample" patch, then the setting's own.
+json setting_patch(const json& generation, const json& setting) {
+  json patch = generation.contains("sample") ? generation["sample"] : json::object();
+  patch.merge_patch(setting);
+  return patch;
+}
+
+bool in_done(const json& done, const std::string& key) {
+  return done.contains("generation") &&
+         std::find(done["generation"].begin(), done["generation"].end(), json(key)) != done["generation"].end();
+}
+
+}  // namespace
+
+json experiment_with_base(json exp, const std::string& origin) {
+  if (!exp.contains("base")) return exp;
+  if (!exp["base"].is_string())
+    throw ConfigError(origin + ": 'base' must be the path of another experiment file, got " + exp["base"].dump());
+  const std::string base_path = exp["base"].get<std::string>();
+  const json base = load_json_file(base_path);
+  if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");
+  if (base.contains("base"))
+    throw ConfigError(base_path + " (the 'base' of " + origin + ") has a 'base' itself", "one level only");
+  for (const char* key : {"out_dir", "prepare", "common", "jobs"})
+    if (!exp.contains(key) && base.contains(key)) exp[key] = base[key];
+  exp.erase("base");
+  return exp;
+}
+
+void check_generation_section(const json& generation, const std::string& origin) {
+  const std::string where = origin + ": generation";
+  if (!generation.is_object()) throw ConfigError(where + " must be an object");
+  for (auto it = generation.begin(); it != generation.end(); ++it)
+    if (it.key() != "jobs" && it.key() != "judge" && it.key() != "sample" && it.key() != "settings" &&
+        it.key() != "speed")
+      throw ConfigError(where + ": unknown key '" + it.key() + "'", "keys: jobs, judge, sample, settings, speed");
+  if (generation.contains("jobs") && !generation["jobs"].is_array())
+    throw ConfigError(where + ".jobs must be a list of job names");
+  const json settings = generation.value("settings", json::array());
+  if (!settings.is_array()) throw ConfigError(where + ".settings must be a list of sample.* patches");
+  if (!settings.empty() && !(generation.contains("judge") && generation["judge"].is_string()))
+    throw ConfigError(where + " needs \"judge\": a job name of this experiment or a judge path",
+                      "the genppl judge: a gpt job, a gpt run directory or a Hugging Face GPT-2 folder");
+  for (const auto& s : settings) {
+    if (!s.is_object()) throw ConfigError(where + ".settings entries must be objects, got " + s.dump());
+    json c = base_config();
+    merge_strict(c, {{"sample", setting_patch(generation, s)}}, where + ".settings");
+    SampleOptions::from_config(c);
+  }
+  if (generation.contains("speed")) {
+    json speed = generation["speed"];
+    if (!speed.is_object()) throw ConfigError(where + ".speed must be an object of speed.* keys");
+    json c = base_config();
+    const json sample = speed.contains("sample") ? speed["sample"] : json::object();
+    speed.erase("sample");
+    merge_strict(c, {{"speed", speed}, {"sample", sample}}, where + ".speed");
+    SpeedOptions::from_config(c);
+    SampleOptions::from_config(c);
+  }
+}
+
+int run_generation_stages(const json& generation, const std::string& job, const std::string& job_dir,
+                          const std::string& out_dir, json& done, const std::function<void()>& save_done,
+                          const CommandCaller& call) {
+  if (generation.contains("jobs") &&
+      std::find(generation["jobs"].begin(), generation["jobs"].end(), json(job)) == generation["jobs"].end())
+    return 0;
+  if (!done.contains("generation")) done["generation"] = json::array();
+  const json settings = generation.value("settings", json::array());
+  for (const auto& setting : settings) {
+    const json patch = setting_patch(generation, setting);
+    const std::string key = "sample+genppl " + patch.dump();
+    if (in_done(done, key)) {
+      std::cout << "run: job " << job << ": " << key << " done earlier, skipped\n";
+      continue;
+    }
+    json c = base_config();
+    merge_strict(c, {{"sample", patch}}, "generation.settings");
+    const SampleOptions o = SampleOptions::from_config(c);
+    const std::string samples = (fs::path(job_dir) / "samples" /
+                                 (genppl_dataset(o.steps, o.top_p, o.temperature) + "_seed" +
+                                  std::to_string(o.seed) + ".jsonl")).string();
+    // `aobench sample` writes the file atomically: one that exists is complete (a killed genppl re-runs).
+    if (!fs::exists(samples)) {
+      std::vector<std::string> args = {"--run", job_dir, "--out", samples};
+      add_sets(args, "sample", patch);
+      if (int rc = call("sample", args); rc != 0) return rc;
+    }
+    std::string judge = generation["judge"].get<std::string>();
+    if (judge.find('/') == std::string::npos && fs::is_directory(fs::path(out_dir) / judge))
+      judge = (fs::path(out_dir) / judge).string();  // a job of this experiment
+    if (int rc = call("genppl", {samples, "--judge", judge, "--run", job_dir}); rc != 0) return rc;
+    done["generation"].push_back(key);
+    save_done();
+  }
+  if (generation.contains("speed")) {
+    json speed = generation["speed"];
+    const std::string key = "speed " + speed.dump();
+    if (in_done(done, key)) {
+      std::cout << "run: job " << job << ": " << key << " done earlier, skipped\n";
+      return 0;
+    }
+    const json sample = speed.contains("sample") ? speed["sample"] : json::object();
+    speed.erase("sample");
+    std::vector<std::string> args = {"--run", job_dir};
+    add_sets(args, "speed", speed);
+    add_sets(args, "sample", sample);
+    if (int rc = call("speed", args); rc != 0) return rc;
+    done["generation"].push_back(key);
+    save_done();
+  }
+  return 0;
+}
+
+}  // namespace aobench

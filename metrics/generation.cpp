@@ -1,0 +1,304 @@
+// Implements: generation options, prompt files, generative perplexity and generation timing (see
+// generation.h; spec-ao-gpt §4.5–4.6).
+#include "metrics/generation.h"
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "datasets/tokenizer.h"
+#include "harness/config.h"
+#include "harness/errors.h"
+#include "metrics/likelihood.h"
+
+namespace aobench {
+
+namespace {
+
+std::string choice(const nlohmann::json& config, const std::string& key, const std::vector<std::string>& allowed) {
+  const std::string v = get_string(config, key);
+  std::string list;
+  for (const auto& a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + a;
+  }
+  throw ConfigError("config '" + key + "' = \"" + v + "\" is not allowed", "use one of: " + list);
+}
+
+int64_t int_in(const nlohmann::json& config, const std::string& key, double lo, double hi) {
+  const double v = get_number_in(config, key, lo, hi);
+  if (v != std::floor(v)) throw ConfigError("config '" + key + "' must be an integer, got " + std::to_string(v));
+  return static_cast<int64_t>(v);
+}
+
+void sync(torch::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
+}
+
+}  // namespace
+
+SampleOptions SampleOptions::from_config(const nlohmann::json& config) {
+  SampleOptions o;
+  o.num_samples = int_in(config, "sample.num_samples", 1, 1e9);
+  o.batch_size = int_in(config, "sample.batch_size", 1, 1e6);
+  o.length = int_in(config, "sample.length", 1, 1e9);
+  o.steps = int_in(config, "sample.steps", 1, 1e9);
+  o.temperature = get_number_in(config, "sample.temperature", 0, 1e9);
+  if (!(o.temperature > 0))
+    throw ConfigError("config 'sample.temperature' must be > 0, got 0",
+                      "for near-greedy decoding use a small value such as 1e-4");
+  o.top_p = get_number_in(config, "sample.top_p", 0, 1);
+  if (!(o.top_p > 0)) throw ConfigError("config 'sample.top_p' must lie in (0, 1], got 0", "1 keeps every token");
+  o.float64 = get_bool(config, "sample.float64");
+  o.seed = static_cast<uint64_t>(int_in(config, "sample.seed", 0, 9e15));
+  o.schedule = choice(config, "sample.schedule", {"linear", "cosine"});
+  o.counts = choice(config, "sample.counts", {"deterministic", "bernoulli"});
+  o.ema = get_bool(config, "sample.ema");
+  return o;
+}
+
+nlohmann::json SampleOptions::to_json() const {
+  return {{"num_samples", num_samples}, {"batch_size", batch_size}, {"length", length},
+          {"steps", steps},             {"temperature", temperature}, {"top_p", top_p},
+          {"float64", float64},         {"seed", seed},             {"schedule", schedule},
+          {"counts", counts},           {"ema", ema}};
+}
+
+SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::Device device) const {
+  SampleRequest r;
+  r.batch_size = rows;
+  r.length = length;
+  r.steps = steps;
+  r.temperature = temperature;
+  r.top_p = top_p;
+  r.seed = batch_seed;
+  r.float64_sampling = float64;
+  r.schedule = schedule;
+  r.counts = counts;
+  r.device = device;
+  return r;
+}
+
+SpeedOptions SpeedOptions::from_config(const nlohmann::json& config) {
+  SpeedOptions o;
+  const auto& steps = at_path(config, "speed.steps");
+  if (!steps.is_array() || steps.empty())
+    throw ConfigError("config 'speed.steps' must be a non-empty list of step counts, got " + steps.dump(),
+                      "example: --set 'speed.steps=[64,128,256,512,1024]'");
+  o.steps.clear();
+  for (const auto& s : steps) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 1)
+      throw ConfigError("config 'speed.steps' entries must be integers ≥ 1, got " + s.dump());
+    o.steps.push_back(s.get<int64_t>());
+  }
+  o.batch_size = int_in(config, "speed.batch_size", 1, 1e6);
+  o.length = int_in(config, "speed.length", 1, 1e9);
+  o.repeats = int_in(config, "speed.repeats", 1, 1e6);
+  o.warmup = int_in(config, "speed.warmup", 0, 1e6);
+  return o;
+}
+
+nlohmann::json generation_config(nlohmann::json saved, const std::vector<std::string>& sets,
+                                 const std::vector<std::string>& prefixes, const std::string& command) {
+  for (const char* section : {"sample", "speed", "genppl"}) {
+    nlohmann::json merged = base_config().at(section);
+    if (saved.contains(section) && saved[section].is_object()) merged.update(saved[section]);
+    saved[section] = merged;
+  }
+  for (const auto& s : sets) {
+    bool ok = false;
+    std::string list;
+    for (const auto& p : prefixes) {
+      ok |= s.rfind(p, 0) == 0;
+      list += (list.empty() ? "" : ", ") + p + "*";
+    }
+    if (!ok)
+      throw ConfigError("--set '" + s + "': aobench " + command + " takes only " + list + " overrides here",
+                        "the model and training keys come from the run's checkpoint");
+    apply_set(saved, s);
+  }
+  return saved;
+}
+
+std::string run_name(const std::string& run_dir) {
+  const std::filesystem::path p = std::filesystem::path(run_dir).lexically_normal();
+  const std::string name = p.filename().string();
+  return name.empty() ? p.parent_path().filename().string() : name;
+}
+
+std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
+                                     int64_t length) {
+  std::ifstream in(path);
+  if (!in) throw DataError("cannot open prompt file '" + path + "'", "check the --prompt-file path");
+  std::vector<Prompt> prompts;
+  int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = "'" + path + "' line " + std::to_string(line_no);
+    const std::string hint = "each line is {\"ids\": [id or -1 or null, ...]} or {\"text\": \"...\"}";
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw DataError(where + " is not a JSON object", hint);
+    if (j.contains("ids") == j.contains("text")) throw DataError(where + " needs exactly one of \"ids\" and \"text\"", hint);
+    Prompt p;
+    p.line = line_no;
+    if (j.contains("text")) {
+      if (!j["text"].is_string()) throw DataError(where + ": \"text\" must be a string", hint);
+      for (uint32_t id : tokenizer.encode(j["text"].get<std::string>())) p.ids.push_back(id);
+    } else {
+      if (!j["ids"].is_array()) throw DataError(where + ": \"ids\" must be a list", hint);
+      for (const auto& v : j["ids"]) {
+        if (v.is_null() || (v.is_number_integer() && v.get<int64_t>() == -1)) {
+          p.ids.push_back(-1);
+        } else if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab) {
+          p.ids.push_back(v.get<int64_t>());
+        } else {
+          throw DataError(where + ": id " + v.dump() + " is outside the model's vocabulary [0, " +
+                              std::to_string(vocab) + ")",
+                          "free positions are -1 or null; ids come from the run's tokenizer");
+        }
+      }
+    }
+    if (static_cast<int64_t>(p.ids.size()) > length)
+      throw DataError(where + ": the prompt has " + std::to_string(p.ids.size()) + " tokens, more than sample.length = " +
+                          std::to_string(length),
+                      "shorten the prompt or raise sample.length (at most the model's block_size)");
+    p.ids.resize(length, -1);
+    prompts.push_back(std::move(p));
+  }
+  if (prompts.empty()) throw DataError("prompt file '" + path + "' holds no prompt", "write one JSON object per line");
+  return prompts;
+}
+
+void check_prompt_paradigm(const Prompt& prompt, Paradigm paradigm, const std::string& origin) {
+  if (paradigm != Paradigm::kAutoregressive) return;
+  bool seen_free = false;
+  for (size_t i = 0; i < prompt.ids.size(); ++i) {
+    if (prompt.ids[i] < 0) seen_free = true;
+    else if (seen_free)
+      throw ConfigError(origin + " line " + std::to_string(prompt.line) + ": position " + std::to_string(i) +
+                            " is given after a free position: infilling needs an any-order or diffusion model",
+                        "a left-to-right model takes prefix prompts only (given ids first, then -1s)");
+  }
+}
+
+torch::Tensor prompt_rows(const Prompt& prompt, int64_t rows) {
+  auto row = torch::tensor(prompt.ids, torch::kLong).view({1, -1});
+  return row.expand({rows, row.size(1)}).contiguous();
+}
+
+double SampleScore::ppl() const { return tokens > 0 ? std::exp(nll_sum / tokens) : std::nan(""); }
+
+double unigram_entropy(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return 0;
+  std::map<int64_t, int64_t> counts;
+  for (int64_t id : ids) ++counts[id];
+  double h = 0;
+  const double n = static_cast<double>(ids.size());
+  for (const auto& [id, c] : counts) h -= c / n * std::log(c / n);
+  return h;
+}
+
+std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std::vector<int64_t>>& samples,
+                                       int64_t batch_size, torch::Device device) {
+  std::vector<SampleScore> scores(samples.size());
+  torch::NoGradGuard no_grad;
+  judge.module().eval();
+  at::Generator gen = at::detail::createCPUGenerator(0);  // log_prob of a decoder draws nothing
+  size_t i = 0;
+  while (i < samples.size()) {
+    // A batch: up to batch_size consecutive samples of the same length.
+    const size_t L = samples[i].size();
+    size_t j = i;
+    std::vector<int64_t> flat;
+    while (j < samples.size() && j - i < static_cast<size_t>(batch_size) && samples[j].size() == L) {
+      flat.insert(flat.end(), samples[j].begin(), samples[j].end());
+      ++j;
+    }
+    const int64_t B = static_cast<int64_t>(j - i), T = static_cast<int64_t>(L);
+    if (T >= 2) {
+      auto tokens = torch::tensor(flat, torch::kLong).view({B, T}).to(device);
+      auto order = torch::arange(T, torch::dtype(torch::kLong).device(device)).expand({B, T}).contiguous();
+      NllOutput out = judge.log_prob(tokens, order, gen);
+      const auto rows = nll_row_sums(out.nll, out.scored, /*skip_first=*/true, /*require_first=*/false);
+      for (int64_t b = 0; b < B; ++b) {
+        scores[i + b].nll_sum = rows[b].first;
+        scores[i + b].tokens = rows[b].second;
+      }
+    }
+    for (size_t k = i; k < j; ++k) scores[k].entropy = unigram_entropy(samples[k]);
+    i = j;
+  }
+  return scores;
+}
+
+GenPplSummary summarize_scores(const std::vector<SampleScore>& scores) {
+  GenPplSummary s;
+  std::vector<double> ppl, ent;
+  double nats = 0;
+  for (const auto& sc : scores) {
+    if (sc.tokens > 0) ppl.push_back(sc.ppl());
+    ent.push_back(sc.entropy);
+    nats += sc.nll_sum;
+    s.tokens += sc.tokens;
+  }
+  s.ppl = mean_stderr(ppl);
+  s.entropy = mean_stderr(ent);
+  s.corpus_nll = s.tokens > 0 ? nats / s.tokens : std::nan("");
+  s.corpus_ppl = std::exp(s.corpus_nll);
+  return s;
+}
+
+namespace {
+// "0.95", "1", "0.7": shortest round-trip form, so names stay stable and readable.
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+}  // namespace
+
+std::string genppl_dataset(int64_t steps, double top_p, double temperature) {
+  return "gen_p" + short_number(top_p) + "_t" + short_number(temperature) + "_s" + std::to_string(steps);
+}
+
+std::string speed_dataset(int64_t steps) { return "speed_s" + std::to_string(steps); }
+
+GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup,
+                                 int64_t repeats) {
+  GenerationTiming t;
+  const torch::Device dev = request.device;
+  for (int64_t i = 0; i < warmup; ++i) model.sample(request);
+  for (int64_t i = 0; i < repeats; ++i) {
+    sync(dev);
+    if (dev.is_cuda()) {
+      // CUDA events on the current stream: the GPU's own clock, from the first kernel to the last.
+      c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+      c10::Event stop(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+      const c10::Device cuda(c10::DeviceType::CUDA, dev.has_index() ? dev.index() : 0);
+      const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(cuda);
+      start.record(stream);
+      t.network_calls = model.sample(request).network_calls;
+      stop.record(stream);
+      stop.synchronize();
+      t.seconds.push_back(start.elapsedTime(stop) / 1000.0);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      t.network_calls = model.sample(request).network_calls;
+      t.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    sync(dev);
+  }
+  const auto ms = mean_stderr(t.seconds);
+  t.mean = ms.mean;
+  t.sd = ms.stderr_ * std::sqrt(static_cast<double>(t.seconds.size()));
+  return t;
+}
+
+}  // namespace aobench

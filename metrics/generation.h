@@ -1,0 +1,121 @@
+// Implements: the generation half of the benchmark (issue 12; spec-ao-gpt §4, spec-sedd-radd §5): the
+// sample.* / speed.* / genppl.* knobs parsed once into typed structs, prompt files, the JSONL records of
+// `aobench sample`, generative perplexity of samples under a GPT-2-family judge (`aobench genppl`) and the
+// wall-clock timing of full generations (`aobench speed`).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "harness/plugin_api.h"
+#include "metrics/stats.h"
+
+namespace aobench {
+
+class Tokenizer;
+
+// config["sample"] (defaults in configs/base.json). from_config validates every key; errors name it.
+struct SampleOptions {
+  int64_t num_samples = 8;               // per prompt line, or in all without a prompt file
+  int64_t batch_size = 8;                // rows per sample() call
+  int64_t length = 1024;                 // tokens per sample (≤ the model's block_size)
+  int64_t steps = 256;                   // sampling steps (AR decoders ignore it)
+  double temperature = 1.0;              // > 0
+  double top_p = 1.0;                    // (0, 1], HF nucleus (the crossing token kept)
+  bool float64 = true;                   // float64 categorical draws
+  uint64_t seed = 4234;                  // batch i uses seed + i
+  std::string schedule = "linear";       // any-order per-step counts: linear | cosine
+  std::string counts = "deterministic";  // any-order: deterministic (reference) | bernoulli (Lemma 1)
+  bool ema = true;                       // EMA weights when the checkpoint has them
+
+  static SampleOptions from_config(const nlohmann::json& config);
+  nlohmann::json to_json() const;
+  // The request of one sample() call: `rows` rows, seed `seed`.
+  SampleRequest request(int64_t rows, uint64_t seed, torch::Device device) const;
+};
+
+// config["speed"]: the steps swept, the batch shape, timed repetitions and untimed warm-ups.
+struct SpeedOptions {
+  std::vector<int64_t> steps = {64, 128, 256, 512, 1024};
+  int64_t batch_size = 32;
+  int64_t length = 1024;
+  int64_t repeats = 3;
+  int64_t warmup = 1;
+  static SpeedOptions from_config(const nlohmann::json& config);
+};
+
+// A run's saved config with the sample / speed / genppl sections completed from configs/base.json (runs
+// saved before a key existed), then the `--set` overrides applied; each must name one of `prefixes`
+// ("sample.", ...), else a ConfigError naming the flag.
+nlohmann::json generation_config(nlohmann::json saved, const std::vector<std::string>& sets,
+                                 const std::vector<std::string>& prefixes, const std::string& command);
+
+// The name a run directory goes by in results files: its last path component ("runs/x/gpt/" → "gpt").
+std::string run_name(const std::string& run_dir);
+
+// One prompt line: `length` ids, −1 = free position (to generate).
+struct Prompt {
+  std::vector<int64_t> ids;
+  int64_t line = 0;  // 1-based line in the prompt file
+};
+
+// Reads a JSONL prompt file: {"ids": [...]} with −1 or null for free positions (ids shorter than `length`
+// leave the rest free) or {"text": "..."} (a prefix, encoded with `tokenizer`). Blank lines are skipped.
+// DataError naming the file and line for bad JSON, neither/both keys, ids outside [0, vocab) or a prompt
+// longer than `length`; an empty file is an error too.
+std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
+                                     int64_t length);
+
+// Autoregressive models take prefix prompts only: a given position after a free one is infilling, a
+// ConfigError naming the line. Any-order and diffusion models take any pattern.
+void check_prompt_paradigm(const Prompt& prompt, Paradigm paradigm, const std::string& origin);
+
+// (rows, length) int64 request prompt: the prompt's ids repeated on every row.
+torch::Tensor prompt_rows(const Prompt& prompt, int64_t rows);
+
+// Generative perplexity of one sample under a judge: Σ −log p of tokens 1…L−1 given their prefix (the
+// first token unscored, spec §4.6), the scored count, and the sample's unigram entropy.
+struct SampleScore {
+  double nll_sum = 0;
+  int64_t tokens = 0;
+  double entropy = 0;
+  double ppl() const;  // exp(nll_sum / tokens)
+};
+
+// Scores each sample (ids in [0, judge vocab), length ≤ judge block_size) with the judge's exact L2R
+// log_prob in float32, `batch_size` samples of equal length per call. Samples are fed as they are: no BOS,
+// no window, EOS scored like any token.
+std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std::vector<int64_t>>& samples,
+                                       int64_t batch_size, torch::Device device);
+
+// Entropy (nats) of the empirical unigram distribution of one sample; 0 for an empty sample.
+double unigram_entropy(const std::vector<int64_t>& ids);
+
+struct GenPplSummary {
+  MeanStderr ppl;         // mean ± stderr of the per-sample perplexities (the paper's number)
+  double corpus_nll = 0;  // total nats / total scored tokens
+  double corpus_ppl = 0;  // exp(corpus_nll)
+  MeanStderr entropy;     // mean ± stderr of the per-sample unigram entropies
+  int64_t tokens = 0;     // scored tokens
+};
+GenPplSummary summarize_scores(const std::vector<SampleScore>& scores);
+
+// Results-file names of a protocol: "gen_p0.95_t0.9_s256" (genppl metrics) and "speed_s256" (speed),
+// so reports sort them (top-p, temperature) then steps and `aobench compare` matches them by name.
+std::string genppl_dataset(int64_t steps, double top_p, double temperature);
+std::string speed_dataset(int64_t steps);
+
+// Wall-clock seconds of `repeats` complete sample(request) calls after `warmup` untimed ones; the device
+// is synchronised around each call and CUDA devices are timed with CUDA events.
+struct GenerationTiming {
+  std::vector<double> seconds;
+  double mean = 0, sd = 0;   // sd with n − 1 (0 for one repeat)
+  int64_t network_calls = 0;
+};
+GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup,
+                                 int64_t repeats);
+
+}  // namespace aobench
