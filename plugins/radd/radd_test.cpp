@@ -2,6 +2,7 @@
 // §2.4 RADD Thm 2, §3.4 exact chain, §5.4 sampler step, §5.6 sampling precision), and the σ-conditioned
 // ablation (time_cond). Every expected value is computed here independently: by enumeration of mask sets, by
 // per-input network calls, by quadrature or in closed form.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -183,7 +184,8 @@ TEST(RaddTimeCond, ExactChainConditionsOnTheMaskedFraction) {
     for (int64_t j = k; j < 3; ++j) in.index_put_({0, j}, 3);
     auto logits = run_sigma(*p, in, {rate_sigma(double(3 - k) / 3)});
     const double expected = -torch::log_softmax(logits[0][k].narrow(0, 0, 3), 0)[x[k]].item<double>();
-    EXPECT_NEAR(out.nll[0][k].item<double>(), expected, 1e-5) << "step " << k;
+    // Relative: the random adaLN weights make logits of O(10³), and the plugin's log-softmax is float32.
+    EXPECT_NEAR(out.nll[0][k].item<double>(), expected, 1e-5 * std::max(1.0, std::abs(expected))) << "step " << k;
   }
   auto in = torch::full({1, 3}, 3, torch::kLong);
   EXPECT_GT((run_sigma(*p, in, {0.3}) - run_sigma(*p, in, {3.0})).abs().max().item<double>(), 1e-3);
