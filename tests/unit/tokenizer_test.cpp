@@ -155,6 +155,8 @@ TEST(Gpt2Tokenizer, LongPiecesMergeLikeTheReferenceAndFast) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(cpu, 1.0) << "1 MB pre-token took " << cpu << " CPU s (" << wall << " s wall)";
   EXPECT_EQ(tok->decode(ids), big);
+}
+
 // One rule for the binary and the tests (datasets/data_dir.h): without $AOBENCH_DATA_DIR the shared data
 // folder is ../shared/data beside the checkout, so `aobench tokenize` works after the README's setup.
 TEST(SharedDataDir, EnvVarElseBesideTheCheckout) {
