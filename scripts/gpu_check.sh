@@ -2,6 +2,7 @@
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 #                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
+#                                    plateau
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -341,6 +342,57 @@ phase_sedd_radd_rows() {  # after sedd_radd (and data): its sedd and radd jobs u
   echo "sedd_radd_rows phase: ${SECONDS} s" | tee -a "$OUT/sedd_radd_rows.log"
   cp runs/sedd_radd_ablation/radd/results.json "$OUT/radd_results.json"
   cp runs/sedd_radd_ablation/sedd/results.json "$OUT/sedd_results.json"
+}
+
+phase_plateau() {  # σ-GPT / AO-GPT debug on a 16-letter Markov chain: validation loss vs steps at T = 32 … 1024
+  ensure_libs
+  SECONDS=0
+  local d=runs/plateau; rm -rf $d; mkdir -p $d
+  # Each letter is followed by the letter 1 or 5 places on, ½ each: unigram ln 16 = 2.773 nats, optimum ln 2.
+  python3 - $d <<'PY'
+import struct, sys, torch
+d = sys.argv[1]
+g = torch.Generator().manual_seed(0)
+for name, n in (("train", 4_000_000), ("val", 131_072)):
+    step = torch.where(torch.rand(n, generator=g) < 0.5, 1, 5)
+    x = ((torch.cumsum(step, 0) + int(torch.randint(0, 16, (1,), generator=g))) % 16).to(torch.int32)
+    buf = bytearray(4 * n)
+    torch.frombuffer(buf, dtype=torch.int32).copy_(x)
+    with open(f"{d}/{name}.bin", "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 2, n, 16, 0, -1, *([0] * 250)))
+        f.write(buf)
+PY
+  local m T n
+  for m in sigma_gpt ao_gpt; do
+    for T in 32 128 256 1024; do
+      n=$(( T == 1024 ? 2500 : 1500 ))
+      timeout 150 $A train --set model.plugin=$m --set model.flavour=debug --set model.block_size=$T \
+        --set data.train=$d/train.bin --set data.val=$d/val.bin --set train.out_dir=$d/${m}_T$T \
+        --set train.batch_size=32 --set train.max_iters=$n --set train.learning_rate=0.003 --set train.min_lr=0.0003 \
+        --set train.warmup_iters=$(( n / 20 )) --set train.lr_decay_iters=$n --set train.weight_decay=0 \
+        --set train.order.kind=random --set train.log_interval=50 --set train.eval_interval=50 \
+        --set train.eval_iters=4 --set train.checkpoint_interval=0 --set train.keep_checkpoints=1 \
+        > $d/${m}_T$T.log 2>&1 || echo "plateau run ${m} T=$T failed (rc $?)"
+      grep -E "^done:|rror" $d/${m}_T$T.log | tail -1
+    done
+  done
+  python3 - $d <<'PY' | tee "$OUT/plateau.md"
+import glob, json, os, sys
+d = sys.argv[1]
+print("| model | T | steps | first step with val loss < 2.60 | val loss at 500 / 1000 / end |\n|---|---:|---:|---:|---|")
+for m in ("sigma_gpt", "ao_gpt"):
+    for T in (32, 128, 256, 1024):
+        f = f"{d}/{m}_T{T}/metrics.jsonl"
+        if not os.path.exists(f): print(f"| {m} | {T} | – | run missing | |"); continue
+        val = [(r["step"], r["loss/val"]) for r in map(json.loads, open(f)) if "loss/val" in r]
+        first = next((s for s, v in val if v < 2.60), None)
+        at = {s: v for s, v in val}
+        pick = lambda s: f"{at[s]:.3f}" if s in at else "–"
+        print(f"| {m} | {T} | {val[-1][0]} | {first if first is not None else 'not left'} | "
+              f"{pick(500)} / {pick(1000)} / {val[-1][1]:.3f} |")
+PY
+  tar czf "$OUT/plateau_runs.tgz" --exclude=checkpoints --exclude='*.bin' $d
+  echo "plateau phase: ${SECONDS} s"
 }
 
 for p in "$@"; do
