@@ -75,9 +75,10 @@ TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
   testing::TempDir dir;
   const char* old_data = std::getenv("AOBENCH_DATA_DIR");
   const std::string saved = old_data ? old_data : "";
-  // No folder given, AOBENCH_GPT2_DIR set to an empty one, AOBENCH_DATA_DIR unset: the error names both.
+  // No folder given, AOBENCH_GPT2_DIR and AOBENCH_DATA_DIR set to an empty folder (unset, the data folder
+  // beside the checkout would be found): the error names both.
   ::setenv("AOBENCH_GPT2_DIR", dir.path.c_str(), 1);
-  ::unsetenv("AOBENCH_DATA_DIR");
+  ::setenv("AOBENCH_DATA_DIR", dir.path.c_str(), 1);
   try {
     make_tokenizer("gpt2");
     ADD_FAILURE() << "found a vocabulary in an empty folder";
@@ -87,7 +88,8 @@ TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
     EXPECT_NE(std::string(e.hint()).find("AOBENCH_DATA_DIR"), std::string::npos) << e.hint();
   }
   ::unsetenv("AOBENCH_GPT2_DIR");
-  if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
+  if (saved.empty()) ::unsetenv("AOBENCH_DATA_DIR");
+  else ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
   // An explicit folder (--vocab-dir) that lacks the files is an error naming it, never a silent fallback
   // to the environment's vocabulary.
   try {
