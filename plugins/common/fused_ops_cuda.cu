@@ -152,6 +152,20 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
   }
 }
 
+// (μ, rstd = 1/√(var + eps)) of one row of d = 128·kChunks spread over a warp: v holds this lane's 4 elements
+// per chunk, sum their sum. The variance is the centred second pass, Σ (v − μ)² / d.
+template <int kChunks>
+__device__ __forceinline__ float2 warp_row_stats(const float (&v)[kChunks][4], float sum, float eps) {
+  constexpr int d = kChunks * 128;
+  const float mean = warp_sum(sum) / d;
+  float sq = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+  return make_float2(mean, rsqrtf(warp_sum(sq) / d + eps));
+}
+
 // The same step for d = 128·kChunks: one warp per row, each lane 4 consecutive elements per chunk with
 // 16-byte fp32 and 4-element loads, reductions within the warp only (no block barriers). Eight rows per block.
 template <typename Ty, int kChunks>
@@ -185,13 +199,8 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 #pragma unroll
     for (int k = 0; k < 4; ++k) sum += v[c][k];
   }
-  const float mean = warp_sum(sum) / d;
-  float sq = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-  const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+  const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
+  const float mean = stats.x, rstd = stats.y;
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int j = c * 128 + lane * 4;
@@ -241,13 +250,8 @@ __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, cons
 #pragma unroll
       for (int k = 0; k < 4; ++k) sum += v[c][k];
     }
-    const float mean = warp_sum(sum) / d;
-    float sq = 0.f;
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-    const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+    const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
+    const float mean = stats.x, rstd = stats.y;
     float s1 = 0.f, s2 = 0.f;   // Σ g, Σ g·x̂
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
