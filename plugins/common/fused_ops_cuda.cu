@@ -326,6 +326,22 @@ __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict_
   }
 }
 
+// Calls launch(std::integral_constant<int, kChunks>()) for kChunks = chunks (1 … 8; more is 8): the compile-time
+// row width d = 128·kChunks of the warp-per-row kernels.
+template <typename Launch>
+void dispatch_chunks(int64_t chunks, Launch launch) {
+  switch (chunks) {
+    case 1: launch(std::integral_constant<int, 1>()); break;
+    case 2: launch(std::integral_constant<int, 2>()); break;
+    case 3: launch(std::integral_constant<int, 3>()); break;
+    case 4: launch(std::integral_constant<int, 4>()); break;
+    case 5: launch(std::integral_constant<int, 5>()); break;
+    case 6: launch(std::integral_constant<int, 6>()); break;
+    case 7: launch(std::integral_constant<int, 7>()); break;
+    default: launch(std::integral_constant<int, 8>()); break;
+  }
+}
+
 }  // namespace
 
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
@@ -384,16 +400,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
                 x.data_ptr<float>(), yp, weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp,
                 h.data_ptr<scalar_t>());
       };
-      switch (d / 128) {
-        case 1: launch(std::integral_constant<int, 1>()); break;
-        case 2: launch(std::integral_constant<int, 2>()); break;
-        case 3: launch(std::integral_constant<int, 3>()); break;
-        case 4: launch(std::integral_constant<int, 4>()); break;
-        case 5: launch(std::integral_constant<int, 5>()); break;
-        case 6: launch(std::integral_constant<int, 6>()); break;
-        case 7: launch(std::integral_constant<int, 7>()); break;
-        default: launch(std::integral_constant<int, 8>()); break;
-      }
+      dispatch_chunks(d / 128, launch);
       return;
     }
     auto launch = [&](auto per) {
@@ -454,16 +461,7 @@ std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& g
               w.data_ptr<float>(), rows, rows_per_warp, static_cast<float>(eps), gx.data_ptr<float>(),
               gy.data_ptr<scalar_t>(), pw.data_ptr<float>(), pb.data_ptr<float>());
     };
-    switch (d / 128) {
-      case 1: launch(std::integral_constant<int, 1>()); break;
-      case 2: launch(std::integral_constant<int, 2>()); break;
-      case 3: launch(std::integral_constant<int, 3>()); break;
-      case 4: launch(std::integral_constant<int, 4>()); break;
-      case 5: launch(std::integral_constant<int, 5>()); break;
-      case 6: launch(std::integral_constant<int, 6>()); break;
-      case 7: launch(std::integral_constant<int, 7>()); break;
-      default: launch(std::integral_constant<int, 8>()); break;
-    }
+    dispatch_chunks(d / 128, launch);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {gx, gy, pw.sum(0), pb.sum(0)};
