@@ -147,6 +147,35 @@ std::unique_ptr<aobench::ModelPlugin> bench_model(torch::Device dev, std::string
   return model;
 }
 
+// bench_model in train mode, and in `batch` one (B, block_size) batch of random tokens for it, B =
+// AOBENCH_BENCH_BATCH (16). Decoder-only plugins get one uniform random order per sequence (gpt: identity).
+std::unique_ptr<aobench::ModelPlugin> train_bench_model(torch::Device dev, std::string& label,
+                                                        aobench::TrainBatch& batch) {
+  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
+  auto model = bench_model(dev, label);
+  model->module().train();
+  const int64_t T = model->block_size();
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
+  batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
+  if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
+    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
+                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
+  return model;
+}
+
+// Warms `fn` up (3 calls: kernels, caches, rotary tables) under AOBENCH_SDPA_BACKEND, prints its kernel
+// profile as `profile_label` when AOBENCH_BENCH_PROFILE=1, resets the peak-memory counter and returns
+// time_on_gpu's mean seconds per call.
+template <typename Fn>
+double warm_up_and_time(benchmark::State& state, torch::Device dev, const std::string& profile_label, Fn fn) {
+  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
+  for (int i = 0; i < 3; ++i) fn();
+  torch::cuda::synchronize();
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(profile_label, fn);
+  aobench::reset_peak_memory(dev);
+  return time_on_gpu(state, dev, fn);
+}
+
 void BM_PluginForward(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU forwards");
@@ -173,12 +202,7 @@ void BM_PluginForward(benchmark::State& state) {
       model->log_prob(tokens, order, gen);
     }
   };
-  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
-  for (int i = 0; i < 3; ++i) forward();  // warm-up: kernels, caches, rotary tables
-  torch::cuda::synchronize();
-  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label, forward);
-  aobench::reset_peak_memory(dev);
-  const double seconds = time_on_gpu(state, dev, forward);
+  const double seconds = warm_up_and_time(state, dev, label, forward);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
   record_result("forward", label, B, *model, seconds, double(B * T), model->flops_per_token(T) / 3.0, dev);
@@ -200,18 +224,11 @@ void BM_PluginTrainStep(benchmark::State& state) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
     return;
   }
-  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
   const torch::Device dev(torch::kCUDA, 0);
   std::string label;
-  auto model = bench_model(dev, label);
-  model->module().train();
-  const int64_t T = model->block_size();
-  auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
   aobench::TrainBatch batch;
-  batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
-  if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
-    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
-                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
+  auto model = train_bench_model(dev, label, batch);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
   at::Generator gen = at::detail::createCPUGenerator(0);
   auto step = [&] {
     at::autocast::set_autocast_enabled(at::kCUDA, true);
@@ -222,12 +239,7 @@ void BM_PluginTrainStep(benchmark::State& state) {
     loss.backward();
     for (auto& p : model->module().parameters()) p.mutable_grad() = torch::Tensor();
   };
-  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
-  for (int i = 0; i < 3; ++i) step();
-  torch::cuda::synchronize();
-  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " train", step);
-  aobench::reset_peak_memory(dev);
-  const double seconds = time_on_gpu(state, dev, step);
+  const double seconds = warm_up_and_time(state, dev, label + " train", step);
   record_result("fwd_bwd", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
   state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
@@ -243,18 +255,11 @@ void BM_PluginTrainFullStep(benchmark::State& state) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
     return;
   }
-  const int64_t B = std::stoll(env_or("AOBENCH_BENCH_BATCH", "16"));
   const torch::Device dev(torch::kCUDA, 0);
   std::string label;
-  auto model = bench_model(dev, label);
-  model->module().train();
-  const int64_t T = model->block_size();
-  auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
   aobench::TrainBatch batch;
-  batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
-  if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
-    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
-                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
+  auto model = train_bench_model(dev, label, batch);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
   std::vector<aobench::AdamWGroup> groups;
   for (auto& g : model->param_groups())
     if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
@@ -271,12 +276,7 @@ void BM_PluginTrainFullStep(benchmark::State& state) {
     const auto norm = optimizer.grad_norm();
     optimizer.step(1e-4, 1.0, norm, torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
   };
-  restrict_sdpa(env_or("AOBENCH_SDPA_BACKEND", ""));
-  for (int i = 0; i < 3; ++i) step();
-  torch::cuda::synchronize();
-  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " full step", step);
-  aobench::reset_peak_memory(dev);
-  const double seconds = time_on_gpu(state, dev, step);
+  const double seconds = warm_up_and_time(state, dev, label + " full step", step);
   record_result("train_step", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
   state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,

@@ -3,8 +3,6 @@
 #include "plugins/ao_gpt/fused_norms.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "plugins/common/fused_ops.h"
 
@@ -36,10 +34,7 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
 
 namespace {
 std::atomic<bool>& fused_norms_flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("AOBENCH_FUSED_NORMS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
+  static std::atomic<bool> on{common::env_switch_on("AOBENCH_FUSED_NORMS")};
   return on;
 }
 }  // namespace

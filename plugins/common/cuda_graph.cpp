@@ -2,8 +2,6 @@
 #include "plugins/common/cuda_graph.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #ifdef AOBENCH_FUSED_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -11,14 +9,13 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include "plugins/common/fused_ops.h"
+
 namespace aobench::common {
 
 namespace {
 std::atomic<bool>& graphs_flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("AOBENCH_CUDA_GRAPHS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
+  static std::atomic<bool> on{env_switch_on("AOBENCH_CUDA_GRAPHS")};
   return on;
 }
 }  // namespace

@@ -74,17 +74,18 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
   return nll;
 }
 
-namespace {
-bool env_not_zero(const char* name) {
+bool env_switch_on(const char* name) {
   const char* v = std::getenv(name);
   return !(v && std::strcmp(v, "0") == 0);
 }
+
+namespace {
 std::atomic<bool>& fused_ce_flag() {
-  static std::atomic<bool> on{env_not_zero("AOBENCH_FUSED_CE")};
+  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_CE")};
   return on;
 }
 std::atomic<bool>& fused_ln_flag() {
-  static std::atomic<bool> on{env_not_zero("AOBENCH_FUSED_LN")};
+  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_LN")};
   return on;
 }
 }  // namespace

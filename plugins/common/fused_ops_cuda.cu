@@ -152,6 +152,20 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
   }
 }
 
+// (μ, rstd = 1/√(var + eps)) of one row of d = 128·kChunks spread over a warp: v holds this lane's 4 elements
+// per chunk, sum their sum. The variance is the centred second pass, Σ (v − μ)² / d.
+template <int kChunks>
+__device__ __forceinline__ float2 warp_row_stats(const float (&v)[kChunks][4], float sum, float eps) {
+  constexpr int d = kChunks * 128;
+  const float mean = warp_sum(sum) / d;
+  float sq = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+  return make_float2(mean, rsqrtf(warp_sum(sq) / d + eps));
+}
+
 // The same step for d = 128·kChunks: one warp per row, each lane 4 consecutive elements per chunk with
 // 16-byte fp32 and 4-element loads, reductions within the warp only (no block barriers). Eight rows per block.
 template <typename Ty, int kChunks>
@@ -185,13 +199,8 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 #pragma unroll
     for (int k = 0; k < 4; ++k) sum += v[c][k];
   }
-  const float mean = warp_sum(sum) / d;
-  float sq = 0.f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-  const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+  const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
+  const float mean = stats.x, rstd = stats.y;
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int j = c * 128 + lane * 4;
@@ -241,13 +250,8 @@ __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, cons
 #pragma unroll
       for (int k = 0; k < 4; ++k) sum += v[c][k];
     }
-    const float mean = warp_sum(sum) / d;
-    float sq = 0.f;
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-    const float rstd = rsqrtf(warp_sum(sq) / d + eps);
+    const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
+    const float mean = stats.x, rstd = stats.y;
     float s1 = 0.f, s2 = 0.f;   // Σ g, Σ g·x̂
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
@@ -322,6 +326,22 @@ __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict_
   }
 }
 
+// Calls launch(std::integral_constant<int, kChunks>()) for kChunks = chunks (1 … 8; more is 8): the compile-time
+// row width d = 128·kChunks of the warp-per-row kernels.
+template <typename Launch>
+void dispatch_chunks(int64_t chunks, Launch launch) {
+  switch (chunks) {
+    case 1: launch(std::integral_constant<int, 1>()); break;
+    case 2: launch(std::integral_constant<int, 2>()); break;
+    case 3: launch(std::integral_constant<int, 3>()); break;
+    case 4: launch(std::integral_constant<int, 4>()); break;
+    case 5: launch(std::integral_constant<int, 5>()); break;
+    case 6: launch(std::integral_constant<int, 6>()); break;
+    case 7: launch(std::integral_constant<int, 7>()); break;
+    default: launch(std::integral_constant<int, 8>()); break;
+  }
+}
+
 }  // namespace
 
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
@@ -380,16 +400,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
                 x.data_ptr<float>(), yp, weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp,
                 h.data_ptr<scalar_t>());
       };
-      switch (d / 128) {
-        case 1: launch(std::integral_constant<int, 1>()); break;
-        case 2: launch(std::integral_constant<int, 2>()); break;
-        case 3: launch(std::integral_constant<int, 3>()); break;
-        case 4: launch(std::integral_constant<int, 4>()); break;
-        case 5: launch(std::integral_constant<int, 5>()); break;
-        case 6: launch(std::integral_constant<int, 6>()); break;
-        case 7: launch(std::integral_constant<int, 7>()); break;
-        default: launch(std::integral_constant<int, 8>()); break;
-      }
+      dispatch_chunks(d / 128, launch);
       return;
     }
     auto launch = [&](auto per) {
@@ -450,16 +461,7 @@ std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& g
               w.data_ptr<float>(), rows, rows_per_warp, static_cast<float>(eps), gx.data_ptr<float>(),
               gy.data_ptr<scalar_t>(), pw.data_ptr<float>(), pb.data_ptr<float>());
     };
-    switch (d / 128) {
-      case 1: launch(std::integral_constant<int, 1>()); break;
-      case 2: launch(std::integral_constant<int, 2>()); break;
-      case 3: launch(std::integral_constant<int, 3>()); break;
-      case 4: launch(std::integral_constant<int, 4>()); break;
-      case 5: launch(std::integral_constant<int, 5>()); break;
-      case 6: launch(std::integral_constant<int, 6>()); break;
-      case 7: launch(std::integral_constant<int, 7>()); break;
-      default: launch(std::integral_constant<int, 8>()); break;
-    }
+    dispatch_chunks(d / 128, launch);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {gx, gy, pw.sum(0), pb.sum(0)};

@@ -2,9 +2,9 @@
 #include "plugins/common/sampling.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
+
+#include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
 
@@ -16,10 +16,7 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
 
 namespace {
 std::atomic<bool>& fused_sampling_flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("AOBENCH_FUSED_SAMPLING");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
+  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_SAMPLING")};
   return on;
 }
 }  // namespace
