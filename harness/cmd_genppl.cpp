@@ -1,4 +1,4 @@
-// Implements: `aobench genppl SAMPLES.jsonl --judge PATH [--run RUN_DIR]` (issue 12; spec-ao-gpt §4.6):
+// Implements: `aobench genppl SAMPLES.jsonl --judge PATH [--run RUN_DIR]` (spec-ao-gpt §4.6):
 // generative perplexity of `aobench sample` output under a GPT-2-family judge — a Hugging Face folder
 // (config.json + model.safetensors, loaded by the gpt plugin's model.init_from_hf; GPT-2 Large in the paper)
 // or an aobench `gpt` run. Per sample: exp(mean NLL of tokens 1…L−1 given their prefix), the first token

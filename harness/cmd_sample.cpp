@@ -1,4 +1,4 @@
-// Implements: `aobench sample` (issue 12; spec-ao-gpt §4): samples of a trained run through its plugin's
+// Implements: `aobench sample` (spec-ao-gpt §4): samples of a trained run through its plugin's
 // sample(), written as JSONL, one line per sample: ids, decoded text (the run's tokenizer), the generation
 // order (any-order plugins), the batch seed, steps, temperature, top-p, network calls and the settings.
 // Knobs are the sample.* keys (metrics/generation.h); prompts come from a JSONL file (prefix prompts for

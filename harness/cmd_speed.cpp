@@ -1,4 +1,4 @@
-// Implements: `aobench speed` (issue 12; spec-ao-gpt §4.5): wall-clock time of one complete generation of
+// Implements: `aobench speed` (spec-ao-gpt §4.5): wall-clock time of one complete generation of
 // speed.batch_size × speed.length tokens for every speed.steps value, warm-up calls excluded, the device
 // synchronised and CUDA timed with CUDA events, speed.repeats timed calls → mean ± sd. The model is a
 // trained run (--run) or a random init of --set model.plugin / model.flavour (timing needs no weights).

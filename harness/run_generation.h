@@ -1,4 +1,4 @@
-// Implements: the generation stages of `aobench run` (issue 12): an experiment's optional "generation"
+// Implements: the generation stages of `aobench run`: an experiment's optional "generation"
 // section samples every (filtered) job under each setting with `aobench sample`, scores the samples with
 // `aobench genppl` against a judge, and times the sampler with `aobench speed`; and the optional "base"
 // key, which takes out_dir / prepare / common / jobs from another experiment file (so a generation study

@@ -1,4 +1,4 @@
-// Implements: the generation half of the benchmark (issue 12; spec-ao-gpt §4, spec-sedd-radd §5): the
+// Implements: the generation half of the benchmark (spec-ao-gpt §4, spec-sedd-radd §5): the
 // sample.* / speed.* / genppl.* knobs parsed once into typed structs, prompt files, the JSONL records of
 // `aobench sample`, generative perplexity of samples under a GPT-2-family judge (`aobench genppl`) and the
 // wall-clock timing of full generations (`aobench speed`).

@@ -164,7 +164,7 @@ PY
   cp $d/sigma_gpt/results.json $d/sigma_gpt/metrics.jsonl "$OUT/" 2>/dev/null || true
 }
 
-# --- issue 13: training speed against nanoGPT, and data-parallel scaling ------------------------------------
+# --- training speed against nanoGPT, and data-parallel scaling ------------------------------------
 # Random uint32 tokens (llm.c header, version 2) for speed runs: the rate does not depend on the ids.
 random_tokens() {  # FILE COUNT
   [[ -s $1 ]] && return 0
@@ -273,7 +273,7 @@ for s in sorted(set(a) & set(b)):
 PY
 }
 
-phase_genspeed() {  # issue 12: generation speed, ours and the peers' (bench/peers) in one call; $OUT/genspeed
+phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one call; $OUT/genspeed
   ensure_libs
   local d=$OUT/genspeed; mkdir -p "$d"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$d/device.txt"
@@ -315,7 +315,7 @@ phase_genspeed() {  # issue 12: generation speed, ours and the peers' (bench/pee
   python3 bench/peers/genspeed_summary.py "$d" | tee "$d/summary.md"
 }
 
-phase_sedd_radd() {  # SEDD–RADD ablation (issue 15): five tiny encoders on paradigms_tiny's tokens, wiki_val ELBO
+phase_sedd_radd() {  # SEDD–RADD ablation: five tiny encoders on paradigms_tiny's tokens, wiki_val ELBO
   ensure_libs
   SECONDS=0
   $A run configs/experiments/sedd_radd_ablation.json 2>&1 | grep -vE "^  [a-z_]+\." \

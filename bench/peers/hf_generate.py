@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer for aobench's autoregressive decode speed (issue 12): Hugging Face transformers generate() on a
+"""Peer for aobench's autoregressive decode speed: Hugging Face transformers generate() on a
 randomly initialised GPT-2 small (12 layers, 12 heads, 768 wide, 1024 positions, 50257 ids) in bf16.
 
 Same workload as `aobench speed` on the `gpt` small flavour: batch 32, one given token (EOS) then

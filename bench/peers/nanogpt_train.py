@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The peer of `aobench train` for training speed (issue 13): nanoGPT's model.py (Karpathy, MIT), written
+"""The peer of `aobench train` for training speed: nanoGPT's model.py (Karpathy, MIT), written
 inline so the script runs without network or a checkout, trained the way nanoGPT's train.py does it on one
 GPU: bf16 autocast, bias=True, vocabulary padded to 50304, weight tying, AdamW(fused=True) with nanoGPT's
 decay / no-decay groups, grad clip 1.0, optional torch.compile. Tokens are uniform random ids (speed only).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer for aobench's SEDD sampler step (issue 12): a plain-PyTorch DDiT encoder of SEDD small's shape
+"""Peer for aobench's SEDD sampler step: a plain-PyTorch DDiT encoder of SEDD small's shape
 (12 blocks, 12 heads, 768 wide, cond 128, 50257 + 1 ids incl. [MASK], NeoX rotary, adaLN-Zero, bidirectional
 SDPA, GELU-tanh MLP, adaLN final norm, (V+1)-wide head) compiled with torch.compile, bf16 autocast.
 

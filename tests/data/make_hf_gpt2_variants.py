@@ -1,5 +1,5 @@
 # Implements: golden fixtures for the GPT-2 config.json options the gpt plugin's init_from_hf must honour
-# exactly (issue 11 point 11): one tiny random GPT2LMHeadModel per option, saved the Hugging Face way
+# exactly: one tiny random GPT2LMHeadModel per option, saved the Hugging Face way
 # (config.json + model.safetensors) into tests/data/hf_gpt2_variants/<variant>/, with expected.safetensors
 # holding input_ids (2, 12) and the transformers fp32 logits (2, 12, 64).
 #   inverse_layer_idx  scale_attn_by_inverse_layer_idx=true  (scores also divided by layer index + 1)

@@ -1,4 +1,4 @@
-// Implements: the everyday-use behaviour of the CLI (issue 11 points 7–11) end to end: `train` prints the
+// Implements: the everyday-use behaviour of the CLI end to end: `train` prints the
 // config compactly once and ends with a summary line; an experiment file given to `train` says to use
 // `aobench run`; `eval` writes progress lines with elapsed time, rate and ETA into a log; `eval --hf`
 // evaluates a Hugging Face GPT-2 folder directly and records its loaded shape.

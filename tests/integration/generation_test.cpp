@@ -1,4 +1,4 @@
-// Implements: issue 12 end to end through the aobench binary on CPU: `aobench sample` for a decoder, an
+// Implements: generation end to end through the aobench binary on CPU: `aobench sample` for a decoder, an
 // any-order decoder and a diffusion encoder (JSONL fields, seeds, prompts, infilling, never overwriting),
 // `aobench genppl` (a judge on its own near-greedy text matches `aobench eval` on the same ids; Hugging Face
 // and run judges), `aobench speed` (results that `aobench compare` and `aobench report` read), the

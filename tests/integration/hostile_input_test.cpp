@@ -2,7 +2,7 @@
 // wrong-magic token files, bad JSON, unknown keys, wrong types, NaN / negative hyper-parameters, a plugin
 // built against another API version, a missing plugin directory, a checkpoint of another plugin or
 // flavour, and a file-size limit hit while writing a checkpoint (the previous checkpoint survives).
-// Issue 11 classes: no input reaches a shell (.xz names, report run names), no crash (deep JSON, broken
+// Classes: no input reaches a shell (.xz names, report run names), no crash (deep JSON, broken
 // plugin libraries), nothing lost or overwritten silently (prepare over its input, one writer per run
 // directory, concurrent evals, a damaged results.json, --resume with another config, stale `run` jobs),
 // no hang (FIFO data, cost knobs, a second Ctrl-C), every error names the item (token ids past the
@@ -248,7 +248,7 @@ TEST_F(HostileInputTest, FullDiskWhileCheckpointingKeepsThePreviousCheckpoint) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Issue 11 — 1. no input reaches a shell.
+// no input reaches a shell.
 
 // "first line\nsecond line\n" compressed by Python's lzma.compress (.xz container).
 const std::string kXz(
@@ -294,7 +294,7 @@ TEST_F(HostileInputTest, ReportRunNamesNeverReachAShell) {
   EXPECT_NE(gp.find("title 'r`touch PWNED_REPORT`''\"x'"), std::string::npos) << gp;
 }
 
-// Issue 11 — 2. no crash on any input.
+// no crash on any input.
 
 TEST_F(HostileInputTest, DeeplyNestedJsonIsRefusedNotACrash) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
@@ -324,7 +324,7 @@ TEST_F(HostileInputTest, BrokenPluginLibrariesAreRefusedByName) {
                      {nofp_so, "no aobench_plugin_fingerprint"});
 }
 
-// Issue 11 — 3. nothing lost or overwritten silently.
+// nothing lost or overwritten silently.
 
 TEST_F(HostileInputTest, PrepareNeverWritesOverItsInput) {
   const std::string text = write_config("corpus.txt", "one line\nanother line\n");
@@ -508,7 +508,7 @@ TEST_F(HostileInputTest, RunRefusesStaleJobsDuplicateNamesAndFiltersNamingNothin
                      {"\"wikitext\"", "eval.datasets"});
 }
 
-// Issue 11 — 4. no hang.
+// no hang.
 
 TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
@@ -541,7 +541,7 @@ TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
   }
 }
 
-// Issue 11 — 5. every error names the item and the fix.
+// every error names the item and the fix.
 
 TEST_F(HostileInputTest, TokenIdsPastTheVocabularyAreFoundWhenTheFileIsOpened) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
@@ -608,7 +608,7 @@ TEST_F(HostileInputTest, HugeNumbersAndBadHeadersAreNamedErrors) {
   expect_clean_error(run_child(args, &out), out, 3, {empty_dir, "lacks encoder.json"});
 }
 
-// Issue 11 — 6. compare is a trustworthy gate.
+// compare is a trustworthy gate.
 
 TEST_F(HostileInputTest, CompareRefusesWhatItCannotCompare) {
   Results base;

@@ -70,7 +70,7 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
     EXPECT_TRUE(std::isfinite(bound.value) && bound.value > 1.0) << name;
   }
 
-  // The terminal shows where the run is and ends with the report's headline table (issue 11 point 7).
+  // The terminal shows where the run is and ends with the report's headline table.
   EXPECT_NE(out.find("run [1/"), std::string::npos) << out;
   EXPECT_NE(out.find(" elapsed]: job gpt: training"), std::string::npos) << out;
   const size_t head = out.find("perplexity (lower is better; <= marks an upper bound)");

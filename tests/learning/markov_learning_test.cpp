@@ -1,4 +1,4 @@
-// Implements: learning tests (issue 15): every paradigm, trained by the harness (run_training → checkpoint →
+// Implements: learning tests: every paradigm, trained by the harness (run_training → checkpoint →
 // load_model_for_eval → evaluate_likelihood, CPU, debug flavour), must learn a Markov chain the test
 // generates: 16 letters, each followed by the letter 1 or 5 places on (mod 16) with probability ½ each.
 // The unigram entropy is ln 16 = 2.773 nats and the best any-order or left-to-right model reaches ln 2 =
@@ -109,7 +109,7 @@ TEST_P(MarkovLearning, HeldOutLossFarBelowUnigram) {
 }
 
 // Thresholds: the optimum is ln 2 = 0.693 for the decoders (first token skipped) and (ln 16 + (T−1) ln 2)/T =
-// 0.758 for the encoders' bound over all T tokens. Measured off-plateau levels with debug shapes (issue 15):
+// 0.758 for the encoders' bound over all T tokens. Measured off-plateau levels with debug shapes:
 // GPT 0.70, σ-GPT 1.40, AO-GPT (random orders) 1.40, RADD 0.85 (exact L2R 0.77). With these settings
 // (`aobench train`, seed 1000, validation every 50 steps) GPT was at 0.91 after 50 steps, SEDD at 2.05 after
 // 100, RADD left the plateau after ~200 steps (2.42 at 250) and σ-GPT after ~300 (2.53 at 350), hence the

@@ -1,4 +1,4 @@
-// Implements: issue 11 fixture — a plugin library with the right API version but no
+// Implements: fixture: a plugin library with the right API version but no
 // aobench_plugin_fingerprint symbol, so its compiler and LibTorch cannot be checked; the registry must
 // refuse it by name (tests/integration/hostile_input_test.cpp). Built into build*/bad_plugin_nofp.
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Implements: issue 11 fixture — a plugin library with the right API version and fingerprint whose
+// Implements: fixture: a plugin library with the right API version and fingerprint whose
 // aobench_create_plugin() returns null; the registry must refuse it by name, never crash
 // (tests/integration/hostile_input_test.cpp). Built into build*/bad_plugin_nullcreate, its own folder.
 #include <cstdint>
