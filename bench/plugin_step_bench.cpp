@@ -26,10 +26,10 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
-#include "harness/device.h"
-#include "harness/env_info.h"
+#include "core/device.h"
+#include "core/env_info.h"
 #include "harness/optim.h"
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "harness/registry.h"
 #include "reports/results.h"
 

@@ -1,6 +1,6 @@
 # aobench_add_plugin(<name> SOURCES ... [CUDA_SOURCES ...])
 # Builds libaobench_<name>.so next to the aobench binary. Plugins export only the two C symbols of
-# harness/plugin_api.h (AOBENCH_PLUGIN); everything else is hidden.
+# core/plugin_api.h (AOBENCH_PLUGIN); everything else is hidden.
 function(aobench_add_plugin name)
   cmake_parse_arguments(P "" "" "SOURCES;CUDA_SOURCES" ${ARGN})
   set(srcs ${P_SOURCES})
@@ -12,7 +12,9 @@ function(aobench_add_plugin name)
   add_library(aobench_${name} MODULE ${srcs} ${default_src})
   set_target_properties(aobench_${name} PROPERTIES PREFIX "lib" DEFINE_SYMBOL "" CXX_VISIBILITY_PRESET hidden
                         VISIBILITY_INLINES_HIDDEN ON)
+  # Core and plugins/common only: anything above (trainer, metrics, registry) is a link error.
   target_link_libraries(aobench_${name} PRIVATE aobench_core aobench_plugin_common)
+  target_link_options(aobench_${name} PRIVATE -Wl,--no-undefined)
   # AOBENCH_PLUGIN_CUDA: the plugin's CUDA kernels are compiled in (its .cpp dispatches to them).
   if(AOBENCH_WITH_CUDA AND P_CUDA_SOURCES)
     target_compile_definitions(aobench_${name} PRIVATE AOBENCH_PLUGIN_CUDA=1)

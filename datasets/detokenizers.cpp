@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "datasets/detokenizers.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

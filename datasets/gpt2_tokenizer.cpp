@@ -19,7 +19,7 @@
 
 #include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

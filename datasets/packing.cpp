@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -15,7 +15,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -14,9 +14,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/config.h"
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "harness/registry.h"
 
 namespace aobench {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/safetensors.h"
+#include "core/safetensors.h"
 
 namespace aobench {
 

@@ -4,8 +4,9 @@
 #include <iostream>
 
 #include "harness/commands.h"
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -10,7 +10,7 @@
 
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "harness/registry.h"
 #include "reports/results.h"
 

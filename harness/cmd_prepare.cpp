@@ -21,8 +21,8 @@
 #include "datasets/tokenizer.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "harness/errors.h"
-#include "harness/progress.h"
+#include "core/errors.h"
+#include "core/progress.h"
 
 namespace aobench {
 

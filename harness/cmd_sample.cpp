@@ -16,11 +16,11 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "harness/config.h"
-#include "harness/device.h"
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
-#include "harness/safetensors.h"
+#include "core/config.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
+#include "core/safetensors.h"
 #include "metrics/generation.h"
 
 namespace aobench {

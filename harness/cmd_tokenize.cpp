@@ -9,8 +9,8 @@
 #include "datasets/tokenizer.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -7,8 +7,8 @@
 #include <exception>
 #include <map>
 
-#include "harness/device.h"
-#include "harness/errors.h"
+#include "core/device.h"
+#include "core/errors.h"
 
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>

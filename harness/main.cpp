@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/commands.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 
 int main(int argc, char** argv) {
   auto& table = aobench::command_table();

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -12,7 +12,7 @@
 
 #include <torch/torch.h>
 
-#include "harness/safetensors.h"
+#include "core/safetensors.h"
 
 namespace aobench {
 

@@ -9,7 +9,7 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -83,7 +83,7 @@ CreatePluginFn load_plugin_library(const std::string& path) {
   if (version != kPluginApiVersion)
     throw PluginError("plugin '" + path + "' was built against plugin API version " + std::to_string(version) +
                           ", this harness has API version " + std::to_string(kPluginApiVersion),
-                      "rebuild the plugin against this harness's harness/plugin_api.h");
+                      "rebuild the plugin against this harness's core/plugin_api.h");
   if (!lib->has("aobench_plugin_fingerprint"))
     throw PluginError("plugin '" + path + "' has no aobench_plugin_fingerprint symbol, so its compiler and LibTorch "
                       "cannot be checked against the harness's [" + build_fingerprint() + "]",

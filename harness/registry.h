@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 
 namespace aobench {
 

@@ -12,9 +12,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/env_info.h"
-#include "harness/errors.h"
-#include "harness/safetensors.h"
+#include "core/env_info.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 
 namespace aobench {
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "core/errors.h"
 #include "metrics/generation.h"
 
 namespace aobench {

@@ -20,13 +20,14 @@
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "harness/config.h"
-#include "harness/device.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/device.h"
 #include "harness/distributed.h"
 #include "harness/ema.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "harness/optim.h"
-#include "harness/progress.h"
+#include "core/progress.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

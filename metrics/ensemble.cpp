@@ -9,8 +9,8 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 
 namespace aobench {
 

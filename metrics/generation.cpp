@@ -13,8 +13,8 @@
 #include <map>
 
 #include "datasets/tokenizer.h"
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "core/errors.h"
 #include "metrics/likelihood.h"
 
 namespace aobench {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "metrics/stats.h"
 
 namespace aobench {

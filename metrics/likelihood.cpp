@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "datasets/token_file.h"
-#include "harness/config.h"
-#include "harness/device.h"
-#include "harness/errors.h"
-#include "harness/order.h"
-#include "harness/plugin_api.h"
-#include "harness/progress.h"
+#include "core/config.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/order.h"
+#include "core/plugin_api.h"
+#include "core/progress.h"
 #include "metrics/ensemble.h"
 #include "metrics/stats.h"
 

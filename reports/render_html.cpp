@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "harness/safetensors.h"
+#include "core/safetensors.h"
 #include "reports/results.h"
 
 namespace aobench {

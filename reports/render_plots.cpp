@@ -1,6 +1,6 @@
 // Implements: loss curves as gnuplot plots (DESIGN.md §1: gnuplot driven as a subprocess). For each curve
 // (loss/val → loss_val, loss/train → loss_train) writes <name>.dat (one data block per run) and <name>.gp,
-// then runs gnuplot (an argument vector, no shell: harness/subprocess.h) for a PNG (pngcairo) and an SVG; likewise
+// then runs gnuplot (an argument vector, no shell: core/subprocess.h) for a PNG (pngcairo) and an SVG; likewise
 // gen_speed (generation time vs steps, log-log). Plotting is optional: a missing or failing gnuplot prints a
 // warning and the report goes on without images.
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <iostream>
 #include <tuple>
 
-#include "harness/subprocess.h"
+#include "core/subprocess.h"
 #include "reports/results.h"
 
 namespace aobench {

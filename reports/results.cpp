@@ -10,11 +10,10 @@
 #include <iomanip>
 #include <sstream>
 
-#include "harness/config.h"
-#include "harness/env_info.h"
-#include "harness/errors.h"
-#include "harness/registry.h"
-#include "harness/safetensors.h"
+#include "core/config.h"
+#include "core/env_info.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -88,14 +87,6 @@ RunResults collect_run(const fs::path& dir, json& context) {
   if (run.config.contains("model")) {
     run.plugin = str_or(run.config["model"], "plugin", run.plugin);
     run.flavour = str_or(run.config["model"], "flavour", run.flavour);
-  }
-  if (run.paradigm.empty()) {
-    // Not evaluated yet: ask the registry (a missing plugin leaves it blank; reports never fail on it).
-    try {
-      for (const auto& p : PluginRegistry::instance().plugins())
-        if (p.name == run.plugin) run.paradigm = to_string(p.info.paradigm);
-    } catch (const std::exception&) {
-    }
   }
   run.curves.clear();
   if (fs::exists(dir / "metrics.jsonl")) read_curves((dir / "metrics.jsonl").string(), run);

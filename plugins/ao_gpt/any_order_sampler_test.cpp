@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "plugins/common/any_order.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();

@@ -8,8 +8,8 @@
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "plugins/common/any_order.h"
 #include "plugins/common/fused_ops.h"
 #include "plugins/ao_gpt/fused_norms.h"

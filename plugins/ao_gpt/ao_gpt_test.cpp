@@ -9,8 +9,8 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "plugins/ao_gpt/fused_norms.h"
 #include "plugins/common/any_order.h"
 #include "plugins/common/cuda_graph.h"

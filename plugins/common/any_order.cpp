@@ -7,7 +7,7 @@
 
 #include <ATen/detail/CUDAHooksInterface.h>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 

@@ -11,8 +11,8 @@
 
 #include <torch/torch.h>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 
 namespace aobench::common {
 

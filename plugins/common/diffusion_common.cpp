@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench::common {
 using torch::indexing::Slice;

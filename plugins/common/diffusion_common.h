@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/sampling.h"
 

@@ -12,8 +12,8 @@
 #include <map>
 #include <set>
 
-#include "harness/errors.h"
-#include "harness/safetensors.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 #include "plugins/common/any_order.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/fused_ops.h"

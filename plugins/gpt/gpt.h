@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 
 namespace aobench::gpt {
 

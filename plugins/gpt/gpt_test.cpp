@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "harness/errors.h"
-#include "harness/safetensors.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 #include "plugins/common/fused_ops.h"
 
 #include <ATen/autocast_mode.h>

@@ -8,7 +8,7 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
 #include "plugins/common/fused_ops.h"

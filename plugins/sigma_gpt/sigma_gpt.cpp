@@ -5,8 +5,8 @@
 // slot, the first token of each order is given (T−1 predictions). Sampling: KV-cache sampler, §4.2.
 #include <cmath>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "plugins/common/any_order.h"
 #include "plugins/common/fused_ops.h"
 

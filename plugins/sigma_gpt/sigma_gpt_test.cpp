@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "plugins/common/any_order.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();

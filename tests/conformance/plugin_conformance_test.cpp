@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "harness/registry.h"
-#include "harness/safetensors.h"
+#include "core/safetensors.h"
 
 namespace aobench {
 namespace {

@@ -1,5 +1,5 @@
 # Implements: the golden fixture for GPT-2 weight loading (plugins/gpt init_from_hf, spec-ao-gpt §8) and
-# for reading files written by the Python `safetensors` package (harness/safetensors.cpp).
+# for reading files written by the Python `safetensors` package (core/safetensors.cpp).
 # Creates a random tiny GPT2LMHeadModel (seed fixed), saves it the Hugging Face way (model.safetensors +
 # config.json) into tests/data/hf_tiny_gpt2/, plus expected.safetensors holding 2 input sequences of
 # length 16, their fp32 logits, and one small tensor per safetensors dtype (dtype_<NAME> = arange).

@@ -1,12 +1,13 @@
-// Implements: issue G item 5, config parser fuzz target (harness/config.h, style.md lesson 5).
+// Implements: issue G item 5, config parser fuzz target (core/config.h, style.md lesson 5).
 // The first line of the input is a "--set key=value" assignment, the rest a JSON experiment file.
 // Parsing, strict merging into the harness defaults, the override and the typed getters must either
 // succeed or throw ConfigError (never another exception type, never a crash).
 #include <cstdint>
 #include <string>
 
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

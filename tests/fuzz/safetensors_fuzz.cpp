@@ -1,10 +1,10 @@
-// Implements: issue G item 5, safetensors header fuzz target (harness/safetensors.h format).
+// Implements: issue G item 5, safetensors header fuzz target (core/safetensors.h format).
 // Any bytes must either parse into tensors whose memory is fully readable, or throw CheckpointError.
 // A file that parses is written back and must read back to the same tensors and metadata.
 #include <cstdint>
 
-#include "harness/errors.h"
-#include "harness/safetensors.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

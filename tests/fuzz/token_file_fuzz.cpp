@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "datasets/token_file.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "datasets/tokenizer.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "harness/config.h"
+#include "core/config.h"
 #include "harness/registry.h"
 #include "tests/test_util.h"
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/distributed.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 namespace {

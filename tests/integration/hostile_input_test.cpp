@@ -26,8 +26,9 @@
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
 #include "harness/registry.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"

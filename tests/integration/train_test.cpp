@@ -12,8 +12,9 @@
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
 #include "harness/registry.h"
 #include "harness/trainer.h"
 #include "tests/test_util.h"

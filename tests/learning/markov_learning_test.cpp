@@ -18,8 +18,9 @@
 
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "harness/config.h"
-#include "harness/plugin_api.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/plugin_api.h"
 #include "harness/trainer.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/checkpoint.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

@@ -1,12 +1,13 @@
-// Implements: tests of the layered strict config (harness/config.h; style.md lesson 5): unknown keys with
+// Implements: tests of the layered strict config (core/config.h; style.md lesson 5): unknown keys with
 // "did you mean", type mismatches, --set parsing, and range checks that reject NaN/negative/absurd values.
 #include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "harness/config.h"
-#include "harness/errors.h"
+#include "core/config.h"
+#include "harness/resolve_config.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/detokenizers.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 #include "harness/registry.h"
 #include "metrics/ensemble.h"
 

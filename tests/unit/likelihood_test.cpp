@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "datasets/token_file.h"
-#include "harness/errors.h"
-#include "harness/plugin_api.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"
 

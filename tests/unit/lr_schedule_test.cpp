@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/config.h"
+#include "core/config.h"
 #include "harness/ema.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "harness/trainer.h"
 
 namespace aobench {

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "harness/optim.h"
 
 namespace aobench {

@@ -1,12 +1,12 @@
-// Implements: tests of the harness's order distributions, OrderSpec (harness/order.h; spec-ao-gpt §2.1,
+// Implements: tests of the harness's order distributions, OrderSpec (core/order.h; spec-ao-gpt §2.1,
 // §2.6): valid permutations for every kind, the mixture's identity fraction, uniform first-position
 // marginal of random orders, fixed/blockwise structure, seeded reproducibility and config errors.
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
-#include "harness/order.h"
+#include "core/errors.h"
+#include "core/order.h"
 
 namespace aobench {
 namespace {

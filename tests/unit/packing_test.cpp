@@ -5,7 +5,7 @@
 
 #include "datasets/packing.h"
 #include "datasets/token_file.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

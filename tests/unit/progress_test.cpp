@@ -1,4 +1,4 @@
-// Implements: tests of the progress reporter (harness/progress.h) with a fake clock: periodic lines with the
+// Implements: tests of the progress reporter (core/progress.h) with a fake clock: periodic lines with the
 // elapsed time in logs, a '\r' live line on a terminal, rate and ETA, skipped work kept out of the rate,
 // the final summary line, and the duration/count formats.
 #include <algorithm>
@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
-#include "harness/progress.h"
+#include "core/errors.h"
+#include "core/progress.h"
 
 namespace aobench {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "metrics/stats.h"
 #include "reports/results.h"
 #include "tests/test_util.h"

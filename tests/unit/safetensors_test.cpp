@@ -1,4 +1,4 @@
-// Implements: tests of harness/safetensors.cpp (DESIGN.md checkpoints, style.md lesson 7): round trips of
+// Implements: tests of core/safetensors.cpp (DESIGN.md checkpoints, style.md lesson 7): round trips of
 // every dtype and of metadata, a file written by the Python `safetensors` package, and corrupt files
 // (truncated, oversized header length, bad JSON, out-of-range / overlapping offsets, unknown dtype),
 // each of which must raise CheckpointError naming the file (and the tensor where there is one).
@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/errors.h"
-#include "harness/safetensors.h"
+#include "core/errors.h"
+#include "core/safetensors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

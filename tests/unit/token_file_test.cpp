@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "datasets/token_file.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

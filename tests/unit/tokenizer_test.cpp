@@ -11,7 +11,7 @@
 
 #include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
-#include "harness/errors.h"
+#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {

@@ -1,10 +1,10 @@
 // Implements: issue G item 3 fixture — a plugin library "built against another plugin API version".
-// It exports the two C symbols of harness/plugin_api.h, but reports kPluginApiVersion + 1, so the
+// It exports the two C symbols of core/plugin_api.h, but reports kPluginApiVersion + 1, so the
 // registry must refuse it before creating anything (tests/integration/hostile_input_test.cpp).
 // Built as build*/bad_plugin/libaobench_badapi.so, outside the normal plugin directory.
 #include <cstdint>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 
 extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_version() {
   return ::aobench::kPluginApiVersion + 1;

@@ -3,7 +3,7 @@
 // (tests/integration/hostile_input_test.cpp). Built into build*/bad_plugin_nullcreate, its own folder.
 #include <cstdint>
 
-#include "harness/plugin_api.h"
+#include "core/plugin_api.h"
 
 extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_version() {
   return ::aobench::kPluginApiVersion;

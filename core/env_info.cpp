@@ -1,6 +1,6 @@
 // Implements: the results context block (see env_info.h). git and nvidia-smi are started with an argument
-// vector (harness/subprocess.h, no shell), so a tarball without .git still reports (as "unknown"), never fails.
-#include "harness/env_info.h"
+// vector (core/subprocess.h, no shell), so a tarball without .git still reports (as "unknown"), never fails.
+#include "core/env_info.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "harness/subprocess.h"
+#include "core/subprocess.h"
 
 namespace aobench {
 namespace {

@@ -1,5 +1,5 @@
 // Implements: run_program (see subprocess.h) with posix_spawnp and a pipe for stdout.
-#include "harness/subprocess.h"
+#include "core/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>

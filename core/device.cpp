@@ -1,5 +1,5 @@
 // Implements: device selection, autocast policy, peak-FLOPs table and memory stats (see device.h).
-#include "harness/device.h"
+#include "core/device.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 #if __has_include(<cuda_runtime_api.h>) && __has_include(<ATen/cuda/CUDAContext.h>)
 #include <ATen/cuda/CUDAContext.h>

@@ -1,9 +1,9 @@
 // Implements: OrderSpec draws (see order.h).
-#include "harness/order.h"
+#include "core/order.h"
 
 #include <sstream>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

@@ -38,11 +38,6 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
 // string ("lr=3e-4" → 0.0003, "model.flavour=tiny" → "tiny").
 void apply_set(json& config, const std::string& assignment);
 
-// Full resolution. `experiment` may be empty. Returns the resolved config with model.plugin and
-// model.flavour set. Uses the plugin registry to fetch flavour defaults.
-json resolve_config(const json& experiment, const std::vector<std::string>& sets,
-                    const std::string& experiment_origin = "config");
-
 // Typed getters with errors that name the path: get<double>(cfg, "train.learning_rate").
 const json& at_path(const json& config, const std::string& dotted_path);
 double get_number(const json& config, const std::string& path);
@@ -52,14 +47,13 @@ bool get_bool(const json& config, const std::string& path);
 // Finite and ≥ lo (and ≤ hi): guards NaN, negative or absurd hyper-parameters.
 double get_number_in(const json& config, const std::string& path, double lo, double hi);
 
+// Every leaf of a config as ("a.b.c", value), in the config's order (an empty object is a leaf).
+void flatten_config(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out);
+
 // Leaves that differ between two configs, as "path: A (<a_name>) vs B (<b_name>)" in path order; a path
 // listed in `ignore`, or under one ("eval" covers eval.mode), is skipped. Values are shortened (brief).
 std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
                                             const std::string& a_name, const std::string& b_name);
 
-// The resolved config printed once at the start of a training run: only the keys that differ from the
-// defaults it was resolved from (configs/base.json and the model flavour's section), one line per section,
-// and where the full config is (`full_path`, config.resolved.json). Values longer than 60 characters are cut.
-std::string config_summary(const json& config, const std::string& full_path);
 
 }  // namespace aobench

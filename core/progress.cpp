@@ -1,5 +1,5 @@
 // Implements: the progress reporter of long commands (see progress.h).
-#include "harness/progress.h"
+#include "core/progress.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 

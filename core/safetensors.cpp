@@ -1,8 +1,8 @@
-// Implements: harness/safetensors.h — the Hugging Face safetensors format (8-byte LE header length,
+// Implements: core/safetensors.h — the Hugging Face safetensors format (8-byte LE header length,
 // JSON header, raw LE tensor bytes) with the same strictness as the reference Rust reader: the header
 // is bounded, every entry is checked, and the byte ranges must tile the data region exactly (sorted by
 // offset, no gap, no overlap) before a single tensor byte is read. Writes are atomic (tmp+fsync+rename).
-#include "harness/safetensors.h"
+#include "core/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/errors.h"
+#include "core/errors.h"
 
 namespace aobench {
 namespace {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "harness/order.h"
+#include "core/order.h"
 
 namespace aobench {
 

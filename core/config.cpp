@@ -1,5 +1,5 @@
 // Implements: layered, strictly checked JSON configs (see config.h).
-#include "harness/config.h"
+#include "core/config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/registry.h"
+#include "core/errors.h"
 
 extern "C" const char* aobench_base_config_json();
 
@@ -186,28 +185,6 @@ void apply_set(json& config, const std::string& assignment) {
                "--set " + (assignment.size() > 200 ? assignment.substr(0, 200) + "…" : assignment));
 }
 
-json resolve_config(const json& experiment, const std::vector<std::string>& sets,
-                    const std::string& experiment_origin) {
-  // Which plugin and flavour? Experiment first, then --set model.plugin / model.flavour.
-  std::string plugin = "gpt", flavour = "debug";
-  if (experiment.contains("model") && experiment["model"].is_object()) {
-    const json& m = experiment["model"];
-    for (const char* key : {"plugin", "flavour"})
-      if (m.contains(key) && !m[key].is_string())
-        throw ConfigError(experiment_origin + ": 'model." + key + "' must be a string, got " + brief(m[key]));
-    if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
-    if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
-  }
-  for (const auto& s : sets) {
-    if (s.rfind("model.plugin=", 0) == 0) plugin = s.substr(13);
-    if (s.rfind("model.flavour=", 0) == 0) flavour = s.substr(14);
-  }
-  json config = base_config();
-  config["model"] = flavour_defaults(plugin, flavour);
-  merge_strict(config, experiment, experiment_origin);
-  for (const auto& s : sets) apply_set(config, s);
-  return config;
-}
 
 const json& at_path(const json& config, const std::string& dotted_path) {
   const json* cur = &config;
@@ -254,9 +231,9 @@ double get_number_in(const json& config, const std::string& path, double lo, dou
   return v;
 }
 
-static void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+void flatten_config(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
   if (j.is_object() && !j.empty()) {
-    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), join_path(prefix, it.key()), out);
+    for (auto it = j.begin(); it != j.end(); ++it) flatten_config(it.value(), join_path(prefix, it.key()), out);
   } else {
     out.emplace_back(prefix, j);
   }
@@ -265,8 +242,8 @@ static void flatten(const json& j, const std::string& prefix, std::vector<std::p
 std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
                                             const std::string& a_name, const std::string& b_name) {
   std::vector<std::pair<std::string, json>> la, lb;
-  flatten(a, "", la);
-  flatten(b, "", lb);
+  flatten_config(a, "", la);
+  flatten_config(b, "", lb);
   std::map<std::string, std::pair<std::string, std::string>> leaves;   // path → (a, b) shortened; "" = absent
   for (const auto& [k, v] : la) leaves[k].first = brief(v);
   for (const auto& [k, v] : lb) leaves[k].second = brief(v);
@@ -285,50 +262,5 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
   return out;
 }
 
-std::string config_summary(const json& config, const std::string& full_path) {
-  const bool has_model = config.contains("model") && config["model"].is_object();
-  const json& m = has_model ? config["model"] : base_config()["model"];
-  const std::string plugin = m.contains("plugin") && m["plugin"].is_string() ? m["plugin"].get<std::string>() : "";
-  const std::string flavour =
-      m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
-  json defaults = base_config();
-  try {
-    defaults["model"] = flavour_defaults(plugin, flavour);
-  } catch (const std::exception&) {   // no such plugin here: every model key counts as changed
-  }
-  std::vector<std::pair<std::string, json>> leaves, default_leaves;
-  flatten(config, "", leaves);
-  flatten(defaults, "", default_leaves);
-  const std::map<std::string, json> default_of(default_leaves.begin(), default_leaves.end());
-  // section → "key=value" items, in the config's order; values cut at 60 characters.
-  std::vector<std::pair<std::string, std::vector<std::string>>> sections;
-  for (const auto& [path, value] : leaves) {
-    const auto dot = path.find('.');
-    if (dot == std::string::npos || path == "model.plugin" || path == "model.flavour") continue;  // description
-    const auto d = default_of.find(path);
-    if (d != default_of.end() && d->second == value) continue;
-    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > 60) text = text.substr(0, 57) + "...";
-    const std::string section = path.substr(0, dot);
-    if (sections.empty() || sections.back().first != section) sections.push_back({section, {}});
-    sections.back().second.push_back(path.substr(dot + 1) + "=" + text);
-  }
-  std::ostringstream out;
-  out << "config: " << plugin << "/" << flavour << "; keys that differ from the defaults (all keys: " << full_path
-      << "):\n";
-  if (sections.empty()) out << "  (none)\n";
-  for (const auto& [section, items] : sections) {
-    std::string line = "  " + section + ":";
-    for (const auto& item : items) {
-      if (line.size() + 1 + item.size() > 110 && line.size() > section.size() + 3) {
-        out << line << "\n";
-        line = std::string(section.size() + 3, ' ');
-      }
-      line += " " + item;
-    }
-    out << line << "\n";
-  }
-  return out.str();
-}
 
 }  // namespace aobench

@@ -1,0 +1,81 @@
+// Implements: config resolution against the plugin registry (see resolve_config.h).
+#include "harness/resolve_config.h"
+
+#include <map>
+#include <sstream>
+
+#include "core/errors.h"
+#include "harness/registry.h"
+
+namespace aobench {
+
+json resolve_config(const json& experiment, const std::vector<std::string>& sets,
+                    const std::string& experiment_origin) {
+  // Which plugin and flavour? Experiment first, then --set model.plugin / model.flavour.
+  std::string plugin = "gpt", flavour = "debug";
+  if (experiment.contains("model") && experiment["model"].is_object()) {
+    const json& m = experiment["model"];
+    for (const char* key : {"plugin", "flavour"})
+      if (m.contains(key) && !m[key].is_string())
+        throw ConfigError(experiment_origin + ": 'model." + key + "' must be a string, got " + brief(m[key]));
+    if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
+    if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
+  }
+  for (const auto& s : sets) {
+    if (s.rfind("model.plugin=", 0) == 0) plugin = s.substr(13);
+    if (s.rfind("model.flavour=", 0) == 0) flavour = s.substr(14);
+  }
+  json config = base_config();
+  config["model"] = flavour_defaults(plugin, flavour);
+  merge_strict(config, experiment, experiment_origin);
+  for (const auto& s : sets) apply_set(config, s);
+  return config;
+}
+
+std::string config_summary(const json& config, const std::string& full_path) {
+  const bool has_model = config.contains("model") && config["model"].is_object();
+  const json& m = has_model ? config["model"] : base_config()["model"];
+  const std::string plugin = m.contains("plugin") && m["plugin"].is_string() ? m["plugin"].get<std::string>() : "";
+  const std::string flavour =
+      m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
+  json defaults = base_config();
+  try {
+    defaults["model"] = flavour_defaults(plugin, flavour);
+  } catch (const std::exception&) {   // no such plugin here: every model key counts as changed
+  }
+  std::vector<std::pair<std::string, json>> leaves, default_leaves;
+  flatten_config(config, "", leaves);
+  flatten_config(defaults, "", default_leaves);
+  const std::map<std::string, json> default_of(default_leaves.begin(), default_leaves.end());
+  // section → "key=value" items, in the config's order; values cut at 60 characters.
+  std::vector<std::pair<std::string, std::vector<std::string>>> sections;
+  for (const auto& [path, value] : leaves) {
+    const auto dot = path.find('.');
+    if (dot == std::string::npos || path == "model.plugin" || path == "model.flavour") continue;  // description
+    const auto d = default_of.find(path);
+    if (d != default_of.end() && d->second == value) continue;
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 60) text = text.substr(0, 57) + "...";
+    const std::string section = path.substr(0, dot);
+    if (sections.empty() || sections.back().first != section) sections.push_back({section, {}});
+    sections.back().second.push_back(path.substr(dot + 1) + "=" + text);
+  }
+  std::ostringstream out;
+  out << "config: " << plugin << "/" << flavour << "; keys that differ from the defaults (all keys: " << full_path
+      << "):\n";
+  if (sections.empty()) out << "  (none)\n";
+  for (const auto& [section, items] : sections) {
+    std::string line = "  " + section + ":";
+    for (const auto& item : items) {
+      if (line.size() + 1 + item.size() > 110 && line.size() > section.size() + 3) {
+        out << line << "\n";
+        line = std::string(section.size() + 3, ' ');
+      }
+      line += " " + item;
+    }
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace aobench

@@ -1,0 +1,21 @@
+// Implements: config resolution, the step that needs the plugins: configs/base.json → the plugin flavour's
+// model defaults → experiment file → --set a.b=c (the strict merge and typed getters are in core/config.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace aobench {
+
+// Full resolution. `experiment` may be empty. Returns the resolved config with model.plugin and
+// model.flavour set. Uses the plugin registry to fetch flavour defaults.
+json resolve_config(const json& experiment, const std::vector<std::string>& sets,
+                    const std::string& experiment_origin = "config");
+
+// The resolved config printed once at the start of a training run: only the keys that differ from the
+// defaults it was resolved from (configs/base.json and the model flavour's section), one line per section,
+// and where the full config is (`full_path`, config.resolved.json). Values longer than 60 characters are cut.
+std::string config_summary(const json& config, const std::string& full_path);
+
+}  // namespace aobench
