@@ -61,6 +61,33 @@ std::vector<std::string> keys_of(const json& obj) {
 
 }  // namespace
 
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = distance(name, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::ostringstream out;
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  return out.str();
+}
+
 json parse_json_limited(const std::string& text, const std::string& origin, bool ignore_comments) {
   const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&

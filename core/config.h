@@ -26,6 +26,11 @@ json load_json_file(const std::string& path);
 // A value for an error message: compact JSON cut to `max_chars` ("…" marks the cut); never throws.
 std::string brief(const json& value, size_t max_chars = 80);
 
+// Levenshtein-closest candidate within distance max(2, |name|/3), or "" (for "did you mean").
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+// "a, b, c"
+std::string join_names(const std::vector<std::string>& names);
+
 // The harness defaults (configs/base.json, compiled into the binary).
 const json& base_config();
 

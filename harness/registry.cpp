@@ -14,58 +14,6 @@
 namespace aobench {
 namespace fs = std::filesystem;
 
-std::vector<ParamGroup> ModelPlugin::param_groups() {
-  ParamGroup decay, no_decay;
-  no_decay.decay = false;
-  for (auto& p : module().parameters()) {
-    if (!p.requires_grad()) continue;
-    (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
-  }
-  return {decay, no_decay};
-}
-
-NllOutput ModelPlugin::elbo(const torch::Tensor&, int64_t, at::Generator&) {
-  throw PluginError("plugin '" + info().name + "' has no diffusion ELBO",
-                    "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
-}
-
-torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
-  throw PluginError("plugin '" + info().name + "' cannot condition on arbitrary target positions",
-                    "context-order ensembles need an any-order decoder (sigma_gpt, ao_gpt)");
-}
-
-torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
-                                                const torch::Tensor& targets) {
-  return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
-}
-
-std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-      std::swap(prev, cur);
-    }
-    return prev[b.size()];
-  };
-  std::string best;
-  size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    size_t d = distance(name, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  return best;
-}
-
-std::string join_names(const std::vector<std::string>& names) {
-  std::ostringstream out;
-  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
-  return out.str();
-}
-
 CreatePluginFn load_plugin_library(const std::string& path) {
   // Never unloaded: intentionally leaked so plugin code outlives every object it created.
   auto* lib = new boost::dll::shared_library();

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "core/plugin_api.h"
 
 namespace aobench {
@@ -44,9 +45,5 @@ CreatePluginFn load_plugin_library(const std::string& path);
 
 // model section defaults for (plugin, flavour): the flavour's keys plus "plugin" and "flavour".
 nlohmann::json flavour_defaults(const std::string& plugin, const std::string& flavour);
-
-// Levenshtein-closest candidate within distance max(2, |name|/3), or "" (for "did you mean").
-std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
-std::string join_names(const std::vector<std::string>& names);
 
 }  // namespace aobench
