@@ -47,7 +47,8 @@ PluginLibrary load_plugin_library(const std::string& path) {
   if (!lib->has("aobench_plugin_default_config"))
     throw PluginError("plugin '" + path + "' has no aobench_plugin_default_config symbol (its default.json)",
                       "rebuild it with the AOBENCH_PLUGIN(YourClass) macro of this harness's plugin_api.h");
-  return {lib->get<ModelPlugin*()>("aobench_create_plugin"), lib->get<const char*()>("aobench_plugin_default_config")};
+  return {lib->get<ModelPlugin*()>("aobench_create_plugin"),
+          lib->get<const char*()>("aobench_plugin_default_config")};
 }
 
 // create() of the library at `path`; a library whose factory returns null is refused by name.

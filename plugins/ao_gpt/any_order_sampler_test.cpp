@@ -113,7 +113,8 @@ torch::Tensor reference_parallel(ModelPlugin& m, const SampleRequest& r) {
       auto targets = torch::cat({order.narrow(1, 0, done), q}, 1);
       rows.push_back(m.chain_log_probs_last(ctx_tok, ctx_pos, targets));  // (B, V)
     }
-    auto x = common::draw_tokens(torch::stack(rows, 1), common::DrawOptions{common::DrawRule::kGumbelMax, r.temperature, r.top_p, r.float64_sampling}, dev_gen);
+    auto x = common::draw_tokens(torch::stack(rows, 1), common::gumbel_max(r.temperature, r.top_p, r.float64_sampling),
+                                 dev_gen);
     gen.narrow(1, done, n_new).copy_(x);
     done += n_new;
     prev = n_cum;

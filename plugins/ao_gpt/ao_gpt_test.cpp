@@ -296,7 +296,8 @@ torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r) {
   for (int64_t k = 0; k < r.length; ++k) {
     auto lp =
         m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
-    auto x = common::draw_tokens(lp.narrow(1, k, 1), common::DrawOptions{common::DrawRule::kGumbelMax, r.temperature, r.top_p, r.float64_sampling}, dev_gen);
+    auto x = common::draw_tokens(lp.narrow(1, k, 1), common::gumbel_max(r.temperature, r.top_p, r.float64_sampling),
+                                 dev_gen);
     gen.narrow(1, k, 1).copy_(x);
   }
   return torch::empty_like(gen).scatter_(1, order, gen);

@@ -90,7 +90,7 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   const auto dev = generated.device();
   const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
   const auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
-  const DrawOptions draw_opt{DrawRule::kGumbelMax, request.temperature, request.top_p, request.float64_sampling};
+  const DrawOptions draw_opt = gumbel_max(request.temperature, request.top_p, request.float64_sampling);
   KVCache cache;
   // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
   int64_t max_new = 0;

@@ -60,6 +60,10 @@ struct DrawOptions {
   bool float64 = true;   // see DrawRule
   bool argmax = false;   // greedy: the most likely token, no randomness
 };
+// The decoders' draw of a sample request: Gumbel-max at this temperature and top-p.
+inline DrawOptions gumbel_max(double temperature, double top_p, bool float64) {
+  return {DrawRule::kGumbelMax, temperature, top_p, float64, /*argmax=*/false};
+}
 // One token per row of logits (.., V) over the real vocabulary: (..) int64.
 torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen);
 

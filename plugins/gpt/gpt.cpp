@@ -435,8 +435,8 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
 
   // Draws one id per row from logits (B, V): greedy, or temperature + HF top-p + Gumbel-max in float64 on
   // the logits' device (common::draw_tokens: one fused kernel on the GPU).
-  common::DrawOptions draw_opt{common::DrawRule::kGumbelMax, r.temperature, r.top_p, r.float64_sampling};
-  draw_opt.argmax = r.temperature <= 0.0;
+  const common::DrawOptions draw_opt{common::DrawRule::kGumbelMax, r.temperature, r.top_p, r.float64_sampling,
+                                     /*argmax=*/r.temperature <= 0.0};
   auto draw = [&](const torch::Tensor& logits) {
     return common::draw_tokens(logits.unsqueeze(1), draw_opt, gen).squeeze(1);  // (B,)
   };
@@ -454,7 +454,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   if (use_cache) {
     const int64_t pre = cfg_.start_token ? given : std::max<int64_t>(given, 1);  // tokens fed in the prefill
     k = pre;                                                                     // next position to decide
-    if (k >= L) return {out.to(r.device), calls};
+    if (k >= L) return {out.to(r.device), calls, {}};
     cache.capacity = L + 1;  // [None] + L − 1 fed tokens at most
     cache.make_static(dev);
     const int64_t slots = pre + (cfg_.start_token ? 1 : 0);
@@ -482,7 +482,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
       ++calls;
     }
   }
-  return {out.to(r.device), calls};
+  return {out.to(r.device), calls, {}};
 }
 
 }  // namespace aobench::gpt

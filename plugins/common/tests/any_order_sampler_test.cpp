@@ -155,7 +155,7 @@ TEST(AnyOrderSampler, Lemma1TwoStageEqualsTheDirectCategorical) {
     else observed[0] += 1;
   }
   auto logits = q.log().view({1, 1, V}).expand({static_cast<int64_t>(unmasked.size()), 1, V});
-  auto x = common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1.0, 1.0, true}, gen);
+  auto x = common::draw_tokens(logits, common::gumbel_max(1.0, 1.0, true), gen);
   for (int64_t i = 0; i < x.size(0); ++i) observed[1 + x[i][0].item<int64_t>()] += 1;
   std::vector<double> probs = {1 - p};
   for (int64_t v = 0; v < V; ++v) probs.push_back(p * q[v].item<double>());
@@ -176,24 +176,24 @@ TEST(AnyOrderSampler, TopPAndTemperatureEdgeCases) {
   };
   std::vector<double> p(probs.data_ptr<double>(), probs.data_ptr<double>() + V);
   // p = 1: nothing is cut, the 1% tail token included.
-  auto [s1, df1] = chi2(freq(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1.0, 1.0, true}, gen)), p, N);
+  auto [s1, df1] = chi2(freq(common::draw_tokens(logits, common::gumbel_max(1.0, 1.0, true), gen)), p, N);
   EXPECT_LT(s1, chi2_critical(df1));
   // p = 0.7: {0.5, 0.3} reach it (the crossing token kept), renormalised to {5/8, 3/8}; the rest never.
-  auto x2 = common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1.0, 0.7, true}, gen);
+  auto x2 = common::draw_tokens(logits, common::gumbel_max(1.0, 0.7, true), gen);
   EXPECT_TRUE(x2.lt(2).all().item<bool>());
   auto [s2, df2] = chi2(freq(x2), {0.625, 0.375, 0, 0, 0}, N);
   EXPECT_LT(s2, chi2_critical(df2));
   // Tiny p and temperature → 0: always the top token.
-  EXPECT_TRUE(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1.0, 1e-9, true}, gen).eq(0).all().item<bool>());
-  EXPECT_TRUE(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1e-6, 1.0, true}, gen).eq(0).all().item<bool>());
-  EXPECT_TRUE(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1e-6, 1.0, false}, gen).eq(0).all().item<bool>());
+  EXPECT_TRUE(common::draw_tokens(logits, common::gumbel_max(1.0, 1e-9, true), gen).eq(0).all().item<bool>());
+  EXPECT_TRUE(common::draw_tokens(logits, common::gumbel_max(1e-6, 1.0, true), gen).eq(0).all().item<bool>());
+  EXPECT_TRUE(common::draw_tokens(logits, common::gumbel_max(1e-6, 1.0, false), gen).eq(0).all().item<bool>());
   // Temperature 2 flattens: p^(1/2) renormalised.
   auto flat = probs.sqrt() / probs.sqrt().sum();
   std::vector<double> pf(flat.data_ptr<double>(), flat.data_ptr<double>() + V);
-  auto [s3, df3] = chi2(freq(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 2.0, 1.0, true}, gen)), pf, N);
+  auto [s3, df3] = chi2(freq(common::draw_tokens(logits, common::gumbel_max(2.0, 1.0, true), gen)), pf, N);
   EXPECT_LT(s3, chi2_critical(df3));
-  EXPECT_ANY_THROW(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 0.0, 1.0, true}, gen));
-  EXPECT_ANY_THROW(common::draw_tokens(logits, common::DrawOptions{common::DrawRule::kGumbelMax, 1.0, 0.0, true}, gen));
+  EXPECT_ANY_THROW(common::draw_tokens(logits, common::gumbel_max(0.0, 1.0, true), gen));
+  EXPECT_ANY_THROW(common::draw_tokens(logits, common::gumbel_max(1.0, 0.0, true), gen));
 }
 
 }  // namespace

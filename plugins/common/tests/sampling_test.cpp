@@ -31,7 +31,7 @@ TEST(Sampling, ReferenceDrawFollowsTheFilteredDistribution) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
   auto logits = torch::tensor({2.0, 1.5, 1.0, 0.2, -1.0, -3.0}).unsqueeze(0);
   const int64_t n = 40000;
-  auto ids = draw_tokens(logits.expand({n, 1, 6}).contiguous(), DrawOptions{DrawRule::kGumbelMax, 0.9, 0.8, true}, gen).view({n});
+  auto ids = draw_tokens(logits.expand({n, 1, 6}).contiguous(), gumbel_max(0.9, 0.8, true), gen).view({n});
   auto counts = torch::bincount(ids, {}, 6).to(torch::kFloat64);
   auto expect = filtered(logits, 0.9, 0.8)[0] * n;
   auto kept = expect > 0;
