@@ -1,6 +1,7 @@
 # aobench_add_plugin(<name> SOURCES ... [CUDA_SOURCES ...])
-# Builds libaobench_<name>.so next to the aobench binary. Plugins export only the two C symbols of
-# core/plugin_api.h (AOBENCH_PLUGIN); everything else is hidden.
+# Builds libaobench_<name>.so next to the aobench binary. Plugins export only the four C symbols of
+# core/plugin_api.h (AOBENCH_PLUGIN: API version, build fingerprint, factory, default config); everything else
+# is hidden. The project's CUDA kernels live in plugins/common; CUDA_SOURCES is for a plugin's own.
 function(aobench_add_plugin name)
   cmake_parse_arguments(P "" "" "SOURCES;CUDA_SOURCES" ${ARGN})
   set(srcs ${P_SOURCES})

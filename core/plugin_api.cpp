@@ -2,6 +2,9 @@
 // which link only core, get them.
 #include "core/plugin_api.h"
 
+#include <algorithm>
+
+#include "core/config.h"
 #include "core/errors.h"
 
 namespace aobench {
@@ -29,6 +32,72 @@ torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor&, const torch::Te
 torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                                 const torch::Tensor& targets) {
   return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
+}
+
+void check_sample_request(const PluginInfo& info, const SampleRequest& request) {
+  if (!request.prompt.defined()) return;
+  TORCH_CHECK(request.prompt.dim() == 2, "sample: prompt must be (batch_size, length), got ",
+              request.prompt.sizes());
+  const auto given = request.prompt.to(torch::kCPU).ge(0);  // (B, L)
+  if (!given.any().item<bool>()) return;
+  // A prefix in every row: no given id after the first free position, i.e. given is non-increasing along L.
+  const int64_t L = given.size(1);
+  const bool prefix = L < 2 || !given.narrow(1, 1, L - 1).logical_and(given.narrow(1, 0, L - 1).logical_not())
+                                    .any()
+                                    .item<bool>();
+  const Capabilities& c = info.capabilities;
+  const bool anywhere = c.infill || c.forced_tokens;
+  if (anywhere || (prefix && c.prefix_prompt)) return;
+  if (prefix)
+    throw PluginError("plugin '" + info.name + "' cannot continue a prompt",
+                      "sample it without a prompt file, or use a plugin that declares prefix prompts");
+  throw PluginError("plugin '" + info.name + "' cannot infill: a prompt gives ids after a free (-1) position",
+                    "a left-to-right model takes prefix prompts only (given ids first, then -1s); infilling needs "
+                    "an any-order or diffusion model");
+}
+
+ModelConfig::ModelConfig(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin)
+    : model_(model), plugin_(std::move(plugin)) {
+  if (!model_.is_object()) throw ConfigError("'model' must be a JSON object", "e.g. {\"flavour\": \"debug\"}");
+  std::vector<std::string> known;
+  for (const auto& [name, flavour] : defaults.at("flavours").items())
+    for (const auto& [k, v] : flavour.items())
+      if (std::find(known.begin(), known.end(), k) == known.end()) known.push_back(k);
+  for (const auto& [k, v] : model_.items()) {
+    if (k == "plugin" || k == "flavour" || std::find(known.begin(), known.end(), k) != known.end()) continue;
+    const std::string near = closest_name(k, known);
+    throw ConfigError("unknown key 'model." + k + "' for plugin " + plugin_,
+                      (near.empty() ? std::string() : "did you mean 'model." + near + "'? ") + "known keys: " +
+                          join_names(known) + " (plugins/" + plugin_ + "/default.json)");
+  }
+}
+
+const nlohmann::json& ModelConfig::at(const std::string& key, const char* type_name) const {
+  if (!model_.contains(key))
+    throw ConfigError("missing 'model." + key + "' (" + type_name + ")",
+                      "every flavour of plugins/" + plugin_ + "/default.json defines it");
+  return model_.at(key);
+}
+
+void ModelConfig::wrong_type(const std::string& key, const char* type_name) const {
+  throw ConfigError("'model." + key + "' = " + brief(model_.at(key)) + " must be " + type_name,
+                    "see the flavours and `doc` in plugins/" + plugin_ + "/default.json");
+}
+
+int64_t ModelConfig::get_int(const std::string& key, int64_t min) const {
+  const int64_t v = get<int64_t>(key);
+  if (v < min)
+    throw ConfigError("'model." + key + "' = " + std::to_string(v) + " must be ≥ " + std::to_string(min),
+                      "fix the value in the experiment file or --set");
+  return v;
+}
+
+std::string ModelConfig::get_choice(const std::string& key, const std::vector<std::string>& allowed) const {
+  const std::string v = get<std::string>(key);
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    throw ConfigError("'model." + key + "' = \"" + v + "\" is not one of: " + join_names(allowed),
+                      "see the `doc` of plugins/" + plugin_ + "/default.json");
+  return v;
 }
 
 }  // namespace aobench

@@ -1,22 +1,35 @@
-// Implements: the contract between the aobench harness and a model plugin (DESIGN.md §3).
-// A plugin is libaobench_<name>.so exporting the two C symbols made by AOBENCH_PLUGIN(Class).
-// The registry reads aobench_plugin_api_version() before anything else and refuses a mismatch.
-// Bump kPluginApiVersion on ANY change to the declarations in this file.
+// Implements: the contract between the aobench harness and a model plugin. Everything a plugin author needs
+// is in this file; nothing here refers to the harness (a plugin links core and plugins/common only).
+//
+// A plugin is libaobench_<name>.so built by aobench_add_plugin (cmake/AobenchPlugin.cmake) from
+// plugins/<name>/: a class deriving from ModelPlugin, the line AOBENCH_PLUGIN(ThatClass) at the end of one
+// source file, and default.json (its flavours, compiled in). The macro exports four C symbols: the API
+// version (read before anything else; a mismatch is refused), the build fingerprint, the factory and the
+// default config. Bump kPluginApiVersion on ANY change to the declarations in this file.
+//
+// Life of a plugin object: info() any time; configure(model section) once; build(device) once; then any
+// number of loss / log_prob / elbo / chain_log_probs / sample calls, in train() or eval() mode as the caller
+// sets on module(). Tensors come in on the model's device; the caller owns optimisers, autocast, orders,
+// checkpoints and every loop. Bad model keys are ConfigError naming "model.<key>"; a call the plugin
+// cannot serve is PluginError (core/errors.h); a shape bug is TORCH_CHECK.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/errors.h"
 #include "core/order.h"
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 3;
+inline constexpr uint32_t kPluginApiVersion = 4;
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -35,11 +48,27 @@ inline const char* to_string(Paradigm p) {
   return "?";
 }
 
+// What a plugin can do beyond loss / log_prob under the identity order / unprompted sample, declared up
+// front so callers check a flag instead of trying a call. A declared capability must work, an undeclared one
+// must be refused with PluginError (the defaults of elbo / chain_log_probs do; check_sample_request does for
+// prompts); the conformance suite checks both for every plugin.
+struct Capabilities {
+  bool any_order = false;        // loss / log_prob under any permutation σ (else: the identity only)
+  bool elbo = false;             // elbo(): a diffusion ELBO (eval.mode=elbo)
+  bool chain_log_probs = false;  // chain_log_probs(_last): arbitrary target slots (eval.mode=ensemble)
+  bool prefix_prompt = false;    // sample() with a prompt whose given ids form a prefix of every row
+  bool infill = false;           // sample() with given ids anywhere, every draw conditioned on all of them
+  bool forced_tokens = false;    // sample() with given ids anywhere, kept in place but seen only by the
+                                 // draws after them (a left-to-right model's teacher forcing; not infilling)
+};
+
 struct PluginInfo {
   std::string name;      // "gpt": also the folder, the library suffix and model.plugin in configs
-  std::string version;   // plugin version, bumped when numbers it produces may change
+  std::string version;   // semver "MAJOR.MINOR.PATCH": MINOR+ when numbers it produces may change,
+                         // MAJOR+ when its checkpoints cannot be read any more
   Paradigm paradigm;
   std::string summary;   // one line for `aobench list`
+  Capabilities capabilities;
 };
 
 struct ParamGroup {
@@ -90,45 +119,48 @@ class ModelPlugin {
  public:
   virtual ~ModelPlugin() = default;
 
+  // Name, semver version, paradigm, one-line summary and capabilities; constant, callable before configure().
   virtual PluginInfo info() const = 0;
-  // {"flavours": {"debug": {...}, "tiny": {...}, "small": {...}, "medium": {...}}, "doc": {key: text}}.
-  // Every key a config may set for this model appears in every flavour: unknown keys are errors.
-  virtual nlohmann::json default_config() const = 0;
-  // Receives the resolved `model` section (flavour defaults + user overrides). Throws ConfigError
-  // naming the JSON path ("model.n_head") and the broken rule.
+  // Receives the resolved `model` section: the flavour of default.json merged with the user's overrides plus
+  // "plugin" and "flavour" (the harness has already refused unknown keys and wrong JSON types). Read it with
+  // ModelConfig below and check the plugin's own rules (positive sizes, n_embd % n_head, enumerations),
+  // throwing ConfigError naming "model.<key>". Keep what was read; build nothing yet.
   virtual void configure(const nlohmann::json& model_config) = 0;
   // The model section as configure() resolved it, for config.resolved.json, checkpoints and results:
   // keys a plugin fills from elsewhere (gpt: the shape of an init_from_hf folder's config.json) hold the
   // values it built. Called after configure(); the default returns `model_config` unchanged.
   virtual nlohmann::json resolved_model_config(const nlohmann::json& model_config) const { return model_config; }
+  // Creates the network on `device`, initialised from the global torch generator (the caller seeds it).
   virtual void build(torch::Device device) = 0;
-  // The network, for parameters, named state (checkpoints), train()/eval() and to().
+  // The network: its named parameters and buffers are the checkpoint; the caller sets train()/eval().
   virtual torch::nn::Module& module() = 0;
   // Decay / no-decay groups. Default rule (nanoGPT): tensors with ≥ 2 dims decay.
   virtual std::vector<ParamGroup> param_groups();
-  // Forward+backward FLOPs per token at context T for MFU (6N + 12·L·d·T convention).
+  // Forward+backward FLOPs per token at context T for MFU (6N + 12·L·d·T convention, N without lookups).
   virtual double flops_per_token(int64_t T) const = 0;
   virtual int64_t vocab_size() const = 0;       // ids a sample may contain: [0, vocab_size)
-  virtual int64_t block_size() const = 0;
+  virtual int64_t block_size() const = 0;       // longest sequence loss / log_prob / sample accept
 
-  // Training loss under the harness's order (decoder-only) or the plugin's noise process (encoder).
+  // Training loss under the harness's order (decoder-only) or the plugin's noise process (encoder): a
+  // scalar mean per token the caller backpropagates. Draw all randomness from `gen` (CPU).
   virtual LossOutput loss(const TrainBatch& batch, at::Generator& gen) = 0;
 
   // Exact chain-rule NLL of `tokens` (B, T) under generation orders `order` (B, T): row k of the
   // result is −log p(x_σ(k) | x_σ(<k)). Decoder-only plugins do one causal forward; encoder-only
-  // plugins mask σ(≥k) and make one network call per k (batched).
+  // plugins mask σ(≥k) and make one network call per k (batched). Without capabilities.any_order only
+  // the identity order is served (PluginError otherwise). Called under NoGradGuard and eval().
   virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order,
                              at::Generator& gen) = 0;
 
-  // Diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence: (B, T) float64 whose
-  // row sums are the per-sequence NLL bounds. Only for masked-diffusion encoders.
+  // capabilities.elbo: diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence:
+  // (B, T) float64 whose row sums are the per-sequence NLL bounds, is_bound = true. Default: PluginError.
   virtual NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
 
-  // Any-order decoders only (context-order ensembles). Slot layout of spec-ao-gpt §1.1:
+  // capabilities.chain_log_probs (context-order ensembles of any-order decoders). Slot layout:
   //   ctx_tokens (N, S) int64  tokens in generation order; ctx_positions (N, S) their original positions;
-  //   targets (N, S) int64     target position of each slot: slot 0 ([None]) predicts targets[:,0],
+  //   targets (N, S) int64     target position of each slot: slot 0 (the start slot) predicts targets[:,0],
   //                            slot k ≥ 1 (reading ctx token k−1) predicts targets[:,k].
-  // Returns (N, S, V) float32 log-probabilities. ctx_tokens[:, S−1] is never read.
+  // Returns (N, S, V) float32 log-probabilities. ctx_tokens[:, S−1] is never read. Default: PluginError.
   virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens,
                                         const torch::Tensor& ctx_positions,
                                         const torch::Tensor& targets);
@@ -138,6 +170,9 @@ class ModelPlugin {
                                              const torch::Tensor& ctx_positions,
                                              const torch::Tensor& targets);
 
+  // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device.
+  // Start with check_sample_request(info(), request): it refuses prompts the capabilities do not cover.
+  // Given prompt ids (≥ 0) appear unchanged in the output. Runs in eval mode and restores the caller's.
   virtual SampleOutput sample(const SampleRequest& request) = 0;
 
   // Optional plugin-specific state beyond module() tensors to keep in checkpoints.
@@ -145,16 +180,81 @@ class ModelPlugin {
   virtual void load_extra_state(const nlohmann::json&) {}
 };
 
+// PluginError unless `request.prompt` (when defined) needs only what `info.capabilities` declares: a prompt
+// whose given ids (≥ 0) are a prefix of every row needs prefix_prompt (or infill / forced_tokens), any other
+// needs infill or forced_tokens.
+void check_sample_request(const PluginInfo& info, const SampleRequest& request);
+
+// The resolved `model` section as configure() reads it: one typed getter for every plugin. Errors are
+// ConfigError naming "model.<key>" with a hint pointing at plugins/<plugin>/default.json. The harness has
+// checked keys and types against the flavour already; the checks here serve direct callers (tests, tools).
+class ModelConfig {
+ public:
+  // Refuses keys that no flavour of `defaults` (default.json: {"flavours": {...}}) defines, besides
+  // "plugin" and "flavour" ("did you mean …?").
+  ModelConfig(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin);
+  bool has(const std::string& key) const { return model_.contains(key); }
+  // T = int64_t (an integer, or a float with an integral value), double (any number), bool, std::string.
+  template <typename T>
+  T get(const std::string& key) const;
+  // get<int64_t> that must be ≥ min.
+  int64_t get_int(const std::string& key, int64_t min) const;
+  // get<std::string> that must be one of `allowed`.
+  std::string get_choice(const std::string& key, const std::vector<std::string>& allowed) const;
+
+ private:
+  const nlohmann::json& at(const std::string& key, const char* type_name) const;
+  [[noreturn]] void wrong_type(const std::string& key, const char* type_name) const;
+  nlohmann::json model_;
+  std::string plugin_;
+};
+
+template <typename T>
+T ModelConfig::get(const std::string& key) const {
+  if constexpr (std::is_same_v<T, bool>) {
+    const auto& v = at(key, "true or false");
+    if (!v.is_boolean()) wrong_type(key, "true or false");
+    return v.get<bool>();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    const auto& v = at(key, "an integer");
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 9e18)
+      return static_cast<int64_t>(v.get<double>());  // 2.0 from a --set is 2
+    wrong_type(key, "an integer");
+  } else if constexpr (std::is_same_v<T, double>) {
+    const auto& v = at(key, "a number");
+    if (!v.is_number()) wrong_type(key, "a number");
+    return v.get<double>();
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "ModelConfig::get<T>: T is int64_t, double, bool or std::string");
+    const auto& v = at(key, "a string");
+    if (!v.is_string()) wrong_type(key, "a string");
+    return v.get<std::string>();
+  }
+}
+
 }  // namespace aobench
 
-// Export macro: one per plugin library.
+// The plugin's default.json text (compiled in by aobench_add_plugin), exported by AOBENCH_PLUGIN.
+extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_default_config();
+
+namespace aobench {
+// Inside a plugin (and its test binary): default.json parsed, e.g. for ModelConfig and its tests.
+inline nlohmann::json plugin_default_config() { return nlohmann::json::parse(aobench_plugin_default_config()); }
+}  // namespace aobench
+
+// Export macro: one per plugin library, after the class. The four C symbols are the whole ABI.
 #define AOBENCH_PLUGIN(PluginClass)                                                         \
+  extern "C" const char* aobench_plugin_default_json();                                     \
   extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_version() { \
     return ::aobench::kPluginApiVersion;                                                    \
   }                                                                                         \
   extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_fingerprint() { \
     static const std::string fp = ::aobench::build_fingerprint();                           \
     return fp.c_str();                                                                      \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_default_config() { \
+    return aobench_plugin_default_json();                                                   \
   }                                                                                         \
   extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() { \
     return new PluginClass();                                                               \

@@ -90,7 +90,7 @@ int cmd_sample(const std::vector<std::string>& args) {
   const std::string prompt_file = vm.count("prompt-file") ? vm["prompt-file"].as<std::string>() : "";
   if (!prompt_file.empty()) {
     prompts = read_prompt_file(prompt_file, *tokenizer, model.vocab_size(), opt.length);
-    for (const auto& p : prompts) check_prompt_paradigm(p, info.paradigm, "'" + prompt_file + "'");
+    for (const auto& p : prompts) check_prompt_capabilities(p, info, "'" + prompt_file + "'");
   }
 
   const std::string protocol = genppl_dataset(opt.steps, opt.top_p, opt.temperature);

@@ -14,7 +14,7 @@
 namespace aobench {
 namespace fs = std::filesystem;
 
-CreatePluginFn load_plugin_library(const std::string& path) {
+PluginLibrary load_plugin_library(const std::string& path) {
   // Never unloaded: intentionally leaked so plugin code outlives every object it created.
   auto* lib = new boost::dll::shared_library();
   try {
@@ -44,12 +44,16 @@ CreatePluginFn load_plugin_library(const std::string& path) {
                             build_fingerprint() + "]",
                         "rebuild plugin and harness with the same compiler and LibTorch");
   }
-  return lib->get<ModelPlugin*()>("aobench_create_plugin");
+  if (!lib->has("aobench_plugin_default_config"))
+    throw PluginError("plugin '" + path + "' has no aobench_plugin_default_config symbol (its default.json)",
+                      "rebuild it with the AOBENCH_PLUGIN(YourClass) macro of this harness's plugin_api.h");
+  return {lib->get<ModelPlugin*()>("aobench_create_plugin"),
+          lib->get<const char*()>("aobench_plugin_default_config")};
 }
 
 // create() of the library at `path`; a library whose factory returns null is refused by name.
 static std::unique_ptr<ModelPlugin> create_from(const std::string& path) {
-  std::unique_ptr<ModelPlugin> plugin(load_plugin_library(path)());
+  std::unique_ptr<ModelPlugin> plugin(load_plugin_library(path).create());
   if (!plugin)
     throw PluginError("plugin '" + path + "': aobench_create_plugin() returned null",
                       "the plugin's constructor must succeed; rebuild it, or remove it from the plugin directory");
@@ -84,7 +88,7 @@ void PluginRegistry::scan() {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string f = e.path().filename().string();
-      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so")
+      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so" && f != "libaobench_core.so")
         files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
@@ -94,7 +98,7 @@ void PluginRegistry::scan() {
       if (std::any_of(entries_.begin(), entries_.end(), [&](const PluginEntry& p) { return p.name == name; }))
         continue;  // earlier directories win
       std::unique_ptr<ModelPlugin> probe = create_from(f.string());
-      entries_.push_back({name, f.string(), probe->info()});
+      entries_.push_back({name, f.string(), probe->info(), load_plugin_library(f.string()).default_config});
     }
   }
 }
@@ -105,8 +109,12 @@ const std::vector<PluginEntry>& PluginRegistry::plugins() {
 }
 
 std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) {
+  return create_from(entry(name).path);
+}
+
+const PluginEntry& PluginRegistry::entry(const std::string& name) {
   for (const auto& e : plugins())
-    if (e.name == name) return create_from(e.path);
+    if (e.name == name) return e;
   std::vector<std::string> names;
   for (const auto& e : entries_) names.push_back(e.name);
   const std::string near = closest_name(name, names);
@@ -116,8 +124,7 @@ std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) {
 }
 
 nlohmann::json flavour_defaults(const std::string& plugin, const std::string& flavour) {
-  auto model = PluginRegistry::instance().create(plugin);
-  const nlohmann::json defaults = model->default_config();
+  const nlohmann::json defaults = nlohmann::json::parse(PluginRegistry::instance().entry(plugin).default_config());
   const auto& flavours = defaults.at("flavours");
   if (!flavours.contains(flavour)) {
     std::vector<std::string> names;

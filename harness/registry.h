@@ -18,6 +18,7 @@ struct PluginEntry {
   std::string name;     // from the file name libaobench_<name>.so
   std::string path;
   PluginInfo info;
+  const char* (*default_config)();  // the library's default.json text (aobench_plugin_default_config)
 };
 
 class PluginRegistry {
@@ -28,6 +29,8 @@ class PluginRegistry {
   const std::vector<PluginEntry>& plugins();
   // A fresh plugin object. Unknown names raise PluginError with "did you mean …? available: …".
   std::unique_ptr<ModelPlugin> create(const std::string& name);
+  // The entry of `name`; unknown names as create().
+  const PluginEntry& entry(const std::string& name);
   // Directories searched, in order.
   std::vector<std::string> search_dirs() const;
 
@@ -39,9 +42,13 @@ class PluginRegistry {
 };
 
 // Loads one library by path with all checks; used by the registry and by tests of bad plugins.
-// Returns the create function; the library stays loaded for the life of the process.
+// Returns its factory and default config; the library stays loaded for the life of the process.
 using CreatePluginFn = ModelPlugin* (*)();
-CreatePluginFn load_plugin_library(const std::string& path);
+struct PluginLibrary {
+  CreatePluginFn create;
+  const char* (*default_config)();
+};
+PluginLibrary load_plugin_library(const std::string& path);
 
 // model section defaults for (plugin, flavour): the flavour's keys plus "plugin" and "flavour".
 nlohmann::json flavour_defaults(const std::string& plugin, const std::string& flavour);

@@ -176,15 +176,21 @@ std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& t
   return prompts;
 }
 
-void check_prompt_paradigm(const Prompt& prompt, Paradigm paradigm, const std::string& origin) {
-  if (paradigm != Paradigm::kAutoregressive) return;
+void check_prompt_capabilities(const Prompt& prompt, const PluginInfo& info, const std::string& origin) {
+  const Capabilities& c = info.capabilities;
+  if (c.infill) return;
   bool seen_free = false;
   for (size_t i = 0; i < prompt.ids.size(); ++i) {
-    if (prompt.ids[i] < 0) seen_free = true;
-    else if (seen_free)
+    if (prompt.ids[i] < 0) {
+      seen_free = true;
+    } else if (!c.prefix_prompt) {
+      throw ConfigError(origin + " line " + std::to_string(prompt.line) + ": plugin '" + info.name +
+                            "' takes no prompt", "sample it without --prompt-file");
+    } else if (seen_free) {
       throw ConfigError(origin + " line " + std::to_string(prompt.line) + ": position " + std::to_string(i) +
                             " is given after a free position: infilling needs an any-order or diffusion model",
                         "a left-to-right model takes prefix prompts only (given ids first, then -1s)");
+    }
   }
 }
 

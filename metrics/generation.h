@@ -69,9 +69,10 @@ struct Prompt {
 std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
                                      int64_t length);
 
-// Autoregressive models take prefix prompts only: a given position after a free one is infilling, a
-// ConfigError naming the line. Any-order and diffusion models take any pattern.
-void check_prompt_paradigm(const Prompt& prompt, Paradigm paradigm, const std::string& origin);
+// A prompt the model's capabilities cover (PluginInfo::capabilities): a given position after a free one is
+// infilling (needs `infill`), given positions at all need `prefix_prompt` or `infill`; otherwise a
+// ConfigError naming the line.
+void check_prompt_capabilities(const Prompt& prompt, const PluginInfo& info, const std::string& origin);
 
 // (rows, length) int64 request prompt: the prompt's ids repeated on every row.
 torch::Tensor prompt_rows(const Prompt& prompt, int64_t rows);

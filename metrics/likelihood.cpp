@@ -184,6 +184,17 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
                                                   const DatasetInfo& info, const EvalOptions& o,
                                                   torch::Device device) {
   const int64_t T = model.block_size();
+  // A mode the model does not declare is refused before any data is read.
+  const PluginInfo plugin = model.info();
+  if (o.mode == "elbo" && !plugin.capabilities.elbo)
+    throw PluginError("plugin '" + plugin.name + "' has no diffusion ELBO",
+                      "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
+  if (o.mode == "ensemble" && !plugin.capabilities.chain_log_probs)
+    throw PluginError("plugin '" + plugin.name + "' cannot condition on arbitrary target positions",
+                      "context-order ensembles need an any-order decoder (sigma_gpt, ao_gpt)");
+  if (o.mode == "random" && !plugin.capabilities.any_order)
+    throw PluginError("plugin '" + plugin.name + "' scores left to right only (eval.mode=random)",
+                      "use eval.mode=l2r for " + plugin.name + ", or an any-order plugin (sigma_gpt, ao_gpt)");
   const auto starts = eval_window_starts(file, T);
   if (starts.empty())
     throw DataError("'" + file.path() + "' has " + std::to_string(file.size()) + " tokens, fewer than one " +

@@ -80,7 +80,7 @@ phase_kernels() {  # the CUDA kernels against their references (each test binary
   ensure_libs
   : > "$OUT/kernels.log"
   local pair bin
-  for pair in "test_plugin_gpt:FusedOps.*" "test_plugin_sedd:DDiTFused.*" "test_plugin_ao_gpt:*"; do
+  for pair in "test_plugin_common:*" "test_plugin_gpt:*Cuda*" "test_plugin_ao_gpt:*"; do
     bin=build/${pair%%:*}
     [[ -x $bin ]] || continue
     "$bin" --gtest_filter="${pair#*:}" 2>&1 | tee -a "$OUT/kernels.log" || true  # failures are in the log
@@ -223,7 +223,8 @@ phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models
   python3 scripts/trainspeed_table.py "$OUT/ts_peers.jsonl" runs/trainspeed 30 | tee "$OUT/trainspeed.md" || true
   # The training kernels and the optimizer against their references on this GPU (each binary that was built).
   : > "$OUT/ts_tests.log"
-  [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='FusedOps.*:Gpt.Cuda*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
+  [[ -x build/test_plugin_common ]] && build/test_plugin_common --gtest_filter='FusedOps.*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
+  [[ -x build/test_plugin_gpt ]] && build/test_plugin_gpt --gtest_filter='Gpt.Cuda*' 2>&1 | tail -30 | tee -a "$OUT/ts_tests.log"
   [[ -x build/aobench_tests ]] && build/aobench_tests --gtest_filter='AdamW.*' 2>&1 | tail -8 | tee -a "$OUT/ts_tests.log"
   echo "trainspeed phase: ${SECONDS} s"
   # Few files come back from a device call: every log and metrics.jsonl in one archive.
@@ -279,7 +280,7 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$d/device.txt"
   # The GPU tests of the fused draw and the captured decode steps, where the test binaries were built.
   local pair
-  for pair in "test_plugin_gpt:FusedDraw.*:Gpt.CudaGraph*:Sampling.*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
+  for pair in "test_plugin_common:FusedDraw.*:Sampling.*" "test_plugin_gpt:Gpt.CudaGraph*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
     [[ -x build/${pair%%:*} ]] || continue
     build/${pair%%:*} --gtest_filter="${pair#*:}" 2>&1 | tail -n 25 | tee -a "$d/tests.log" || true
   done

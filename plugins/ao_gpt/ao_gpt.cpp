@@ -10,11 +10,16 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
-#include "plugins/common/any_order.h"
+#include "plugins/common/any_order_sampler.h"
+#include "plugins/common/attention.h"
+#include "plugins/common/config_checks.h"
+#include "plugins/common/flops.h"
+#include "plugins/common/init.h"
+#include "plugins/common/kv_cache.h"
+#include "plugins/common/slots.h"
 #include "plugins/common/fused_ops.h"
-#include "plugins/ao_gpt/fused_norms.h"
+#include "plugins/common/fused_norms.h"
 
-extern "C" const char* aobench_plugin_default_json();
 
 namespace aobench {
 namespace {
@@ -60,7 +65,7 @@ struct AttentionImpl : torch::nn::Module {
                         const std::optional<torch::Tensor>& mask) {
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
     auto qkv = linear2d(c_attn, x).view({B * S, 3, n_head, h});
-    auto [q, k, v] = ao_gpt::qk_rms_norm(qkv, q_norm->weight, k_norm->weight, kNormEps);  // (B·S, H, h)
+    auto [q, k, v] = common::qk_rms_norm(qkv, q_norm->weight, k_norm->weight, kNormEps);  // (B·S, H, h)
     auto heads = [&](const torch::Tensor& t) { return t.view({B, S, n_head, h}).transpose(1, 2); };
     auto y = common::attend(heads(q), heads(k), heads(v), cache, layer, mask);  // (B, H, S, h)
     return linear2d(c_proj, y.transpose(1, 2).reshape({B, S, n_embd}));
@@ -170,7 +175,7 @@ struct AoGptImpl : torch::nn::Module {
   // plus a zero "no target" row T; with fewer (a sampling step) they are the slots' own.
   struct Conditioning {
     torch::Tensor silu_rows;
-    ao_gpt::RowIndex rows;
+    common::RowIndex rows;
   };
   Conditioning conditioning(const torch::Tensor& targets) {
     const int64_t N = targets.numel(), T = cfg.block_size;
@@ -179,10 +184,10 @@ struct AoGptImpl : torch::nn::Module {
     if (N > T + 1) {
       auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
       return {torch::silu(torch::cat({wtpe->weight, none})),
-              ao_gpt::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
+              common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     }
     return {torch::silu(target_embedding(wtpe, t)),
-            ao_gpt::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+            common::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
@@ -216,7 +221,7 @@ struct AoGptImpl : torch::nn::Module {
     torch::Tensor pending, pending_gate;  // the last sub-layer's output (N, d), not yet added; its gate (R, d)
     for (size_t l = 0; l < blocks.size(); ++l) {
       auto& blk = blocks[l];
-      ao_gpt::StepTables pre_attn, pre_mlp;
+      common::StepTables pre_attn, pre_mlp;
       torch::Tensor gate_mlp;
       if (adaln) {
         // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
@@ -235,9 +240,9 @@ struct AoGptImpl : torch::nn::Module {
         x = x + extra.reshape({N, d});
       }
       torch::Tensor h;
-      std::tie(x, h) = ao_gpt::rms_step(x, pending, blk->ln_1->weight, pre_attn, cond.rows, kNormEps);
+      std::tie(x, h) = common::rms_step(x, pending, blk->ln_1->weight, pre_attn, cond.rows, kNormEps);
       auto a = drop(blk->attn(h.view({B, S, d}), cache, static_cast<int64_t>(l), mask)).view({N, d});
-      std::tie(x, h) = ao_gpt::rms_step(x, a, blk->ln_2->weight, pre_mlp, cond.rows, kNormEps);
+      std::tie(x, h) = common::rms_step(x, a, blk->ln_2->weight, pre_mlp, cond.rows, kNormEps);
       pending = drop(blk->mlp(h));
       pending_gate = gate_mlp;
     }
@@ -246,16 +251,16 @@ struct AoGptImpl : torch::nn::Module {
       if (!t.defined() || n_last == S) return t;
       return t.view({B, S, -1}).narrow(1, S - n_last, n_last).reshape({B * n_last, -1});
     };
-    ao_gpt::StepTables final_tables;
-    ao_gpt::RowIndex rows = cond.rows;
+    common::StepTables final_tables;
+    common::RowIndex rows = cond.rows;
     if (adaln) {
       // [β | 1+γ]
       final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};
       if (n_last != S)
-        rows = ao_gpt::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows,
+        rows = common::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows,
                                     rows.order.defined());
     }
-    auto z = ao_gpt::rms_step(last(x), last(pending), ln_f->weight, final_tables, rows, kNormEps).second;
+    auto z = common::rms_step(last(x), last(pending), ln_f->weight, final_tables, rows, kNormEps).second;
     return z.view({B, n_last, d});
   }
 };
@@ -273,25 +278,24 @@ Injection parse_injection(const std::string& s) {
 class AoGptPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override {
+    Capabilities caps;
+    caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
     return {"ao_gpt", "0.1.0", Paradigm::kAnyOrder,
-            "AO-GPT: any-order GPT, adaLN target-position conditioning, KV-cache any-order sampler"};
-  }
-  nlohmann::json default_config() const override {
-    return nlohmann::json::parse(aobench_plugin_default_json());
+            "AO-GPT: any-order GPT, adaLN target-position conditioning, KV-cache any-order sampler", caps};
   }
 
-  void configure(const nlohmann::json& m) override {
-    common::check_model_keys(m, default_config());
+  void configure(const nlohmann::json& model) override {
+    const ModelConfig m(model, plugin_default_config(), "ao_gpt");
     AoConfig c;
-    c.n_layer = common::get<int64_t>(m, "n_layer");
-    c.n_head = common::get<int64_t>(m, "n_head");
-    c.n_embd = common::get<int64_t>(m, "n_embd");
-    c.block_size = common::get<int64_t>(m, "block_size");
-    c.vocab_size = common::get<int64_t>(m, "vocab_size");
-    c.cond_dim = common::get<int64_t>(m, "cond_dim");
-    c.bias = common::get<bool>(m, "bias");
-    c.dropout = common::get<double>(m, "dropout");
-    c.injection = parse_injection(common::get<std::string>(m, "injection"));
+    c.n_layer = m.get<int64_t>("n_layer");
+    c.n_head = m.get<int64_t>("n_head");
+    c.n_embd = m.get<int64_t>("n_embd");
+    c.block_size = m.get<int64_t>("block_size");
+    c.vocab_size = m.get<int64_t>("vocab_size");
+    c.cond_dim = m.get<int64_t>("cond_dim");
+    c.bias = m.get<bool>("bias");
+    c.dropout = m.get<double>("dropout");
+    c.injection = parse_injection(m.get<std::string>("injection"));
     common::check_model_sizes({{"n_layer", c.n_layer},
                                {"n_head", c.n_head},
                                {"n_embd", c.n_embd},
@@ -367,6 +371,7 @@ class AoGptPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& r) override {
+    check_sample_request(info(), r);
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };

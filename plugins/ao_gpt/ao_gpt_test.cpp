@@ -11,9 +11,11 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
-#include "plugins/ao_gpt/fused_norms.h"
-#include "plugins/common/any_order.h"
+#include "plugins/common/any_order_sampler.h"
 #include "plugins/common/cuda_graph.h"
+#include "plugins/common/fused_norms.h"
+#include "plugins/common/sampling.h"
+#include "plugins/common/slots.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();
 
@@ -22,7 +24,7 @@ namespace {
 
 std::unique_ptr<ModelPlugin> make(nlohmann::json overrides = nlohmann::json::object()) {
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
-  auto cfg = m->default_config()["flavours"]["debug"];
+  auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   cfg.update(overrides);
   m->configure(cfg);
   torch::manual_seed(0);
@@ -191,7 +193,7 @@ TEST(AoGpt, CudaKernelsTrainLikeTheReferencePath) {
       const nlohmann::json over = {{"n_embd", 128}, {"n_head", 2}, {"injection", inj}};
       auto cpu = make(over);
       std::unique_ptr<ModelPlugin> gpu(aobench_create_plugin());
-      auto cfg = gpu->default_config()["flavours"]["debug"];
+      auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
       cfg.update(over);
       gpu->configure(cfg);
       gpu->build(torch::kCUDA);
@@ -204,9 +206,9 @@ TEST(AoGpt, CudaKernelsTrainLikeTheReferencePath) {
       auto tokens = torch::randint(257, {B, 32}, g, torch::kLong);
       auto order = torch::rand({B, 32}, g, torch::kFloat64).argsort(int64_t{1});
       const auto fused = train_step_grads(*gpu, tokens, order);
-      ao_gpt::set_fused_norms_enabled(false);
+      common::set_fused_norms_enabled(false);
       const auto plain = train_step_grads(*gpu, tokens, order);
-      ao_gpt::set_fused_norms_enabled(true);
+      common::set_fused_norms_enabled(true);
       const auto on_cpu = train_step_grads(*cpu, tokens, order);
       std::string w1, w2;
       const double vs_plain = worst_relative(fused.second, plain.second, &w1);
@@ -264,7 +266,7 @@ TEST(AoGpt, FlopsCountOnlyPerTokenMatmuls) {
 
 TEST(AoGpt, ConfigErrorsNameTheKey) {
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
-  auto cfg = m->default_config()["flavours"]["debug"];
+  auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   auto bad = cfg;
   bad["n_head"] = 3;
   try {
@@ -280,7 +282,7 @@ TEST(AoGpt, ConfigErrorsNameTheKey) {
   bad["n_layers"] = 2;
   EXPECT_THROW(m->configure(bad), ConfigError);
   for (const char* f : {"tiny", "small", "medium"})
-    EXPECT_NO_THROW(m->configure(m->default_config()["flavours"][f]));
+    EXPECT_NO_THROW(m->configure(aobench::plugin_default_config()["flavours"][f]));
 }
 
 // Full recomputation: one token per step, every step a fresh causal forward over [None] + all tokens so
@@ -294,7 +296,8 @@ torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r) {
   for (int64_t k = 0; k < r.length; ++k) {
     auto lp =
         m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
-    auto x = common::draw_tokens(lp.narrow(1, k, 1), r.temperature, r.top_p, r.float64_sampling, dev_gen);
+    auto x = common::draw_tokens(lp.narrow(1, k, 1), common::gumbel_max(r.temperature, r.top_p, r.float64_sampling),
+                                 dev_gen);
     gen.narrow(1, k, 1).copy_(x);
   }
   return torch::empty_like(gen).scatter_(1, order, gen);
@@ -365,7 +368,7 @@ TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device dev(torch::kCUDA, 0);
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
-  auto cfg = m->default_config()["flavours"]["debug"];
+  auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   cfg["block_size"] = 300;
   m->configure(cfg);
   torch::manual_seed(0);

@@ -56,51 +56,6 @@ NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& ord
   return out;
 }
 
-torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt) {
-  TORCH_CHECK(opt.temperature > 0, "sample: temperature must be > 0, got ", opt.temperature);
-  TORCH_CHECK(opt.top_p > 0 && opt.top_p <= 1, "sample: top_p must be in (0, 1], got ", opt.top_p);
-  auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
-  auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);         // (N, V)
-  if (opt.top_p < 1) {
-    p = torch::where(top_p_keep(p, opt.top_p), p, torch::zeros_like(p));
-    p = p / p.sum(-1, true);
-  }
-  return p;
-}
-
-// Legacy float32 exponential-race Gumbel of the reference: argmax(q / E), E = 1e-10 − log(U + 1e-10),
-// U float32 uniform (§5.6). q (N, K) float32 → (N).
-static torch::Tensor legacy_gumbel_argmax(const torch::Tensor& q, at::Generator& gen) {
-  auto u = torch::rand(q.sizes(), gen, q.options().dtype(torch::kFloat32));
-  auto e = 1e-10 - torch::log(u + 1e-10);
-  return (q / e).argmax(-1);
-}
-
-// Rows per chunk so that one (rows, V) float64 buffer stays near 256 MiB.
-static int64_t row_chunk(int64_t V) { return std::max<int64_t>(1, (int64_t(1) << 25) / std::max<int64_t>(1, V)); }
-
-torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen) {
-  const int64_t N = logits.size(0), V = logits.size(1);
-  auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
-  if (N == 0) return out;
-  for (int64_t s = 0; s < N; s += row_chunk(V)) {
-    auto rows = logits.index({Slice(s, std::min(N, s + row_chunk(V)))});
-    torch::Tensor tok;
-    if (opt.argmax) {
-      tok = rows.argmax(-1);
-    } else if (opt.float64) {
-      // Inverse CDF with one float64 uniform per row: exact up to float64 rounding of the cumsum.
-      auto cdf = filtered_probs(rows, opt).cumsum(-1);                      // (n, V)
-      auto u = torch::rand({rows.size(0), 1}, gen, cdf.options()) * cdf.index({Slice(), Slice(-1, torch::indexing::None)});
-      tok = torch::searchsorted(cdf, u, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(V - 1);
-    } else {
-      tok = legacy_gumbel_argmax(filtered_probs(rows, opt), gen);
-    }
-    out.index_put_({Slice(s, s + rows.size(0))}, tok);
-  }
-  return out;
-}
-
 std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits,
                                                     double rate, const DrawOptions& opt, at::Generator& gen) {
   const int64_t B = x.size(0), V = logits.size(-1) - 1;
@@ -128,7 +83,7 @@ std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, cons
   } else {
     auto rows = rows_at(b, l);
     // Reference one-stage draw over [stay, rate·p_y] in float32 (under-samples small masses).
-    const int64_t n = idx.size(0), step = row_chunk(V);
+    const int64_t n = idx.size(0), step = draw_row_chunk(V);
     auto choice = torch::empty({n}, x.options());
     for (int64_t s = 0; s < n; s += step) {
       auto r = rows.index({Slice(s, std::min(n, s + step))});
@@ -144,18 +99,12 @@ std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, cons
   return {y, changed};
 }
 
-at::Generator seeded_generator(torch::Device device, uint64_t seed) {
-  auto gen = at::globalContext().defaultGenerator(device).clone();
-  gen.set_current_seed(seed);
-  return gen;
-}
-
 SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions& opt, const SamplerNet& net) {
   TORCH_CHECK(req.steps >= 1, "sample: steps must be ≥ 1, got ", req.steps);
   torch::NoGradGuard no_grad;
   const int64_t B = req.batch_size, L = req.length, V = opt.vocab_size;
   auto dev = req.device;
-  auto gen = seeded_generator(dev, req.seed);
+  auto gen = make_generator(dev, req.seed);
   auto iopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
   auto x = torch::full({B, L}, V, iopt);                                    // all [MASK]
   torch::Tensor prompt, fixed;
@@ -189,6 +138,7 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
   };
 
   DrawOptions dopt;
+  dopt.rule = DrawRule::kInverseCdf;
   dopt.temperature = req.temperature;
   dopt.top_p = req.top_p;
   dopt.float64 = req.float64_sampling;
@@ -216,43 +166,7 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
   return out;
 }
 
-ModelSection::ModelSection(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin)
-    : m_(model), plugin_(std::move(plugin)) {
-  const auto& keys = defaults.at("flavours").at("debug");
-  for (auto& [k, v] : m_.items())
-    if (!keys.contains(k) && k != "plugin" && k != "flavour")
-      throw ConfigError("model." + k + ": unknown key for plugin " + plugin_,
-                        "known keys: see `doc` in plugins/" + plugin_ + "/default.json");
-}
-
-const nlohmann::json& ModelSection::get(const std::string& k) const {
-  if (!m_.contains(k)) throw ConfigError("model." + k + ": missing", "every flavour of " + plugin_ + " defines it");
-  return m_.at(k);
-}
-
-int64_t ModelSection::get_int(const std::string& k, int64_t min) const {
-  const auto& v = get(k);
-  if (!v.is_number_integer() || v.get<int64_t>() < min)
-    throw ConfigError("model." + k + " = " + v.dump() + ": must be an integer ≥ " + std::to_string(min),
-                      "fix the value in the experiment file or --set");
-  return v.get<int64_t>();
-}
-
-bool ModelSection::get_bool(const std::string& k) const {
-  const auto& v = get(k);
-  if (!v.is_boolean()) throw ConfigError("model." + k + " = " + v.dump() + ": must be true or false", "");
-  return v.get<bool>();
-}
-
-std::string ModelSection::get_choice(const std::string& k, const std::set<std::string>& allowed) const {
-  const auto& v = get(k);
-  if (!v.is_string() || !allowed.count(v.get<std::string>()))
-    throw ConfigError("model." + k + " = " + v.dump() + ": not an allowed value",
-                      "use one of the values listed in the `doc` of plugins/" + plugin_ + "/default.json");
-  return v.get<std::string>();
-}
-
-void read_ddit_config(const ModelSection& m, const std::string& dropout_hint, DDiTConfig& cfg,
+void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg,
                       int64_t& block_size, int64_t& chain_chunk) {
   cfg.n_layer = m.get_int("n_layer", 1);
   cfg.n_head = m.get_int("n_head", 1);
@@ -264,10 +178,9 @@ void read_ddit_config(const ModelSection& m, const std::string& dropout_hint, DD
     throw ConfigError("model.n_embd = " + std::to_string(cfg.n_embd) + ", model.n_head = " +
                           std::to_string(cfg.n_head) + ": head dim must be an even integer",
                       "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
-  const auto& d = m.get("dropout");
-  if (!d.is_number() || d.get<double>() < 0 || d.get<double>() >= 1)
-    throw ConfigError("model.dropout = " + d.dump() + ": must be in [0, 1)", dropout_hint);
-  cfg.dropout = d.get<double>();
+  cfg.dropout = m.get<double>("dropout");
+  if (!(cfg.dropout >= 0 && cfg.dropout < 1))
+    throw ConfigError("model.dropout = " + std::to_string(cfg.dropout) + ": must be in [0, 1)", dropout_hint);
 }
 
 }  // namespace aobench::common

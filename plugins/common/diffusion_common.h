@@ -1,10 +1,9 @@
 // Implements: what SEDD and RADD share around the network (spec-sedd-radd §2.1, §3.4, §5):
 // the log-linear noise schedule, i.i.d./stratified time draws, the exact masking-chain NLL under a
-// given order, categorical draws (float64 inverse-CDF or legacy float32 Gumbel) and the masked sampler.
+// given order, the Lemma-1 unmasking step and the masked sampler (token draws: sampling.h, inverse-CDF rule).
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,24 +15,9 @@
 
 namespace aobench::common {
 
-// The resolved `model` section of sedd / radd with checked getters; errors name "model.<key>" and point
-// to plugins/<plugin>/default.json. The constructor rejects keys absent from the debug flavour.
-class ModelSection {
- public:
-  ModelSection(const nlohmann::json& model, const nlohmann::json& defaults, std::string plugin);
-  const nlohmann::json& get(const std::string& key) const;
-  int64_t get_int(const std::string& key, int64_t min) const;
-  bool get_bool(const std::string& key) const;
-  std::string get_choice(const std::string& key, const std::set<std::string>& allowed) const;
-
- private:
-  const nlohmann::json& m_;
-  std::string plugin_;
-};
-
 // The DDiT keys both plugins share: n_layer, n_head, n_embd (even head dim for rotary), vocab_size,
 // block_size, chain_chunk and dropout ∈ [0, 1) (`dropout_hint` names typical values).
-void read_ddit_config(const ModelSection& m, const std::string& dropout_hint, DDiTConfig& cfg,
+void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg,
                       int64_t& block_size, int64_t& chain_chunk);
 
 inline constexpr double kNoiseEps = 1e-3;   // log-linear schedule: α_1 = 1e-3 (§2.1)
@@ -60,18 +44,6 @@ using ChainNet = std::function<torch::Tensor(const torch::Tensor&, const torch::
 NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id,
                            int64_t chunk, const ChainNet& net);
 
-// Token draws for rows of logits over the V real tokens (mask column already dropped): (N, V) → (N).
-struct DrawOptions {
-  double temperature = 1.0;
-  double top_p = 1.0;
-  bool argmax = false;         // greedy (final_step = "argmax")
-  bool float64 = true;         // inverse-CDF in float64; false: legacy float32 Gumbel (§5.6)
-};
-// Temperature + top-p (HF: keep the smallest prefix reaching top_p, including the crossing token),
-// renormalised probabilities (N, V) in float64 (or float32 for the legacy path).
-torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt);
-torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen);
-
 // One Lemma-1 step on the masked positions of x (B, L) (mask id = V = logits.size(-1) − 1): each masked
 // position unmasks with probability `rate` and, if so, takes a token drawn from p_θ. float64 path: a
 // Bernoulli draw then a categorical. Legacy path: one float32 Gumbel draw over [stay, rate·p] as the
@@ -91,8 +63,5 @@ struct MaskedSamplerOptions {
 // net(x (N, L), t (N) float64) → logits (N, L, V+1).
 using SamplerNet = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
 SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions& opt, const SamplerNet& net);
-
-// A generator on `device` seeded with `seed` (clone of the device's default generator).
-at::Generator seeded_generator(torch::Device device, uint64_t seed);
 
 }  // namespace aobench::common

@@ -81,7 +81,7 @@ torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, cons
 bool records_grad(std::initializer_list<torch::Tensor> ts);
 
 // Output dtype of a fused residual + norm step: y's dtype, or without y the autocast dtype under autocast,
-// else x's (add_layer_norm, ao_gpt::rms_step).
+// else x's (add_layer_norm, rms_step of fused_norms.h).
 torch::ScalarType norm_out_dtype(const torch::Tensor& x, const torch::Tensor& y);
 
 // True when x is on a GPU, the CUDA kernels are built and no gradient is being recorded: the inference paths

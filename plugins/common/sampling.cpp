@@ -1,12 +1,16 @@
 // Implements: plugins/common/sampling.h.
 #include "plugins/common/sampling.h"
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
+
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
+using torch::indexing::Slice;
 
 #ifdef AOBENCH_FUSED_CUDA
 // sampling_cuda.cu
@@ -65,6 +69,81 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
   (void)logits, (void)gen, (void)noise;
   TORCH_CHECK(false, "fused_draw: this build has no CUDA kernels");
 #endif
+}
+
+
+at::Generator make_generator(torch::Device device, uint64_t seed) {
+  if (device.is_cuda()) {
+    auto gen = at::detail::getCUDAHooks().getNewGenerator(device.index() < 0 ? 0 : device.index());
+    gen.set_current_seed(seed);
+    return gen;
+  }
+  return at::make_generator<at::CPUGeneratorImpl>(seed);
+}
+
+torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt) {
+  TORCH_CHECK(opt.temperature > 0, "sample: temperature must be > 0, got ", opt.temperature);
+  TORCH_CHECK(opt.top_p > 0 && opt.top_p <= 1, "sample: top_p must be in (0, 1], got ", opt.top_p);
+  auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
+  auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);         // (N, V)
+  if (opt.top_p < 1) {
+    p = torch::where(top_p_keep(p, opt.top_p), p, torch::zeros_like(p));
+    p = p / p.sum(-1, true);
+  }
+  return p;
+}
+
+// Legacy float32 exponential-race Gumbel of the reference: argmax(q / E), E = 1e-10 − log(U + 1e-10),
+// U float32 uniform (§5.6). q (N, K) float32 → (N).
+torch::Tensor legacy_gumbel_argmax(const torch::Tensor& q, at::Generator& gen) {
+  auto u = torch::rand(q.sizes(), gen, q.options().dtype(torch::kFloat32));
+  auto e = 1e-10 - torch::log(u + 1e-10);
+  return (q / e).argmax(-1);
+}
+
+int64_t draw_row_chunk(int64_t V) { return std::max<int64_t>(1, (int64_t(1) << 25) / std::max<int64_t>(1, V)); }
+
+namespace {
+
+// The inverse-CDF rule on rows (N, V), in chunks of draw_row_chunk(V) rows.
+torch::Tensor inverse_cdf_draw(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen) {
+  const int64_t N = logits.size(0), V = logits.size(1);
+  auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
+  if (N == 0) return out;
+  for (int64_t s = 0; s < N; s += draw_row_chunk(V)) {
+    auto rows = logits.index({Slice(s, std::min(N, s + draw_row_chunk(V)))});
+    torch::Tensor tok;
+    if (opt.float64) {
+      // Inverse CDF with one float64 uniform per row: exact up to float64 rounding of the cumsum.
+      auto cdf = filtered_probs(rows, opt).cumsum(-1);                      // (n, V)
+      auto u = torch::rand({rows.size(0), 1}, gen, cdf.options()) * cdf.index({Slice(), Slice(-1, torch::indexing::None)});
+      tok = torch::searchsorted(cdf, u, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(V - 1);
+    } else {
+      tok = legacy_gumbel_argmax(filtered_probs(rows, opt), gen);
+    }
+    out.index_put_({Slice(s, s + rows.size(0))}, tok);
+  }
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen) {
+  if (opt.argmax) return logits.argmax(-1);  // (..)
+  if (opt.rule == DrawRule::kInverseCdf) {
+    auto lead = logits.sizes().slice(0, logits.dim() - 1);
+    return inverse_cdf_draw(logits.reshape({-1, logits.size(-1)}), opt, gen).view(lead);
+  }
+  TORCH_CHECK(opt.temperature > 0.0, "temperature must be positive, got ", opt.temperature);
+  TORCH_CHECK(opt.top_p > 0.0 && opt.top_p <= 1.0, "top_p must lie in (0, 1], got ", opt.top_p);
+  if (opt.float64 && logits.dim() >= 1 && fused_draw_supported(logits)) {
+    // One kernel for softmax, nucleus and Gumbel-max; (.., V) → (..).
+    auto lead = logits.sizes().slice(0, logits.dim() - 1);
+    return fused_draw(logits.reshape({-1, logits.size(-1)}), opt.temperature, opt.top_p, &gen).view(lead);
+  }
+  const auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
+  auto u = torch::empty(logits.sizes(), logits.options().dtype(dtype)).uniform_(0.0, 1.0, gen);
+  return gumbel_draw_reference(logits, opt.temperature, opt.top_p, u);  // (..)
 }
 
 }  // namespace aobench::common

@@ -1,7 +1,9 @@
-// Pieces every plugin's sampler and likelihood code shares: a scoped eval-mode guard and the HF top-p
-// (nucleus) rule, and the float64 Gumbel-max draw of the decoders (any_order.h draw_tokens) with its
-// one-kernel CUDA form. The diffusion draws (inverse CDF, Lemma 1) stay in diffusion_common.
+// Pieces every plugin's sampler and likelihood code shares: a scoped eval-mode guard, the seeded generator
+// of a device, the HF top-p (nucleus) rule, and THE token draw (draw_tokens) with its two rules: the
+// decoders' Gumbel-max (with its one-kernel CUDA form) and the masked diffusion's inverse CDF.
 #pragma once
+
+#include <cstdint>
 
 #include <torch/torch.h>
 
@@ -38,5 +40,39 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
 bool fused_draw_supported(const torch::Tensor& logits);
 bool fused_sampling_enabled();
 void set_fused_sampling_enabled(bool on);
+
+// A generator for `device` seeded with `seed` (CPU or CUDA, a fresh one: the device's default generator is
+// left alone), so sampling draws stay on the device and a seed always gives the same stream.
+at::Generator make_generator(torch::Device device, uint64_t seed);
+
+// How draw_tokens picks a token from softmax(logits / temperature) cut to the HF top-p nucleus (top_p_keep).
+// Both rules sample exactly that distribution; each consumes random numbers as its reference implementation
+// does, so a seed gives the reference's tokens:
+//   kGumbelMax   the decoders (AO-GPT repo, spec-ao-gpt §4.3): argmax of log p − log(−log u), one uniform per
+//                entry, float64 (float32 when !float64); fused_draw on the GPU.
+//   kInverseCdf  the masked diffusion (SEDD/RADD repos, spec-sedd-radd §5.6): one float64 uniform per row
+//                through the CDF; !float64 is the references' legacy float32 exponential race argmax(p / E).
+enum class DrawRule { kGumbelMax, kInverseCdf };
+struct DrawOptions {
+  DrawRule rule = DrawRule::kGumbelMax;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  bool float64 = true;   // see DrawRule
+  bool argmax = false;   // greedy: the most likely token, no randomness
+};
+// The decoders' draw of a sample request: Gumbel-max at this temperature and top-p.
+inline DrawOptions gumbel_max(double temperature, double top_p, bool float64) {
+  return {DrawRule::kGumbelMax, temperature, top_p, float64, /*argmax=*/false};
+}
+// One token per row of logits (.., V) over the real vocabulary: (..) int64.
+torch::Tensor draw_tokens(const torch::Tensor& logits, const DrawOptions& opt, at::Generator& gen);
+
+// The pieces of the inverse-CDF rule that the diffusion sampler's one-stage legacy step reuses:
+// temperature + top-p probabilities (N, V) renormalised, float64 (float32 for the legacy path);
+torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt);
+// argmax(q / E) with E = 1e-10 − log(U + 1e-10), U float32 uniform: q (N, K) float32 → (N);
+torch::Tensor legacy_gumbel_argmax(const torch::Tensor& q, at::Generator& gen);
+// rows per chunk so that one (rows, V) float64 buffer stays near 256 MiB.
+int64_t draw_row_chunk(int64_t V);
 
 }  // namespace aobench::common

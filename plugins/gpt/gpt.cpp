@@ -14,12 +14,10 @@
 
 #include "core/errors.h"
 #include "core/safetensors.h"
-#include "plugins/common/any_order.h"
+#include "plugins/common/attention.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/fused_ops.h"
 #include "plugins/common/sampling.h"
-
-extern "C" const char* aobench_plugin_default_json();
 
 namespace aobench::gpt {
 namespace F = torch::nn::functional;
@@ -54,56 +52,35 @@ BlockImpl::BlockImpl(const GptConfig& c, int64_t layer) : cfg(c), attn_scale(c.a
       mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(inner, d).bias(c.bias)));
 }
 
-std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& a,
-                                                          const LayerNorm& next_ln, KvCache* cache, size_t layer) {
-  const int64_t B = x.size(0), S = x.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, common::KVCache* cache, int64_t layer) {
+  torch::Tensor h = x + self_attention(ln_1(x), cache, layer);
+  return h + feed_forward(ln_2(h));
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& a,
+                                                                const LayerNorm& next_ln, common::KVCache* cache,
+                                                                int64_t layer) {
+  // out = x + attn, a2 = ln_2(out); then out + mlp and next_ln of it.
+  auto [out, a2] = common::add_layer_norm(x, self_attention(a, cache, layer), ln_2->weight, ln_2->bias, ln_2->eps);
+  return common::add_layer_norm(out, feed_forward(a2), next_ln->weight, next_ln->bias, next_ln->eps);
+}
+
+torch::Tensor BlockImpl::self_attention(const torch::Tensor& a, common::KVCache* cache, int64_t layer) {
+  const int64_t B = a.size(0), S = a.size(1), H = cfg.n_head, hd = cfg.n_embd / cfg.n_head;
   const double p = is_training() ? cfg.dropout : 0.0;
   auto qkv = common::linear2d(c_attn, a).split(cfg.n_embd, 2);  // 3 × (B, S, d)
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
-  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, H, S, hd)
-  torch::Tensor y;
-  const bool fixed = cache && cache->is_static();
-  const int64_t past = cache && !fixed && cache->k[layer].defined() ? cache->k[layer].size(2) : 0;
-  if (fixed) {
-    // Write the S new keys/values at their slots and read the first `span` slots; later ones are masked.
-    if (!cache->k[layer].defined()) {
-      cache->k[layer] = torch::zeros({B, H, cache->capacity, hd}, k.options());  // zeros: masked, never NaN
-      cache->v[layer] = torch::zeros({B, H, cache->capacity, hd}, v.options());
-    }
-    cache->k[layer].index_copy_(2, cache->step_slots, k);
-    cache->v[layer].index_copy_(2, cache->step_slots, v);
-    const int64_t span = cache->step_mask.size(1);
-    y = at::scaled_dot_product_attention(q, cache->k[layer].narrow(2, 0, span),
-                                         cache->v[layer].narrow(2, 0, span), cache->step_mask, p, false,
-                                         attn_scale);
-  } else if (cache) {
-    if (past > 0) {
-      k = torch::cat({cache->k[layer], k}, 2);  // (B, H, past+S, hd)
-      v = torch::cat({cache->v[layer], v}, 2);
-    }
-    cache->k[layer] = k;
-    cache->v[layer] = v;
-  }
-  if (fixed) {
-    // attended above
-  } else if (past == 0) {
-    y = at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true, attn_scale);
-  } else {
-    // New slot i (absolute past+i) sees keys 0..past+i.
-    auto mask = torch::ones({S, past + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
-                    .tril(past);  // (S, past+S)
-    y = at::scaled_dot_product_attention(q, k, v, mask, p, false, attn_scale);
-  }
-  y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
-  const auto drop_opts = F::DropoutFuncOptions().p(p).training(is_training());
-  // Residual adds fused with the LayerNorm that reads their result (fused_ops.h): out = x + attn,
-  // a2 = ln_2(out); then out + mlp and the next block's ln_1 (or ln_f).
-  auto [out, a2] = common::add_layer_norm(x, F::dropout(common::linear2d(attn_proj, y), drop_opts), ln_2->weight,
-                                          ln_2->bias, ln_2->eps);
-  torch::Tensor hmid = common::linear2d(c_fc, a2);  // (B, S, n_inner)
-  hmid = torch::gelu(hmid, cfg.activation == "gelu_tanh" ? "tanh" : "none");
-  return common::add_layer_norm(out, F::dropout(common::linear2d(mlp_proj, hmid), drop_opts), next_ln->weight,
-                                next_ln->bias, next_ln->eps);
+  auto y = common::attend(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, layer, std::nullopt, p,
+                          attn_scale);                                 // (B, H, S, hd)
+  y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});         // (B, S, d)
+  return F::dropout(common::linear2d(attn_proj, y), F::DropoutFuncOptions().p(p).training(is_training()));
+}
+
+torch::Tensor BlockImpl::feed_forward(const torch::Tensor& a) {
+  const double p = is_training() ? cfg.dropout : 0.0;
+  torch::Tensor h = common::linear2d(c_fc, a);  // (B, S, n_inner)
+  h = torch::gelu(h, cfg.activation == "gelu_tanh" ? "tanh" : "none");
+  return F::dropout(common::linear2d(mlp_proj, h), F::DropoutFuncOptions().p(p).training(is_training()));
 }
 
 GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
@@ -133,7 +110,7 @@ GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
   }
 }
 
-torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
+torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) {
   const int64_t B = ids.size(0);
   const int64_t pos0 = cache ? cache->length() : 0;
   torch::Tensor x = wte(ids);  // (B, S, d)
@@ -154,28 +131,17 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, KvCache* cache) {
     pos = torch::arange(pos0, pos0 + S, lopt);
   }
   x = drop(x + wpe(pos));  // (B, S, d)
-  if (cache && cache->k.empty()) {
-    cache->k.resize(h->size());
-    cache->v.resize(h->size());
-  }
+  // The blocks' fused form (BlockImpl::forward_fused): each norm comes out of the add before it.
   torch::Tensor a = h->size() > 0 ? h[0]->as<BlockImpl>()->ln_1(x) : ln_f(x);  // the first block's ln_1(x)
   for (size_t i = 0; i < h->size(); ++i) {
     const LayerNorm& next = i + 1 < h->size() ? h[i + 1]->as<BlockImpl>()->ln_1 : ln_f;
-    std::tie(x, a) = h[i]->as<BlockImpl>()->forward(x, a, next, cache, i);
+    std::tie(x, a) = h[i]->as<BlockImpl>()->forward_fused(x, a, next, cache, static_cast<int64_t>(i));
   }
   if (cache && cache->is_static()) cache->pos.add_(S);  // in place: graph replays advance it too
   return a;  // ln_f of the last residual stream
 }
 
-void KvCache::make_static(int64_t capacity_slots, torch::Device device) {
-  k.clear();
-  v.clear();
-  pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
-  len = 0;
-  capacity = capacity_slots;
-}
-
-torch::Tensor GptImpl::logits(const torch::Tensor& ids, KvCache* cache) {
+torch::Tensor GptImpl::logits(const torch::Tensor& ids, common::KVCache* cache) {
   // Tied head; the padded columns are dropped so every distribution is over the real vocabulary.
   return F::linear(hidden(ids, cache), wte->weight).narrow(-1, 0, cfg.vocab_size);  // (B, S, V)
 }
@@ -183,34 +149,16 @@ torch::Tensor GptImpl::logits(const torch::Tensor& ids, KvCache* cache) {
 // ---------------------------------------------------------------------------------------------- config
 
 PluginInfo GptPlugin::info() const {
-  return {"gpt", "1.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2"};
-}
-
-nlohmann::json GptPlugin::default_config() const {
-  return nlohmann::json::parse(aobench_plugin_default_json());
+  Capabilities c;
+  c.prefix_prompt = true;  // left to right: a prefix is a prompt, given ids after free ones are forced
+  c.forced_tokens = true;
+  return {"gpt", "1.0.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2", c};
 }
 
 namespace {
 
 [[noreturn]] void bad(const std::string& key, const std::string& msg, const std::string& hint) {
   throw ConfigError("model." + key + ": " + msg, hint);
-}
-
-template <typename T>
-T field(const nlohmann::json& j, const std::string& key, const char* type_name) {
-  if (!j.contains(key)) bad(key, "missing", "every gpt flavour lists it; start from flavour_defaults");
-  const auto& v = j.at(key);
-  bool ok = false;
-  if constexpr (std::is_same_v<T, bool>)
-    ok = v.is_boolean();
-  else if constexpr (std::is_same_v<T, int64_t>)
-    ok = v.is_number_integer();
-  else if constexpr (std::is_same_v<T, double>)
-    ok = v.is_number();
-  else
-    ok = v.is_string();
-  if (!ok) bad(key, "expected " + std::string(type_name) + ", got " + v.dump(), "fix the value's type");
-  return v.get<T>();
 }
 
 // The HF config.json decides the shape (GPT-2 Large judge: 36/20/1280, 1024 positions, 50257 ids) and
@@ -288,26 +236,21 @@ void apply_hf_config(GptConfig& c) {
 
 }  // namespace
 
-void GptPlugin::configure(const nlohmann::json& m) {
-  static const std::set<std::string> keys = {"n_layer",     "n_head",       "n_embd", "n_inner",
-                                             "block_size",  "vocab_size",   "dropout", "bias",
-                                             "activation",  "start_token",  "init_from_hf", "plugin",
-                                             "flavour"};
-  for (auto it = m.begin(); it != m.end(); ++it)
-    if (!keys.count(it.key())) bad(it.key(), "unknown key for plugin gpt", "see plugins/gpt/README.md");
+void GptPlugin::configure(const nlohmann::json& model) {
+  const ModelConfig m(model, plugin_default_config(), "gpt");
   GptConfig c;
-  c.n_layer = field<int64_t>(m, "n_layer", "integer");
-  c.n_head = field<int64_t>(m, "n_head", "integer");
-  c.n_embd = field<int64_t>(m, "n_embd", "integer");
-  c.block_size = field<int64_t>(m, "block_size", "integer");
-  c.vocab_size = field<int64_t>(m, "vocab_size", "integer");
-  c.dropout = field<double>(m, "dropout", "number");
-  c.bias = field<bool>(m, "bias", "boolean");
-  c.activation = field<std::string>(m, "activation", "string");
-  c.start_token = field<bool>(m, "start_token", "boolean");
-  c.init_from_hf = field<std::string>(m, "init_from_hf", "string");
+  c.n_layer = m.get<int64_t>("n_layer");
+  c.n_head = m.get<int64_t>("n_head");
+  c.n_embd = m.get<int64_t>("n_embd");
+  c.block_size = m.get<int64_t>("block_size");
+  c.vocab_size = m.get<int64_t>("vocab_size");
+  c.dropout = m.get<double>("dropout");
+  c.bias = m.get<bool>("bias");
+  c.activation = m.get<std::string>("activation");
+  c.start_token = m.get<bool>("start_token");
+  c.init_from_hf = m.get<std::string>("init_from_hf");
   // Checkpoints written before n_inner existed lack it: their MLPs are 4·n_embd wide, i.e. n_inner 0.
-  c.n_inner = m.contains("n_inner") ? field<int64_t>(m, "n_inner", "integer") : 0;
+  c.n_inner = m.has("n_inner") ? m.get<int64_t>("n_inner") : 0;
   if (!c.init_from_hf.empty()) apply_hf_config(c);
   auto positive = [](const std::string& k, int64_t v) {
     if (v < 1) bad(k, "must be ≥ 1, got " + std::to_string(v), "use a positive integer");
@@ -464,7 +407,10 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
 
 // ---------------------------------------------------------------------------------------------- sampling
 
-SampleOutput GptPlugin::sample(const SampleRequest& r) { return sample_impl(r, true); }
+SampleOutput GptPlugin::sample(const SampleRequest& r) {
+  check_sample_request(info(), r);
+  return sample_impl(r, true);
+}
 
 SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   const int64_t B = r.batch_size, L = r.length, V = cfg_.vocab_size;
@@ -489,13 +435,13 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
 
   // Draws one id per row from logits (B, V): greedy, or temperature + HF top-p + Gumbel-max in float64 on
   // the logits' device (common::draw_tokens: one fused kernel on the GPU).
+  const common::DrawOptions draw_opt{common::DrawRule::kGumbelMax, r.temperature, r.top_p, r.float64_sampling,
+                                     /*argmax=*/r.temperature <= 0.0};
   auto draw = [&](const torch::Tensor& logits) {
-    if (r.temperature <= 0.0) return logits.argmax(-1);  // (B,)
-    auto x = common::draw_tokens(logits.unsqueeze(1), r.temperature, r.top_p, r.float64_sampling, gen);
-    return x.squeeze(1);
+    return common::draw_tokens(logits.unsqueeze(1), draw_opt, gen).squeeze(1);  // (B,)
   };
 
-  KvCache cache;
+  common::KVCache cache;
   std::map<int64_t, common::StepGraph> graphs;  // decode-step graphs by attention span
   int64_t calls = 0;
   // First slot: [None] (start_token) predicts token 0; otherwise token 0 is given.
@@ -508,8 +454,9 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   if (use_cache) {
     const int64_t pre = cfg_.start_token ? given : std::max<int64_t>(given, 1);  // tokens fed in the prefill
     k = pre;                                                                     // next position to decide
-    if (k >= L) return {out.to(r.device), calls};
-    cache.make_static(L + 1, dev);  // [None] + L − 1 fed tokens at most
+    if (k >= L) return {out.to(r.device), calls, {}};
+    cache.capacity = L + 1;  // [None] + L − 1 fed tokens at most
+    cache.make_static(dev);
     const int64_t slots = pre + (cfg_.start_token ? 1 : 0);
     torch::Tensor lg = net_->logits(out.narrow(1, 0, pre), &cache);  // (B, S, V)
     cache.len += slots;
@@ -535,7 +482,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
       ++calls;
     }
   }
-  return {out.to(r.device), calls};
+  return {out.to(r.device), calls, {}};
 }
 
 }  // namespace aobench::gpt

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/plugin_api.h"
+#include "plugins/common/init.h"
+#include "plugins/common/kv_cache.h"
 
 namespace aobench::gpt {
 
@@ -28,7 +30,7 @@ struct GptConfig {
   // Attention score scale of HF GPT-2 (config.json only): 1/sqrt(head_dim) unless scale_attn_weights is
   // false, further divided by (layer index + 1) with scale_attn_by_inverse_layer_idx.
   bool scale_attn_weights = true, scale_attn_by_inverse_layer_idx = false;
-  int64_t padded_vocab() const { return (vocab_size + 63) / 64 * 64; }
+  int64_t padded_vocab() const { return common::padded_vocab(vocab_size); }
   int64_t mlp_width() const { return n_inner > 0 ? n_inner : 4 * n_embd; }
   double attn_scale(int64_t layer) const;
 };
@@ -42,34 +44,21 @@ struct LayerNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(LayerNorm);
 
-// Per-layer key/value cache for generation: (B, H, T_cached, head_dim) each, grown by concatenation; or,
-// once make_static() is called, preallocated (B, H, capacity, head_dim) buffers written in place at the
-// device-side slot counter `pos`, so a decode step has static shapes and can be captured in a CUDA graph.
-struct KvCache {
-  std::vector<torch::Tensor> k, v;
-  // Static mode: pos (1) int64 on the device = the next slot (advanced in place by every forward); len = the
-  // same count on the host (advanced by the caller, since a graph replay runs no host code); attention reads
-  // the first span_for(S) slots, a multiple of kSpan, so one graph serves kSpan consecutive steps.
-  static constexpr int64_t kSpan = 256;
-  torch::Tensor pos;
-  int64_t len = 0, capacity = 0;
-  torch::Tensor step_slots, step_mask;  // of the current forward: (S) slots written, (S, span) visible keys
-  void make_static(int64_t capacity_slots, torch::Device device);
-  bool is_static() const { return pos.defined(); }
-  int64_t span_for(int64_t S) const { return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan); }
-  int64_t length() const {
-    if (is_static()) return len;
-    return k.empty() || !k[0].defined() ? 0 : k[0].size(2);
-  }
-};
-
 struct BlockImpl : torch::nn::Module {
   BlockImpl(const GptConfig& c, int64_t layer);
-  // x (B, S, d) the residual stream and a = ln_1(x) (computed by the previous block); returns the new
-  // stream and next_ln of it (the next block's ln_1, or ln_f). With a cache, the S new slots attend to the
-  // cached ones and are appended to it.
-  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& a,
-                                                  const LayerNorm& next_ln, KvCache* cache, size_t layer);
+  // The block as nanoGPT writes it, the reference: x (B, S, d) → x + attn(ln_1(x)), then + mlp(ln_2(·)).
+  // With a cache, the S new slots attend to the cached ones and are appended to it (layer `layer`).
+  torch::Tensor forward(const torch::Tensor& x, common::KVCache* cache = nullptr, int64_t layer = 0);
+  // The same block as GptImpl::hidden runs it: each residual add fused with the LayerNorm that reads its
+  // result (common::add_layer_norm: a CUDA kernel with a backward in training, AOBENCH_FUSED_LN), so
+  // a = ln_1(x) comes in from the previous block and (x', next_ln(x')) goes out, next_ln being the next
+  // block's ln_1 or ln_f. Numerically forward() on CPU (tested); one memory pass less per add on the GPU.
+  std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& a,
+                                                        const LayerNorm& next_ln, common::KVCache* cache,
+                                                        int64_t layer);
+  // The sub-layers on normalised input a (B, S, d), dropout included: → (B, S, d).
+  torch::Tensor self_attention(const torch::Tensor& a, common::KVCache* cache, int64_t layer);
+  torch::Tensor feed_forward(const torch::Tensor& a);
   GptConfig cfg;
   double attn_scale;  // softmax(q·kᵀ · attn_scale): cfg.attn_scale(layer)
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -83,9 +72,9 @@ struct GptImpl : torch::nn::Module {
   explicit GptImpl(const GptConfig& c);
   // Hidden states of the slots for input ids (B, S). Slots are numbered from `pos0` (the cache length).
   // With start_token and pos0 == 0 a [None] slot is prepended, so S+1 slots come out.  // (B, S', d)
-  torch::Tensor hidden(const torch::Tensor& ids, KvCache* cache = nullptr);
+  torch::Tensor hidden(const torch::Tensor& ids, common::KVCache* cache = nullptr);
   // Logits over the REAL vocabulary (padded columns dropped).  // (B, S', V)
-  torch::Tensor logits(const torch::Tensor& ids, KvCache* cache = nullptr);
+  torch::Tensor logits(const torch::Tensor& ids, common::KVCache* cache = nullptr);
   GptConfig cfg;
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::Tensor wnonee;  // (1, d), only with start_token
@@ -98,7 +87,6 @@ TORCH_MODULE(Gpt);
 class GptPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override;
-  nlohmann::json default_config() const override;
   void configure(const nlohmann::json& model_config) override;
   nlohmann::json resolved_model_config(const nlohmann::json& model_config) const override;
   void build(torch::Device device) override;

@@ -1,7 +1,7 @@
 // Implements: GPT-plugin tests beyond the conformance suite (spec-ao-gpt §1.4, §8): exact HF GPT-2 logits
 // (tests/data/make_hf_tiny_gpt2.py; the config.json options of tests/data/make_hf_gpt2_variants.py, and
 // refusal by name of the ones not implemented), KV-cache sampling == full recomputation, log_prob sums == loss,
-// start_token on/off scoring, config validation naming "model.<key>".
+// start_token on/off scoring, config validation naming "model.<key>", the fused block path == the readable one.
 #include "gpt.h"
 
 #include <gtest/gtest.h>
@@ -21,8 +21,7 @@ namespace aobench::gpt {
 namespace {
 
 nlohmann::json debug_config() {
-  GptPlugin p;
-  nlohmann::json m = p.default_config()["flavours"]["debug"];
+  nlohmann::json m = aobench::plugin_default_config()["flavours"]["debug"];
   m["plugin"] = "gpt";
   m["flavour"] = "debug";
   return m;
@@ -71,7 +70,7 @@ TEST(Gpt, HfConfigOptionsMatchTransformers) {
     torch::Tensor ours = p->net()->logits(ids);
     ASSERT_EQ(ours.sizes(), ref.sizes());
     EXPECT_LT((ours - ref).abs().max().item<double>(), 1e-4);
-    KvCache cache;  // prefix of 5, then one token at a time: the masked SDPA path must scale the same way
+    common::KVCache cache;  // prefix of 5, then one token at a time: the masked SDPA path must scale the same way
     std::vector<torch::Tensor> steps = {p->net()->logits(ids.narrow(1, 0, 5), &cache)};
     for (int64_t k = 5; k < ids.size(1); ++k) steps.push_back(p->net()->logits(ids.narrow(1, k, 1), &cache));
     EXPECT_LT((torch::cat(steps, 1) - ref).abs().max().item<double>(), 1e-4);
@@ -264,6 +263,37 @@ TEST(Gpt, CudaFusedTrainingStepMatchesReference) {
     const double err = (got.second[i] - ref.second[i]).abs().max().item<double>();
     EXPECT_LE(err, 3e-2 * scale + 1e-6) << names[i] << ": max |Δ| " << err << " of max |g| " << scale;
   }
+}
+
+// The fused block path the model runs (BlockImpl::forward_fused, residual adds fused with the next LayerNorm)
+// is the readable nanoGPT block on CPU, bit for bit, in eval and in training (dropout off), through the whole
+// network (every block's ln_1 and ln_f), with a KV cache too.
+TEST(Gpt, FusedBlocksEqualTheReferenceForward) {
+  auto m = debug_config();
+  m["n_layer"] = 3;
+  m["start_token"] = false;  // positions 0..T−1, no [None] slot
+  m["dropout"] = 0.0;
+  auto p = make(m, 5);
+  Gpt& net = p->net();
+  auto ids = torch::randint(0, p->vocab_size(), {2, 12}, torch::kLong);
+  for (bool training : {false, true}) {
+    net->train(training);
+    auto x = net->drop(net->wte(ids) + net->wpe(torch::arange(12, torch::kLong)));  // (B, T, d)
+    for (size_t i = 0; i < net->h->size(); ++i) x = net->h[i]->as<BlockImpl>()->forward(x);
+    EXPECT_TRUE(torch::equal(net->ln_f(x), net->hidden(ids))) << "training " << training;
+  }
+  net->eval();
+  auto* block = net->h[0]->as<BlockImpl>();
+  auto x = torch::randn({2, 7, p->config().n_embd});
+  common::KVCache ref_cache, fused_cache;
+  auto ref = block->forward(x.narrow(1, 0, 4), &ref_cache, 0);
+  ref = torch::cat({ref, block->forward(x.narrow(1, 4, 3), &ref_cache, 0)}, 1);
+  auto step = [&](const torch::Tensor& xs) {
+    return block->forward_fused(xs, block->ln_1(xs), block->ln_2, &fused_cache, 0).first;
+  };
+  auto fused = torch::cat({step(x.narrow(1, 0, 4)), step(x.narrow(1, 4, 3))}, 1);
+  EXPECT_TRUE(torch::equal(ref, fused));
+  EXPECT_TRUE(torch::allclose(ref, block->forward(x), 1e-6, 1e-6));  // cached chunks == one causal call
 }
 
 }  // namespace

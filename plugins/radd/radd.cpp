@@ -4,14 +4,11 @@
 // model.time_cond = true is the SEDD–RADD ablation: the same losses with SEDD's σ-conditioned adaLN DDiT,
 // σ = −log(1 − mask rate) of each input (common::sigma_at_mask_rate).
 #include <cmath>
-#include <set>
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
-
-extern "C" const char* aobench_plugin_default_json();
 
 namespace aobench {
 namespace {
@@ -21,21 +18,21 @@ using common::kNoiseEps;
 class RaddPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override {
-    return {"radd", "1", Paradigm::kMaskedDiffusionEncoder,
-            "RADD: time-independent DDiT encoder, lambda-DCE / t-DCE loss, cached sampler (Ou et al. 2024)"};
+    Capabilities caps;
+    caps.any_order = caps.elbo = caps.prefix_prompt = caps.infill = true;
+    return {"radd", "1.0.0", Paradigm::kMaskedDiffusionEncoder,
+            "RADD: time-independent DDiT encoder, lambda-DCE / t-DCE loss, cached sampler (Ou et al. 2024)", caps};
   }
 
-  nlohmann::json default_config() const override { return nlohmann::json::parse(aobench_plugin_default_json()); }
-
   void configure(const nlohmann::json& model) override {
-    const common::ModelSection m(model, default_config(), "radd");
+    const ModelConfig m(model, plugin_default_config(), "radd");
     common::read_ddit_config(m, "typical: 0.02 (RADD), 0.0 (debug)", cfg_, block_size_, chain_chunk_);
     lambda_dce_ = m.get_choice("loss", {"lambda_dce", "t_dce"}) == "lambda_dce";
     stratified_ = m.get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
     final_argmax_ = m.get_choice("final_step", {"sample", "argmax"}) == "argmax";
-    cfg_.ln_bias_init_ones = m.get_bool("ln_bias_init_ones");
-    tdce_extra_term_ = m.get_bool("tdce_extra_term");
-    cfg_.time_cond = m.get_bool("time_cond");     // cond_dim stays 128, SEDD's value in every flavour
+    cfg_.ln_bias_init_ones = m.get<bool>("ln_bias_init_ones");
+    tdce_extra_term_ = m.get<bool>("tdce_extra_term");
+    cfg_.time_cond = m.get<bool>("time_cond");     // cond_dim stays 128, SEDD's value in every flavour
     cfg_.ln_bias = true;
   }
 
@@ -93,6 +90,7 @@ class RaddPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& req) override {
+    check_sample_request(info(), req);
     common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;

@@ -2,15 +2,12 @@
 // loss, §3 likelihood, §5 samplers). The network is conditioned on σ(t) of the log-linear schedule.
 // Loss and ELBO are computed in fp32 from the (possibly bf16) logits; ELBO rows are per-token DWDSE terms.
 #include <cmath>
-#include <set>
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
 #include "plugins/common/fused_ops.h"
-
-extern "C" const char* aobench_plugin_default_json();
 
 namespace aobench {
 namespace {
@@ -33,14 +30,14 @@ torch::Tensor score_entropy(const torch::Tensor& lse, const torch::Tensor& z_a, 
 class SeddPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override {
-    return {"sedd", "1", Paradigm::kMaskedDiffusionEncoder,
-            "SEDD-absorb: DDiT encoder on sigma(t), score entropy loss (Lou et al. 2024)"};
+    Capabilities caps;
+    caps.any_order = caps.elbo = caps.prefix_prompt = caps.infill = true;
+    return {"sedd", "1.0.0", Paradigm::kMaskedDiffusionEncoder,
+            "SEDD-absorb: DDiT encoder on sigma(t), score entropy loss (Lou et al. 2024)", caps};
   }
 
-  nlohmann::json default_config() const override { return nlohmann::json::parse(aobench_plugin_default_json()); }
-
   void configure(const nlohmann::json& model) override {
-    const common::ModelSection m(model, default_config(), "sedd");
+    const ModelConfig m(model, plugin_default_config(), "sedd");
     common::read_ddit_config(m, "typical: 0.1 (SEDD), 0.0 (debug)", cfg_, block_size_, chain_chunk_);
     cfg_.cond_dim = m.get_int("cond_dim", 1);
     stratified_ = m.get_choice("t_sampling", {"iid", "stratified"}) == "stratified";
@@ -109,6 +106,7 @@ class SeddPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& req) override {
+    check_sample_request(info(), req);
     common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;

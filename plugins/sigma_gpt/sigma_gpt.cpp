@@ -7,10 +7,15 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
-#include "plugins/common/any_order.h"
+#include "plugins/common/any_order_sampler.h"
+#include "plugins/common/attention.h"
+#include "plugins/common/config_checks.h"
+#include "plugins/common/flops.h"
+#include "plugins/common/init.h"
+#include "plugins/common/kv_cache.h"
+#include "plugins/common/slots.h"
 #include "plugins/common/fused_ops.h"
 
-extern "C" const char* aobench_plugin_default_json();
 
 namespace aobench {
 namespace {
@@ -135,25 +140,24 @@ TORCH_MODULE(SigmaGpt);
 class SigmaGptPlugin : public ModelPlugin {
  public:
   PluginInfo info() const override {
+    Capabilities caps;
+    caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
     return {"sigma_gpt", "0.1.0", Paradigm::kAnyOrder,
             "σ-GPT: random-order GPT with additive target-position embedding (AO-GPT repo baseline; idiap "
-            "variant)"};
-  }
-  nlohmann::json default_config() const override {
-    return nlohmann::json::parse(aobench_plugin_default_json());
+            "variant)", caps};
   }
 
-  void configure(const nlohmann::json& m) override {
-    common::check_model_keys(m, default_config());
+  void configure(const nlohmann::json& model) override {
+    const ModelConfig m(model, plugin_default_config(), "sigma_gpt");
     SigmaConfig c;
-    c.n_layer = common::get<int64_t>(m, "n_layer");
-    c.n_head = common::get<int64_t>(m, "n_head");
-    c.n_embd = common::get<int64_t>(m, "n_embd");
-    c.block_size = common::get<int64_t>(m, "block_size");
-    c.vocab_size = common::get<int64_t>(m, "vocab_size");
-    c.bias = common::get<bool>(m, "bias");
-    c.dropout = common::get<double>(m, "dropout");
-    const auto variant = common::get<std::string>(m, "variant");
+    c.n_layer = m.get<int64_t>("n_layer");
+    c.n_head = m.get<int64_t>("n_head");
+    c.n_embd = m.get<int64_t>("n_embd");
+    c.block_size = m.get<int64_t>("block_size");
+    c.vocab_size = m.get<int64_t>("vocab_size");
+    c.bias = m.get<bool>("bias");
+    c.dropout = m.get<double>("dropout");
+    const auto variant = m.get<std::string>("variant");
     if (variant != "aogpt_repo" && variant != "idiap")
       throw ConfigError("'model.variant' = '" + variant + "' is unknown",
                         "use aogpt_repo (default) or idiap");
@@ -267,6 +271,7 @@ class SigmaGptPlugin : public ModelPlugin {
   }
 
   SampleOutput sample(const SampleRequest& r) override {
+    check_sample_request(info(), r);
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };

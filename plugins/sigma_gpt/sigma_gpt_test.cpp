@@ -7,7 +7,9 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
-#include "plugins/common/any_order.h"
+#include "plugins/common/any_order_sampler.h"
+#include "plugins/common/sampling.h"
+#include "plugins/common/slots.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();
 
@@ -16,7 +18,7 @@ namespace {
 
 std::unique_ptr<ModelPlugin> make(const std::string& variant) {
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
-  auto cfg = m->default_config()["flavours"]["debug"];
+  auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   cfg["variant"] = variant;
   m->configure(cfg);
   torch::manual_seed(0);
@@ -98,7 +100,7 @@ TEST(SigmaGpt, ParameterLayout) {
   EXPECT_FALSE(q.contains("wtpe.weight"));
   EXPECT_FALSE(q.contains("wnonee"));
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
-  auto cfg = m->default_config()["flavours"]["debug"];
+  auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   cfg["variant"] = "original";
   EXPECT_THROW(m->configure(cfg), ConfigError);
 }
@@ -118,7 +120,8 @@ torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r, bool idia
   for (int64_t k = start; k < r.length; ++k) {
     auto lp =
         m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
-    gen.narrow(1, k, 1).copy_(common::draw_tokens(lp.narrow(1, k, 1), r.temperature, r.top_p, true, dev_gen));
+    gen.narrow(1, k, 1).copy_(
+        common::draw_tokens(lp.narrow(1, k, 1), common::gumbel_max(r.temperature, r.top_p, true), dev_gen));
   }
   return torch::empty_like(gen).scatter_(1, order, gen);
 }

@@ -1,7 +1,9 @@
 // Implements: the plugin conformance suite (style.md lesson 11, DESIGN.md §3): one value-parameterised
 // GoogleTest over EVERY plugin the registry discovers, at flavour "debug" on CPU, through the generic API
 // only: shapes, initial NLL ≈ ln V, overfitting one batch, determinism, save→load round trip through
-// safetensors, and sample() ranges. A new plugin needs no new test code; finding no plugin is a failure.
+// safetensors, sample() ranges, a semver version, and every capability of PluginInfo: a declared one works,
+// an undeclared one is refused with PluginError. A new plugin needs no new test code; finding no plugin is a
+// failure.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,11 +11,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "harness/registry.h"
+#include "core/errors.h"
 #include "core/safetensors.h"
+#include "harness/registry.h"
 
 namespace aobench {
 namespace {
@@ -181,6 +186,109 @@ TEST_P(PluginConformance, SampleShapeAndRange) {
   EXPECT_LT(s.tokens.max().item<int64_t>(), p->vocab_size());
   EXPECT_GT(s.network_calls, 0);
   EXPECT_TRUE(torch::equal(p->sample(r).tokens, s.tokens));  // seeded: reproducible
+}
+
+TEST_P(PluginConformance, VersionIsSemver) {
+  auto p = make();
+  const PluginInfo info = p->info();
+  EXPECT_TRUE(std::regex_match(info.version, std::regex(R"((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*))")))
+      << info.name << " version '" << info.version << "' is not MAJOR.MINOR.PATCH";
+  EXPECT_EQ(info.name, GetParam()) << "PluginInfo::name must match the library name libaobench_<name>.so";
+}
+
+// capabilities.any_order: log_prob under a random permutation is served (finite, every row scored where
+// the identity order scores it), or refused with PluginError.
+TEST_P(PluginConformance, AnyOrderCapability) {
+  auto p = make();
+  p->module().eval();
+  torch::Tensor x = tokens(*p);
+  auto g = at::make_generator<at::CPUGeneratorImpl>(6);
+  auto order = torch::rand(x.sizes(), g, torch::kFloat64).argsort(int64_t{1});
+  torch::NoGradGuard ng;
+  if (!p->info().capabilities.any_order) {
+    EXPECT_THROW(p->log_prob(x, order, g), PluginError);
+    return;
+  }
+  NllOutput out = p->log_prob(x, order, g);
+  ASSERT_EQ(out.nll.sizes(), x.sizes());
+  EXPECT_TRUE(torch::isfinite(out.nll.masked_select(out.scored)).all().item<bool>());
+  EXPECT_GT(out.scored.sum().item<int64_t>(), 0);
+}
+
+// capabilities.elbo: a (B, T) float64 bound near ln V per token at init; undeclared: PluginError.
+TEST_P(PluginConformance, ElboCapability) {
+  auto p = make();
+  p->module().eval();
+  torch::Tensor x = tokens(*p);
+  auto g = at::make_generator<at::CPUGeneratorImpl>(8);
+  torch::NoGradGuard ng;
+  if (!p->info().capabilities.elbo) {
+    EXPECT_THROW(p->elbo(x, 4, g), PluginError);
+    return;
+  }
+  NllOutput out = p->elbo(x, 16, g);
+  ASSERT_EQ(out.nll.sizes(), x.sizes());
+  EXPECT_EQ(out.nll.scalar_type(), torch::kFloat64);
+  EXPECT_TRUE(out.is_bound);
+  EXPECT_TRUE(torch::isfinite(out.nll).all().item<bool>());
+  EXPECT_TRUE(out.scored.all().item<bool>()) << "a bound scores every position";
+  // At init the exact NLL is ≈ ln V per token and the bound lies above it in expectation; its Monte-Carlo
+  // weights (1/t, 1/λ) are heavy-tailed upwards only, so a 16-step estimate must not fall far below ln V
+  // (a missing weight halves it).
+  const double lnV = std::log(static_cast<double>(p->vocab_size()));
+  EXPECT_GT(out.nll.mean().item<double>(), 0.75 * lnV);
+}
+
+// capabilities.chain_log_probs: covered by LastSlotLogProbsMatchTheFullChain; undeclared: PluginError from
+// both entry points.
+TEST_P(PluginConformance, ChainLogProbsCapability) {
+  auto p = make();
+  p->module().eval();
+  torch::Tensor x = tokens(*p);
+  auto order = l2r(x);
+  torch::NoGradGuard ng;
+  if (!p->info().capabilities.chain_log_probs) {
+    EXPECT_THROW(p->chain_log_probs(x, order, order), PluginError);
+    EXPECT_THROW(p->chain_log_probs_last(x, order, order), PluginError);
+    return;
+  }
+  auto lp = p->chain_log_probs(x, order, order);  // (B, T, V)
+  ASSERT_EQ(lp.sizes(), (std::vector<int64_t>{x.size(0), x.size(1), p->vocab_size()}));
+  // Each scored row is a distribution over the real vocabulary.
+  auto mass = lp.narrow(1, 1, x.size(1) - 1).exp().sum(-1);
+  EXPECT_TRUE(torch::allclose(mass, torch::ones_like(mass), 1e-4, 1e-4));
+}
+
+// capabilities.prefix_prompt / infill / forced_tokens: a prompt of each kind keeps its given ids (declared)
+// or is refused with PluginError (undeclared).
+TEST_P(PluginConformance, PromptCapabilities) {
+  auto p = make();
+  const Capabilities c = p->info().capabilities;
+  SampleRequest r;
+  r.batch_size = 2;
+  r.length = std::min<int64_t>(p->block_size(), 16);
+  r.steps = 4;
+  r.seed = 9;
+  auto given = torch::randint(0, p->vocab_size(), {2, r.length}, torch::kLong);
+  const int64_t n = r.length / 4;  // given ids per prompt
+  auto prefix = torch::full({2, r.length}, -1, torch::kLong);
+  prefix.narrow(1, 0, n).copy_(given.narrow(1, 0, n));
+  auto infill = torch::full({2, r.length}, -1, torch::kLong);
+  infill.narrow(1, r.length - n, n).copy_(given.narrow(1, r.length - n, n));  // given ids after free ones
+  const bool anywhere = c.infill || c.forced_tokens;
+  for (auto [prompt, declared, kind] : {std::tuple{prefix, c.prefix_prompt || anywhere, "prefix prompt"},
+                                        std::tuple{infill, anywhere, "given ids after free ones"}}) {
+    r.prompt = prompt;
+    if (!declared) {
+      EXPECT_THROW(p->sample(r), PluginError) << kind << " is not declared";
+      continue;
+    }
+    SampleOutput s = p->sample(r);
+    ASSERT_EQ(s.tokens.sizes(), prompt.sizes()) << kind;
+    auto fixed = prompt.ge(0);
+    EXPECT_TRUE(torch::equal(s.tokens.masked_select(fixed), prompt.masked_select(fixed))) << kind;
+    EXPECT_TRUE(s.tokens.ge(0).all().item<bool>() && s.tokens.lt(p->vocab_size()).all().item<bool>()) << kind;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPlugins, PluginConformance, ::testing::ValuesIn(discovered()),

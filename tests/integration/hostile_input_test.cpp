@@ -323,6 +323,9 @@ TEST_F(HostileInputTest, BrokenPluginLibrariesAreRefusedByName) {
   const std::string nofp_so = std::string(AOBENCH_NOFP_PLUGIN_DIR) + "/libaobench_nofp.so";
   expect_clean_error(run_child({"list"}, &out, AOBENCH_NOFP_PLUGIN_DIR), out, 4,
                      {nofp_so, "no aobench_plugin_fingerprint"});
+  const std::string nodefaults_so = std::string(AOBENCH_NODEFAULTS_PLUGIN_DIR) + "/libaobench_nodefaults.so";
+  expect_clean_error(run_child({"list"}, &out, AOBENCH_NODEFAULTS_PLUGIN_DIR), out, 4,
+                     {nodefaults_so, "no aobench_plugin_default_config"});
 }
 
 // nothing lost or overwritten silently.

@@ -28,7 +28,6 @@ class Recorder : public ModelPlugin {
  public:
   explicit Recorder(ModelPlugin& inner) : inner_(inner) {}
   PluginInfo info() const override { return inner_.info(); }
-  nlohmann::json default_config() const override { return inner_.default_config(); }
   void configure(const nlohmann::json& j) override { inner_.configure(j); }
   void build(torch::Device d) override { inner_.build(d); }
   torch::nn::Module& module() override { return inner_.module(); }

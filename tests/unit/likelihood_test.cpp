@@ -87,8 +87,12 @@ TEST(LikelihoodTest, BitsPerByteProratesBytesToScoredTokens) {
 // score generation index 0 (like a GPT without a start token).
 class FixedModel : public ModelPlugin {
  public:
-  PluginInfo info() const override { return {"fixed", "0", Paradigm::kAutoregressive, "test model"}; }
-  nlohmann::json default_config() const override { return nlohmann::json::object(); }
+  PluginInfo info() const override {
+    Capabilities c;
+    c.any_order = true;  // scored under the random orders of eval.mode=random
+    c.elbo = true;
+    return {"fixed", "0.0.0", Paradigm::kAutoregressive, "test model", c};
+  }
   void configure(const nlohmann::json&) override {}
   void build(torch::Device) override {}
   torch::nn::Module& module() override { return module_; }

@@ -1,6 +1,6 @@
 // Implements: issue G item 3 fixture — a plugin library "built against another plugin API version".
-// It exports the two C symbols of core/plugin_api.h, but reports kPluginApiVersion + 1, so the
-// registry must refuse it before creating anything (tests/integration/hostile_input_test.cpp).
+// It exports the version and factory symbols of core/plugin_api.h, but reports kPluginApiVersion + 1, so the
+// registry must refuse it before reading any other symbol or creating anything (tests/integration/hostile_input_test.cpp).
 // Built as build*/bad_plugin/libaobench_badapi.so, outside the normal plugin directory.
 #include <cstdint>
 

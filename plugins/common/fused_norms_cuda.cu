@@ -1,4 +1,4 @@
-// Implements: the CUDA kernels of plugins/ao_gpt/fused_norms.h.
+// Implements: the CUDA kernels of plugins/common/fused_norms.h.
 // rms_step: forward, one warp per row (d = 128·C, lane ℓ holds elements 4ℓ … 4ℓ+3 of every 128-wide chunk)
 // reads x, y and the row's adaLN table rows once and writes s, rstd and h once. Backward, one block per
 // table row: its warps walk the rows that read that table row, write ∂x and ∂y per row and sum the table
@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "plugins/ao_gpt/fused_norms.h"
+#include "plugins/common/fused_norms.h"
 #include "plugins/common/cuda_vec.cuh"
 
-namespace aobench::ao_gpt {
+namespace aobench::common {
 namespace {
 
 using common::Pack;
@@ -466,4 +466,4 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
   return {grad_qkv, w[0], w[1]};
 }
 
-}  // namespace aobench::ao_gpt
+}  // namespace aobench::common

@@ -1,114 +1,15 @@
-// Implements: shared any-order blocks (see any_order.h; spec-ao-gpt §1.1 slot table, §4.1–4.3 sampler).
-#include "plugins/common/any_order.h"
+// Implements: plugins/common/any_order_sampler.h (spec-ao-gpt §4.1–4.4).
+#include "plugins/common/any_order_sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <ATen/detail/CUDAHooksInterface.h>
 
 #include "core/errors.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 
 namespace aobench::common {
-
-Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order) {
-  TORCH_CHECK(tokens.sizes() == order.sizes(), "tokens ", tokens.sizes(), " and order ", order.sizes(),
-              " must have the same shape");
-  auto x_sigma = tokens.gather(1, order);  // (B, T) tokens in generation order
-  return slots_for_chain(x_sigma, order, order);
-}
-
-Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
-                      const torch::Tensor& targets) {
-  TORCH_CHECK(ctx_tokens.dim() == 2 && ctx_tokens.sizes() == ctx_positions.sizes() &&
-                  ctx_tokens.sizes() == targets.sizes(),
-              "chain slots need (N, S) ctx_tokens, ctx_positions and targets; got ", ctx_tokens.sizes(), ", ",
-              ctx_positions.sizes(), ", ", targets.sizes());
-  const int64_t S = ctx_tokens.size(1);
-  auto none = torch::full({ctx_tokens.size(0), 1}, -1, ctx_tokens.options().dtype(torch::kLong));
-  Slots s;
-  s.tokens = torch::cat({none, ctx_tokens.narrow(1, 0, S - 1)}, 1);        // (N, S)
-  s.positions = torch::cat({none, ctx_positions.narrow(1, 0, S - 1)}, 1);  // (N, S)
-  s.targets = targets;
-  return s;
-}
-
-void KVCache::make_static(torch::Device device) {
-  TORCH_CHECK(capacity > 0, "a static KV cache needs a capacity");
-  pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
-  len = 0;
-}
-
-void KVCache::truncate(int64_t keep) {
-  if (is_static()) {
-    len = keep;
-    pos.fill_(keep);
-    return;
-  }
-  for (size_t l = 0; l < k.size(); ++l) {
-    k[l] = k[l].narrow(2, 0, keep);
-    v[l] = v[l].narrow(2, 0, keep);
-  }
-}
-
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
-                     int64_t layer, const std::optional<torch::Tensor>& mask) {
-  if (!cache) {
-    if (mask) return torch::scaled_dot_product_attention(q, k, v, *mask);
-    return torch::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
-  }
-  if (static_cast<int64_t>(cache->k.size()) <= layer) {
-    cache->k.resize(layer + 1);
-    cache->v.resize(layer + 1);
-    cache->k_buf.resize(layer + 1);
-    cache->v_buf.resize(layer + 1);
-  }
-  auto& ck = cache->k[layer];
-  auto& cv = cache->v[layer];
-  const int64_t old = ck.defined() ? ck.size(2) : 0, S = k.size(2);
-  if (cache->is_static()) {
-    auto& kb = cache->k_buf[layer];
-    auto& vb = cache->v_buf[layer];
-    if (!kb.defined()) {  // zeros: the masked slots never hold NaN
-      kb = torch::zeros({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
-      vb = torch::zeros({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
-    }
-    kb.index_copy_(2, cache->step_slots, k);
-    vb.index_copy_(2, cache->step_slots, v);
-    const int64_t span = cache->step_mask.size(1);
-    return torch::scaled_dot_product_attention(q, kb.narrow(2, 0, span), vb.narrow(2, 0, span), cache->step_mask);
-  }
-  if (cache->capacity > 0) {
-    TORCH_CHECK(old + S <= cache->capacity, "KV cache of ", cache->capacity, " slots cannot take ", old + S);
-    auto& kb = cache->k_buf[layer];
-    auto& vb = cache->v_buf[layer];
-    if (!kb.defined()) {
-      kb = torch::empty({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
-      vb = torch::empty({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
-    }
-    kb.narrow(2, old, S).copy_(k);
-    vb.narrow(2, old, S).copy_(v);
-    ck = kb.narrow(2, 0, old + S);  // (B, H, S_cache + S, h) views
-    cv = vb.narrow(2, 0, old + S);
-  } else {
-    ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
-    cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
-  }
-  if (mask) return torch::scaled_dot_product_attention(q, ck, cv, *mask);
-  TORCH_CHECK(ck.size(2) == q.size(2), "a cached attention call with earlier slots needs an explicit mask");
-  return torch::scaled_dot_product_attention(q, ck, cv, {}, 0.0, /*is_causal=*/true);
-}
-
-void trunc_normal_(torch::Tensor t, double std) {
-  torch::NoGradGuard no_grad;
-  // u ~ U(Φ(−3), Φ(3)), x = Φ⁻¹(u)·std = √2·erfinv(2u − 1)·std: exactly N(0, std²) cut at ±3 std.
-  const double lo = 0.5 * std::erfc(3.0 / std::sqrt(2.0));
-  auto u = torch::empty(t.sizes(), t.options().dtype(torch::kFloat64)).uniform_(lo, 1.0 - lo);
-  auto x = torch::erfinv(u * 2.0 - 1.0) * (std::sqrt(2.0) * std);
-  t.copy_(x.clamp(-3.0 * std, 3.0 * std));
-}
 
 std::vector<int64_t> schedule_counts(int64_t L, int64_t steps, const std::string& schedule) {
   if (schedule != "linear" && schedule != "cosine")
@@ -135,29 +36,6 @@ std::vector<int64_t> schedule_counts(int64_t L, int64_t steps, const std::string
   return n;
 }
 
-at::Generator make_generator(torch::Device device, uint64_t seed) {
-  if (device.is_cuda()) {
-    auto gen = at::detail::getCUDAHooks().getNewGenerator(device.index() < 0 ? 0 : device.index());
-    gen.set_current_seed(seed);
-    return gen;
-  }
-  return at::make_generator<at::CPUGeneratorImpl>(seed);
-}
-
-torch::Tensor draw_tokens(const torch::Tensor& logits, double temperature, double top_p, bool float64,
-                          at::Generator& gen) {
-  TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
-  TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
-  if (float64 && logits.dim() >= 1 && fused_draw_supported(logits)) {
-    // One kernel for softmax, nucleus and Gumbel-max (sampling.h); (.., V) → (..).
-    auto lead = logits.sizes().slice(0, logits.dim() - 1);
-    return fused_draw(logits.reshape({-1, logits.size(-1)}), temperature, top_p, &gen).view(lead);
-  }
-  const auto dtype = float64 ? torch::kFloat64 : torch::kFloat32;
-  auto u = torch::empty(logits.sizes(), logits.options().dtype(dtype)).uniform_(0.0, 1.0, gen);
-  return gumbel_draw_reference(logits, temperature, top_p, u);  // (B, n)
-}
-
 torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, int64_t* n_prompt) {
   const int64_t B = request.batch_size, L = request.length;
   auto free_keys = torch::rand({B, L}, gen, torch::kFloat64);  // (B, L) random rank of free positions
@@ -175,42 +53,6 @@ torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, 
   // Prompt positions get keys −L..−1 (left to right), free ones keys in [0, 1): one argsort orders both.
   auto pos = torch::arange(L, torch::kFloat64).unsqueeze(0) - L;  // (1, L)
   return torch::where(given, pos, free_keys).argsort(int64_t{1});
-}
-
-void check_model_keys(const nlohmann::json& cfg, const nlohmann::json& defaults_json) {
-  if (!cfg.is_object()) throw ConfigError("'model' must be a JSON object", "e.g. {\"flavour\": \"debug\"}");
-  const auto& flavours = defaults_json.at("flavours");
-  const auto& keys = flavours.begin().value();
-  for (auto it = cfg.begin(); it != cfg.end(); ++it) {
-    if (it.key() == "plugin" || it.key() == "flavour" || keys.contains(it.key())) continue;
-    std::string known;
-    for (auto k = keys.begin(); k != keys.end(); ++k) known += (known.empty() ? "" : ", ") + k.key();
-    throw ConfigError("unknown key 'model." + it.key() + "'", "known keys: " + known);
-  }
-}
-
-void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
-                       int64_t n_head, double dropout) {
-  for (auto [key, v] : sizes)
-    if (v <= 0) throw ConfigError(std::string("'model.") + key + "' must be positive, got " + std::to_string(v));
-  if (n_embd % n_head != 0)
-    throw ConfigError("'model.n_embd' (" + std::to_string(n_embd) + ") must be a multiple of 'model.n_head' (" +
-                          std::to_string(n_head) + ")",
-                      "the head dim is n_embd / n_head (64 in the paper)");
-  if (!(dropout >= 0.0 && dropout < 1.0)) throw ConfigError("'model.dropout' must lie in [0, 1)");
-}
-
-double any_order_flops_per_token(const torch::nn::Module& net, int64_t n_layer, int64_t n_embd, int64_t T,
-                                 const std::vector<std::string>& lookups) {
-  double n = 0;
-  for (const auto& p : net.named_parameters()) {
-    const auto& k = p.key();
-    if (k.rfind("wpe", 0) == 0 || k.rfind("wtpe", 0) == 0 || k == "wnonee") continue;
-    auto in_k = [&](const std::string& l) { return k.find(l) != std::string::npos; };
-    if (std::any_of(lookups.begin(), lookups.end(), in_k)) continue;
-    n += p.value().numel();
-  }
-  return 6.0 * n + 12.0 * n_layer * n_embd * T;
 }
 
 double masked_fraction(const std::string& schedule, int64_t k, int64_t steps) {
@@ -248,6 +90,7 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   const auto dev = generated.device();
   const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
   const auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
+  const DrawOptions draw_opt = gumbel_max(request.temperature, request.top_p, request.float64_sampling);
   KVCache cache;
   // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
   int64_t max_new = 0;
@@ -305,7 +148,7 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
     auto logits = cache.is_static() ? static_step(s, make_mask, n_new, S)
                                     : forward(s, &cache, make_mask(), n_new);  // (B, n_new, V)
     ++calls;
-    auto x = draw_tokens(logits, request.temperature, request.top_p, request.float64_sampling, dev_gen);
+    auto x = draw_tokens(logits, draw_opt, dev_gen);
     generated.narrow(1, done, n_new).copy_(x);
     cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
     p_tok = x;

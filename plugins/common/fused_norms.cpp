@@ -1,20 +1,18 @@
-// Implements: plugins/ao_gpt/fused_norms.h — the LibTorch references and the autograd Functions that run the
+// Implements: plugins/common/fused_norms.h — the LibTorch references and the autograd Functions that run the
 // CUDA kernels of fused_norms_cuda.cu (forward and backward) when they cover the call.
-#include "plugins/ao_gpt/fused_norms.h"
+#include "plugins/common/fused_norms.h"
 
 #include <atomic>
 
 #include "plugins/common/fused_ops.h"
 
-namespace aobench::ao_gpt {
+namespace aobench::common {
 
-using common::norm_out_dtype;
-using common::records_grad;
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-#ifdef AOBENCH_PLUGIN_CUDA
+#ifdef AOBENCH_FUSED_CUDA
 // fused_norms_cuda.cu
 bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
                             torch::ScalarType out_dtype);
@@ -58,7 +56,7 @@ RowIndex RowIndex::of(const Tensor& idx, int64_t table_rows, bool grouped) {
 
 namespace {
 
-#ifdef AOBENCH_PLUGIN_CUDA
+#ifdef AOBENCH_FUSED_CUDA
 // Inputs: x, y?, gate?, mod?, weight (tensors) + rows, eps. Outputs: (s, h) with y, (h) without.
 struct RmsStepFunction : torch::autograd::Function<RmsStepFunction> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const std::optional<Tensor>& y,
@@ -140,7 +138,7 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
                                    rows.idx.size(0) == x.size(0) && tab.size(0) == rows.table_rows),
                 "rms_step: adaLN table ", tab.sizes(), " must be (R, ", width, ") with R = ", rows.table_rows,
                 " and a row index of ", x.size(0), " rows");
-#ifdef AOBENCH_PLUGIN_CUDA
+#ifdef AOBENCH_FUSED_CUDA
   if (x.is_cuda() && fused_norms_enabled() &&
       rms_step_cuda_supports(x, y, weight, tables, norm_out_dtype(x, y))) {
     if (!records_grad({x, y, weight, tables.gate, tables.mod})) {
@@ -168,7 +166,7 @@ std::array<Tensor, 3> qk_rms_norm(const Tensor& qkv, const Tensor& wq, const Ten
   TORCH_CHECK(qkv.dim() == 4 && qkv.size(1) == 3 && wq.dim() == 1 && wq.size(0) == qkv.size(3) &&
                   wk.sizes() == wq.sizes(),
               "qk_rms_norm: qkv ", qkv.sizes(), " must be (N, 3, H, h) and the weights (h), got ", wq.sizes());
-#ifdef AOBENCH_PLUGIN_CUDA
+#ifdef AOBENCH_FUSED_CUDA
   if (qkv.is_cuda() && fused_norms_enabled() && qk_rms_norm_cuda_supports(qkv, wq, wk)) {
     if (!records_grad({qkv, wq, wk})) {
       auto r = qk_rms_norm_forward_cuda(qkv, wq, wk, eps, false);
@@ -181,4 +179,4 @@ std::array<Tensor, 3> qk_rms_norm(const Tensor& qkv, const Tensor& wq, const Ten
   return qk_rms_norm_reference(qkv, wq, wk, eps);
 }
 
-}  // namespace aobench::ao_gpt
+}  // namespace aobench::common

@@ -10,7 +10,7 @@
 
 #include <torch/torch.h>
 
-namespace aobench::ao_gpt {
+namespace aobench::common {
 
 // Which adaLN table row each of N rows reads: idx (N) int64 in [0, R). For the backward the rows are also
 // grouped by table row (a stable sort: order (N), offsets (R + 1)), so a table row's gradient is one
@@ -51,4 +51,4 @@ std::array<torch::Tensor, 3> qk_rms_norm_reference(const torch::Tensor& qkv, con
 bool fused_norms_enabled();
 void set_fused_norms_enabled(bool on);
 
-}  // namespace aobench::ao_gpt
+}  // namespace aobench::common

@@ -1,0 +1,59 @@
+// Implements: plugins/common/attention.h.
+#include "plugins/common/attention.h"
+
+namespace aobench::common {
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
+                     int64_t layer, const std::optional<torch::Tensor>& mask, double dropout,
+                     std::optional<double> scale) {
+  auto sdpa = [&](const torch::Tensor& keys, const torch::Tensor& values, const std::optional<torch::Tensor>& m,
+                  bool causal) {
+    return at::scaled_dot_product_attention(q, keys, values, m, dropout, causal, scale);
+  };
+  if (!cache) return mask ? sdpa(k, v, mask, false) : sdpa(k, v, std::nullopt, /*causal=*/true);
+  if (static_cast<int64_t>(cache->k.size()) <= layer) {
+    cache->k.resize(layer + 1);
+    cache->v.resize(layer + 1);
+    cache->k_buf.resize(layer + 1);
+    cache->v_buf.resize(layer + 1);
+  }
+  auto& ck = cache->k[layer];
+  auto& cv = cache->v[layer];
+  const int64_t old = ck.defined() ? ck.size(2) : 0, S = k.size(2);
+  if (cache->is_static()) {
+    // Write the S new keys/values at their slots and read the first `span` slots; later ones are masked.
+    auto& kb = cache->k_buf[layer];
+    auto& vb = cache->v_buf[layer];
+    if (!kb.defined()) {  // zeros: the masked slots never hold NaN
+      kb = torch::zeros({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
+      vb = torch::zeros({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    kb.index_copy_(2, cache->step_slots, k);
+    vb.index_copy_(2, cache->step_slots, v);
+    const int64_t span = cache->step_mask.size(1);
+    return sdpa(kb.narrow(2, 0, span), vb.narrow(2, 0, span), cache->step_mask, false);
+  }
+  if (cache->capacity > 0) {
+    TORCH_CHECK(old + S <= cache->capacity, "KV cache of ", cache->capacity, " slots cannot take ", old + S);
+    auto& kb = cache->k_buf[layer];
+    auto& vb = cache->v_buf[layer];
+    if (!kb.defined()) {
+      kb = torch::empty({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
+      vb = torch::empty({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    kb.narrow(2, old, S).copy_(k);
+    vb.narrow(2, old, S).copy_(v);
+    ck = kb.narrow(2, 0, old + S);  // (B, H, S_cache + S, h) views
+    cv = vb.narrow(2, 0, old + S);
+  } else {
+    ck = ck.defined() ? torch::cat({ck, k}, 2) : k;  // (B, H, S_cache + S, h)
+    cv = cv.defined() ? torch::cat({cv, v}, 2) : v;
+  }
+  if (mask) return sdpa(ck, cv, mask, false);
+  if (old == 0) return sdpa(ck, cv, std::nullopt, /*causal=*/true);
+  // New slot i (absolute old + i) sees keys 0..old + i: (S, old + S).
+  auto causal = torch::ones({S, old + S}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).tril(old);
+  return sdpa(ck, cv, causal, false);
+}
+
+}  // namespace aobench::common

@@ -1,0 +1,37 @@
+// Implements: the per-layer key/value cache of the decoders' samplers (GPT, σ-GPT, AO-GPT); attention.h reads
+// and fills it.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace aobench::common {
+
+// Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h), grown by
+// concatenation; with capacity > 0 they are views of preallocated (B, H, capacity, h) buffers that new slots
+// are copied into, so a step costs no O(S_cache) concatenation (the numbers are the same).
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t capacity = 0;
+  std::vector<torch::Tensor> k_buf, v_buf;
+  // Static mode (make_static; needs capacity): zero-initialised buffers written at the device-side slots
+  // step_slots (S), attention over the first span slots through step_mask (S, span), so a step's shapes do
+  // not depend on the cache length and it can be captured in a CUDA graph. pos (1) int64 on the device =
+  // slots held (graph replays advance it in place); len = the same on the host (advanced by the caller,
+  // since a replay runs no host code). span_for(S) is a multiple of kSpan: one graph serves kSpan steps.
+  static constexpr int64_t kSpan = 256;
+  torch::Tensor pos, step_slots, step_mask;
+  int64_t len = 0;
+  void make_static(torch::Device device);
+  bool is_static() const { return pos.defined(); }
+  int64_t span_for(int64_t S) const { return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan); }
+  int64_t length() const {
+    if (is_static()) return len;
+    return k.empty() || !k[0].defined() ? 0 : k[0].size(2);
+  }
+  void truncate(int64_t keep);  // keep the first `keep` slots of every layer
+};
+
+}  // namespace aobench::common
