@@ -13,15 +13,12 @@
 #include "harness/run_dir.h"
 
 namespace aobench {
-namespace {
 
-std::string fmt(const char* f, double v) {
+std::string format_number(const char* printf_format, double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
+  std::snprintf(buf, sizeof buf, printf_format, v);
   return buf;
 }
-
-}  // namespace
 
 TrainLogger::TrainLogger(const RunDir& run, bool main_rank, torch::Device device, int64_t max_iters,
                          int64_t log_interval, double flops_per_token, double peak_flops, int world,
@@ -42,9 +39,11 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
     const double mfu = peak_flops_ > 0 ? flops_per_token_ * tok_s / (peak_flops_ * world_) : std::nan("");
     const double mem = max_memory_gib(device_);
     std::ostringstream line;
-    line << "step " << step << "/" << max_iters_ << " | loss " << fmt("%.4f", loss) << " | lr " << fmt("%.2e", lr)
-         << " | grad_norm " << fmt("%.2f", grad_norm) << " | " << format_count(tok_s) << " tok/s | mfu "
-         << (std::isfinite(mfu) ? fmt("%.1f%%", 100 * mfu) : std::string("n/a")) << " | mem " << fmt("%.1f GiB", mem);
+    line << "step " << step << "/" << max_iters_ << " | loss " << format_number("%.4f", loss) << " | lr "
+         << format_number("%.2e", lr) << " | grad_norm " << format_number("%.2f", grad_norm) << " | "
+         << format_count(tok_s) << " tok/s | mfu "
+         << (std::isfinite(mfu) ? format_number("%.1f%%", 100 * mfu) : std::string("n/a")) << " | mem "
+         << format_number("%.1f GiB", mem);
     if (nan_skips) line << " | skipped " << nan_skips;
     std::cout << erase() << line.str() << "\n" << std::flush;
     progress_shown_ = false;
@@ -59,15 +58,15 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
   } else if (tty_) {
     const double frac = double(step) / double(max_iters_);
     const double eta = elapsed_s() / double(std::max<int64_t>(1, step - start_step_)) * double(max_iters_ - step);
-    std::cout << "\r  step " << step << "/" << max_iters_ << " [" << fmt("%5.1f%%", 100 * frac) << "] loss "
-              << fmt("%.4f", loss) << " ETA " << format_duration(eta) << "\033[K" << std::flush;
+    std::cout << "\r  step " << step << "/" << max_iters_ << " [" << format_number("%5.1f%%", 100 * frac) << "] loss "
+              << format_number("%.4f", loss) << " ETA " << format_duration(eta) << "\033[K" << std::flush;
     progress_shown_ = true;
   }
 }
 
 void TrainLogger::val(int64_t step, double loss, const std::string& label) {
   if (!main_rank_ || !std::isfinite(loss)) return;
-  note("step " + std::to_string(step) + " | val loss " + fmt("%.4f", loss) + label);
+  note("step " + std::to_string(step) + " | val loss " + format_number("%.4f", loss) + label);
   run_.append_metrics({{"step", step}, {"loss/val", loss}});
 }
 

@@ -14,6 +14,9 @@ namespace aobench {
 
 class RunDir;
 
+// printf-style text of one number ("%.4f", "%g"): the loss, lr and norm columns of training output.
+std::string format_number(const char* printf_format, double v);
+
 class TrainLogger {
  public:
   // `peak_flops` 0 = unknown (MFU n/a); `world` ranks share the throughput; the clock starts now.

@@ -95,12 +95,6 @@ struct AutocastGuard {
   }
 };
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // First differing leaf between two model sections, as "key: a vs b" ("" when equal).
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
   if (a.is_object() && b.is_object()) {
@@ -255,8 +249,8 @@ Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow
     std::cout << "model " << plugin_name_ << "/" << flavour_ << " (" << to_string(info_.paradigm) << ") on "
               << device_name(device_) << (bf16_ ? " bf16 autocast" : " fp32") << "; run dir " << run_->path() << "\n";
     if (dp_.active())
-      std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), " << B_ * T_ * hp_.gradient_accumulation_steps
-                << " tokens per rank per step\n";
+      std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), "
+                << B_ * T_ * hp_.gradient_accumulation_steps << " tokens per rank per step\n";
   }
 }
 
@@ -421,7 +415,8 @@ StepStats Trainer::train_step(double lr) {
     scalars = dp_.average(scalars);
     if (debug_ddp_ && step_ == start_step_)
       std::cout << "ddp-debug rank " << dist_.rank << " step " << step_ + 1 << ": local loss "
-                << fmt("%.6f", local) << ", mean over ranks " << fmt("%.6f", scalars[0]) << "\n" << std::flush;
+                << format_number("%.6f", local) << ", mean over ranks " << format_number("%.6f", scalars[0]) << "\n"
+                << std::flush;
     size_t i = 1;
     for (auto& kv : s.extra) kv.second = scalars[i++];
     loss_sum.fill_(scalars[0]);   // the rank mean decides the skip on every rank alike
@@ -452,7 +447,8 @@ void Trainer::apply_nan_policy(const StepStats& s, TrainLogger& log) {
   if (hp_.nan_policy == "stop") {
     log.clear();
     throw TrainingError("non-finite " + culprit + " at step " + std::to_string(step_) + " (loss " +
-                            fmt("%g", s.loss) + ", grad_norm " + fmt("%g", s.grad_norm) + "); no update made",
+                            format_number("%g", s.loss) + ", grad_norm " + format_number("%g", s.grad_norm) +
+                            "); no update made",
                         "the last good checkpoint is in " + run_->path() +
                             "/checkpoints; lower train.learning_rate or set train.nan_policy=skip");
   }
@@ -600,8 +596,8 @@ std::string summary_line(const TrainSummary& s) {
   o << s.steps << " steps, " << s.tokens << " tokens (" << format_count(double(s.tokens)) << ") in "
     << format_duration(s.wall_s) << "; val loss ";
   if (std::isfinite(s.best_val_loss))
-    o << "best " << fmt("%.4f", s.best_val_loss) << " (step " << s.best_val_step << "), final "
-      << (std::isfinite(s.final_val_loss) ? fmt("%.4f", s.final_val_loss) : std::string("n/a"));
+    o << "best " << format_number("%.4f", s.best_val_loss) << " (step " << s.best_val_step << "), final "
+      << (std::isfinite(s.final_val_loss) ? format_number("%.4f", s.final_val_loss) : std::string("n/a"));
   else
     o << "n/a";
   o << "; " << format_count(double(s.params)) << " parameters";
