@@ -10,7 +10,7 @@
 namespace aobench {
 namespace {
 
-constexpr double kHuge = 1e15;   // "absurd" upper bound for counts
+constexpr double kHuge = 1e15;  // "absurd" upper bound for counts
 
 // Reads keys of one config and notes each leaf it reads in `read` (when given).
 class Reader {
@@ -174,10 +174,9 @@ SampleConfig SampleConfig::from_json(const nlohmann::json& resolved, KeysRead* r
 }
 
 nlohmann::json SampleConfig::to_json() const {
-  return {{"num_samples", num_samples}, {"batch_size", batch_size}, {"length", length},
-          {"steps", steps},             {"temperature", temperature}, {"top_p", top_p},
-          {"float64", float64},         {"seed", seed},             {"schedule", schedule},
-          {"counts", counts},           {"ema", ema}};
+  return {{"num_samples", num_samples}, {"batch_size", batch_size}, {"length", length},   {"steps", steps},
+          {"temperature", temperature}, {"top_p", top_p},           {"float64", float64}, {"seed", seed},
+          {"schedule", schedule},       {"counts", counts},         {"ema", ema}};
 }
 
 SpeedConfig SpeedConfig::from_json(const nlohmann::json& resolved, KeysRead* read) {

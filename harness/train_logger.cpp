@@ -21,17 +21,27 @@ std::string format_number(const char* printf_format, double v) {
 }
 
 TrainLogger::TrainLogger(const RunDir& run, bool main_rank, torch::Device device, int64_t max_iters,
-                         int64_t log_interval, double flops_per_token, double peak_flops, int world,
-                         int64_t start_step, int64_t tokens_seen, double time_offset)
-    : run_(run), main_rank_(main_rank), tty_(main_rank && ::isatty(STDOUT_FILENO)), device_(device),
-      max_iters_(max_iters), log_interval_(log_interval), flops_per_token_(flops_per_token), peak_flops_(peak_flops),
-      world_(world), start_step_(start_step), time_offset_(time_offset), t_start_(Clock::now()), t_log_(t_start_),
+                         int64_t log_interval, double flops_per_token, double peak_flops, int world, int64_t start_step,
+                         int64_t tokens_seen, double time_offset)
+    : run_(run),
+      main_rank_(main_rank),
+      tty_(main_rank && ::isatty(STDOUT_FILENO)),
+      device_(device),
+      max_iters_(max_iters),
+      log_interval_(log_interval),
+      flops_per_token_(flops_per_token),
+      peak_flops_(peak_flops),
+      world_(world),
+      start_step_(start_step),
+      time_offset_(time_offset),
+      t_start_(Clock::now()),
+      t_log_(t_start_),
       tokens_at_log_(tokens_seen) {}
 
 double TrainLogger::elapsed_s() const { return std::chrono::duration<double>(Clock::now() - t_start_).count(); }
 
-void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, int64_t tokens_seen,
-                       int64_t nan_skips, const std::map<std::string, double>& extra) {
+void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, int64_t tokens_seen, int64_t nan_skips,
+                       const std::map<std::string, double>& extra) {
   if (main_rank_ && (step % log_interval_ == 0 || step == max_iters_)) {
     // tokens_seen counts all ranks (world × per-rank), so tok_s is the summed throughput.
     const double dt = std::chrono::duration<double>(Clock::now() - t_log_).count();
@@ -47,10 +57,16 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
     if (nan_skips) line << " | skipped " << nan_skips;
     std::cout << erase() << line.str() << "\n" << std::flush;
     progress_shown_ = false;
-    nlohmann::json m = {{"step", step}, {"loss/train", loss}, {"lr", lr}, {"grad_norm", grad_norm},
-                        {"throughput/tok_s", tok_s}, {"mfu", std::isfinite(mfu) ? nlohmann::json(mfu) : nullptr},
+    nlohmann::json m = {{"step", step},
+                        {"loss/train", loss},
+                        {"lr", lr},
+                        {"grad_norm", grad_norm},
+                        {"throughput/tok_s", tok_s},
+                        {"mfu", std::isfinite(mfu) ? nlohmann::json(mfu) : nullptr},
                         {device_.is_cuda() ? "memory/max_allocated_gib" : "memory/max_rss_gib", mem},
-                        {"tokens", tokens_seen}, {"time_s", run_time_s()}, {"nan_skips", nan_skips}};
+                        {"tokens", tokens_seen},
+                        {"time_s", run_time_s()},
+                        {"nan_skips", nan_skips}};
     for (const auto& [k, v] : extra) m["train/" + k] = v;
     run_.append_metrics(m);
     t_log_ = Clock::now();

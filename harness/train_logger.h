@@ -24,8 +24,8 @@ class TrainLogger {
               double flops_per_token, double peak_flops, int world, int64_t start_step, int64_t tokens_seen,
               double time_offset);
 
-  double elapsed_s() const;   // since construction (this segment)
-  double run_time_s() const { return time_offset_ + elapsed_s(); }   // resumed segments included
+  double elapsed_s() const;                                         // since construction (this segment)
+  double run_time_s() const { return time_offset_ + elapsed_s(); }  // resumed segments included
 
   // After optimizer step `step` (1-based count of steps done), `tokens_seen` over all ranks.
   void step(int64_t step, double loss, double lr, double grad_norm, int64_t tokens_seen, int64_t nan_skips,
