@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/config.h"
+#include "datasets/token_file.h"
 #include "harness/resolve_config.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
@@ -318,6 +319,54 @@ LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device) {
   out.model->build(device);
   out.model->module().eval();
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// RNG states travel as hex strings in state.json.
+namespace {
+
+std::string to_hex(const torch::Tensor& bytes) {
+  const torch::Tensor b = bytes.to(torch::kCPU).contiguous();
+  TORCH_CHECK(b.scalar_type() == torch::kUInt8, "RNG state must be uint8");
+  const uint8_t* p = b.data_ptr<uint8_t>();
+  std::string out;
+  out.reserve(size_t(b.numel()) * 2);
+  for (int64_t i = 0; i < b.numel(); ++i) out += "0123456789abcdef"[p[i] >> 4], out += "0123456789abcdef"[p[i] & 15];
+  return out;
+}
+
+torch::Tensor from_hex(const std::string& hex, const std::string& what) {
+  if (hex.size() % 2) throw CheckpointError("checkpoint RNG state '" + what + "' has odd hex length");
+  torch::Tensor t = torch::empty({int64_t(hex.size() / 2)}, torch::kUInt8);
+  uint8_t* p = t.data_ptr<uint8_t>();
+  auto nib = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw CheckpointError("checkpoint RNG state '" + what + "' is not hex");
+  };
+  for (size_t i = 0; i < hex.size() / 2; ++i) p[i] = uint8_t(nib(hex[2 * i]) << 4 | nib(hex[2 * i + 1]));
+  return t;
+}
+
+}  // namespace
+
+json encode_rng_state(const BatchSampler& sampler, const at::Generator& order, torch::Device device) {
+  json rng = {{"data", to_hex(sampler.get_state())},
+              {"order", to_hex(order.get_state())},
+              {"torch_cpu", to_hex(at::detail::getDefaultCPUGenerator().get_state())}};
+  if (device.is_cuda()) rng["cuda"] = to_hex(at::globalContext().defaultGenerator(device).get_state());
+  return rng;
+}
+
+void restore_rng_state(const json& rng, BatchSampler& sampler, at::Generator& order, torch::Device device) {
+  sampler.set_state(from_hex(rng.at("data").get<std::string>(), "data"));
+  order.set_state(from_hex(rng.at("order").get<std::string>(), "order"));
+  at::Generator cpu_default = at::detail::getDefaultCPUGenerator();   // shares the global generator state
+  cpu_default.set_state(from_hex(rng.at("torch_cpu").get<std::string>(), "torch_cpu"));
+  if (device.is_cuda() && rng.contains("cuda")) {
+    at::Generator cuda_default = at::globalContext().defaultGenerator(device);
+    cuda_default.set_state(from_hex(rng.at("cuda").get<std::string>(), "cuda"));
+  }
 }
 
 }  // namespace aobench

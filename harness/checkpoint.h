@@ -17,6 +17,7 @@
 
 namespace aobench {
 
+class BatchSampler;
 class ModelPlugin;
 
 inline constexpr int kCheckpointFormatVersion = 1;
@@ -58,6 +59,13 @@ LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch:
 // training run: the gpt plugin with model.init_from_hf = folder, step 0; the config records the loaded shape
 // and model.flavour "hf".
 LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device);
+
+// Every RNG stream the training loop draws from, hex-encoded for state.json "rng": "data" (the batch
+// sampler), "order" (orders and the plugin's noise), "torch_cpu" (the global CPU generator: init, dropout)
+// and, on CUDA, "cuda" (the device's default generator).
+nlohmann::json encode_rng_state(const BatchSampler& sampler, const at::Generator& order, torch::Device device);
+// Restores what encode_rng_state wrote ("cuda" only on CUDA and when present). Bad hex is a CheckpointError.
+void restore_rng_state(const nlohmann::json& rng, BatchSampler& sampler, at::Generator& order, torch::Device device);
 
 // Copies tensors into module() by name; throws CheckpointError listing missing/unexpected/mis-shaped names.
 void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin);

@@ -15,6 +15,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "core/device.h"
 #include "core/env_info.h"
 #include "core/errors.h"
@@ -130,11 +131,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   nlohmann::json saved = fs::exists(fs::path(run_dir) / "config.resolved.json")
                              ? load_json_file((fs::path(run_dir) / "config.resolved.json").string())
                              : base_config();
-  const torch::Device device = select_device(get_string(saved, "train.device"));
+  const torch::Device device = select_device(TrainConfig::from_json(saved).device);
   LoadedModel loaded = hf ? load_hf_gpt2(hf_folder, device) : load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
   nlohmann::json config = loaded.config;
   for (const auto& s : sets) apply_set(config, s);
-  const EvalOptions options = EvalOptions::from_config(config, device);
+  const TrainConfig train = TrainConfig::from_json(config);
+  const EvalOptions options(EvalConfig::from_json(config), use_bf16_autocast(train.dtype, device));
   ModelPlugin& model = *loaded.model;
   if (hf)
     std::cout << "eval: Hugging Face GPT-2 " << hf_folder << " (" << config["model"]["n_layer"] << " layers, "
@@ -163,8 +165,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   run.paradigm = to_string(model.info().paradigm);
   for (const auto& p : model.module().parameters()) run.params += p.numel();
   run.steps = loaded.step;
-  run.tokens = loaded.step * get_int(config, "train.batch_size") *
-               get_int(config, "train.gradient_accumulation_steps") * model.block_size();
+  run.tokens = loaded.step * train.batch_size * train.gradient_accumulation_steps * model.block_size();
   run.config = config;
 
   std::vector<LikelihoodResult> all;

@@ -21,6 +21,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/device.h"
 #include "core/env_info.h"
@@ -95,9 +96,9 @@ int cmd_genppl(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
   const nlohmann::json config = generation_config(base_config(), sets, {"genppl."}, "genppl");
-  const int64_t batch_size = get_int(config, "genppl.batch_size");
-  if (batch_size < 1) throw ConfigError("config 'genppl.batch_size' must be ≥ 1");
-  const torch::Device device = select_device(get_string(config, "genppl.device"), "genppl.device");
+  const GenpplConfig genppl = GenpplConfig::from_json(config);
+  const int64_t batch_size = genppl.batch_size;
+  const torch::Device device = select_device(genppl.device, "genppl.device");
   const std::string samples_path = vm["samples"].as<std::string>();
   if (vm.count("run") && !fs::exists(fs::path(vm["run"].as<std::string>()) / "config.resolved.json"))
     throw ConfigError("--run '" + vm["run"].as<std::string>() + "' is not a run directory (no config.resolved.json)",

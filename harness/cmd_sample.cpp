@@ -17,6 +17,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
@@ -67,15 +68,15 @@ int cmd_sample(const std::vector<std::string>& args) {
     throw ConfigError("'" + run_dir + "' is not a run directory (no config.resolved.json)",
                       "pass the out_dir of a finished `aobench train` / `aobench run` job");
   const nlohmann::json saved = generation_config(load_json_file(saved_path.string()), sets, {"sample."}, "sample");
-  SampleOptions opt = SampleOptions::from_config(saved);
-  const torch::Device device = select_device(get_string(saved, "train.device"));
-  const auto tokenizer = make_tokenizer(get_string(saved, "data.tokenizer"));
+  SampleOptions opt(SampleConfig::from_json(saved));
+  const torch::Device device = select_device(TrainConfig::from_json(saved).device);
+  const auto tokenizer = make_tokenizer(DataConfig::from_json(saved).tokenizer);
 
   const std::string ckpt = vm.count("checkpoint") ? vm["checkpoint"].as<std::string>() : run_dir;
   LoadedModel loaded = load_model_for_eval(ckpt, device, opt.ema);
   ModelPlugin& model = *loaded.model;
   const nlohmann::json config = generation_config(loaded.config, sets, {"sample."}, "sample");
-  opt = SampleOptions::from_config(config);
+  opt = SampleOptions(SampleConfig::from_json(config));
   const PluginInfo info = model.info();
   if (opt.length > model.block_size())
     throw ConfigError("sample.length = " + std::to_string(opt.length) + " exceeds the model's block_size " +
@@ -101,7 +102,7 @@ int cmd_sample(const std::vector<std::string>& args) {
     throw ConfigError("'" + out + "' exists; aobench sample never overwrites samples",
                       "remove it, or pass --out / another --set sample.seed=N");
 
-  const bool bf16 = use_bf16_autocast(get_string(config, "train.dtype"), device);
+  const bool bf16 = use_bf16_autocast(TrainConfig::from_json(config).dtype, device);
   std::cerr << "sample: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "")
             << ", " << info.name << " on " << device.str() << (bf16 ? " (bf16 autocast)" : "") << ", "
             << opt.num_samples << " sample(s)" << (prompts.empty() ? "" : " per prompt") << " × " << opt.length

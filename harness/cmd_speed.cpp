@@ -14,6 +14,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/device.h"
 #include "core/env_info.h"
@@ -59,8 +60,8 @@ int cmd_speed(const std::vector<std::string>& args) {
                         "pass a trained run, or time a random init with --set model.plugin=P --set model.flavour=F");
     const std::vector<std::string> allowed = {"speed.", "sample.", "train.device=", "train.dtype="};
     config = generation_config(load_json_file(saved_path.string()), sets, allowed, "speed --run");
-    device = select_device(get_string(config, "train.device"));
-    LoadedModel loaded = load_model_for_eval(run_dir, device, get_bool(config, "sample.ema"));
+    device = select_device(TrainConfig::from_json(config).device);
+    LoadedModel loaded = load_model_for_eval(run_dir, device, SampleConfig::from_json(config).ema);
     owned = std::move(loaded.model);
     config = generation_config(loaded.config, sets, allowed, "speed --run");
     name = run_name(run_dir);
@@ -71,21 +72,22 @@ int cmd_speed(const std::vector<std::string>& args) {
     if (!has_plugin)
       throw ConfigError("aobench speed needs --run RUN_DIR or --set model.plugin=P", kUsage);
     config = resolve_config(nlohmann::json::object(), sets, "--set");
-    device = select_device(get_string(config, "train.device"));
+    const TrainConfig train = TrainConfig::from_json(config);
+    device = select_device(train.device);
     owned = PluginRegistry::instance().create(get_string(config, "model.plugin"));
     owned->configure(config.at("model"));
-    torch::manual_seed(static_cast<uint64_t>(get_int(config, "train.seed")));
+    torch::manual_seed(train.seed);
     owned->build(device);
     name = get_string(config, "model.plugin") + "_" + get_string(config, "model.flavour");
   }
   ModelPlugin& model = *owned;
-  const SampleOptions sample = SampleOptions::from_config(config);
-  const SpeedOptions speed = SpeedOptions::from_config(config);
+  const SampleOptions sample(SampleConfig::from_json(config));
+  const SpeedConfig speed = SpeedConfig::from_json(config);
   if (speed.length > model.block_size())
     throw ConfigError("speed.length = " + std::to_string(speed.length) + " exceeds the model's block_size " +
                           std::to_string(model.block_size()),
                       "set speed.length ≤ " + std::to_string(model.block_size()) + " or time a larger flavour");
-  const bool bf16 = use_bf16_autocast(get_string(config, "train.dtype"), device);
+  const bool bf16 = use_bf16_autocast(TrainConfig::from_json(config).dtype, device);
   const std::string dev_name = device_name(device);
   std::cout << "speed: " << name << " (" << model.info().name << ", " << to_string(model.info().paradigm)
             << ") on " << dev_name << (bf16 ? ", bf16 autocast" : ", fp32") << ", batch " << speed.batch_size

@@ -69,7 +69,7 @@ void check_generation_section(const json& generation, const std::string& origin)
     if (!s.is_object()) throw ConfigError(where + ".settings entries must be objects, got " + s.dump());
     json c = base_config();
     merge_strict(c, {{"sample", setting_patch(generation, s)}}, where + ".settings");
-    SampleOptions::from_config(c);
+    SampleConfig::from_json(c);
   }
   if (generation.contains("speed")) {
     json speed = generation["speed"];
@@ -78,8 +78,8 @@ void check_generation_section(const json& generation, const std::string& origin)
     const json sample = speed.contains("sample") ? speed["sample"] : json::object();
     speed.erase("sample");
     merge_strict(c, {{"speed", speed}, {"sample", sample}}, where + ".speed");
-    SpeedOptions::from_config(c);
-    SampleOptions::from_config(c);
+    SpeedConfig::from_json(c);
+    SampleConfig::from_json(c);
   }
 }
 
@@ -100,7 +100,7 @@ int run_generation_stages(const json& generation, const std::string& job, const 
     }
     json c = base_config();
     merge_strict(c, {{"sample", patch}}, "generation.settings");
-    const SampleOptions o = SampleOptions::from_config(c);
+    const SampleConfig o = SampleConfig::from_json(c);
     const std::string samples = (fs::path(job_dir) / "samples" /
                                  (genppl_dataset(o.steps, o.top_p, o.temperature) + "_seed" +
                                   std::to_string(o.seed) + ".jsonl")).string();

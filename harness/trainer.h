@@ -37,7 +37,4 @@ std::string summary_line(const TrainSummary& s);
 // already at train.max_iters is left untouched. Holds <train.out_dir>/.lock (DirLock) while it runs.
 TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_config_changes = false);
 
-// LR at optimizer step `it` (0-based) for the train section (nanoGPT get_lr; "constant" = warmup then flat).
-double learning_rate_at(const nlohmann::json& train_config, int64_t it);
-
 }  // namespace aobench

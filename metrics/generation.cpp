@@ -21,54 +21,11 @@ namespace aobench {
 
 namespace {
 
-std::string choice(const nlohmann::json& config, const std::string& key, const std::vector<std::string>& allowed) {
-  const std::string v = get_string(config, key);
-  std::string list;
-  for (const auto& a : allowed) {
-    if (v == a) return v;
-    list += (list.empty() ? "" : ", ") + a;
-  }
-  throw ConfigError("config '" + key + "' = \"" + v + "\" is not allowed", "use one of: " + list);
-}
-
-int64_t int_in(const nlohmann::json& config, const std::string& key, double lo, double hi) {
-  const double v = get_number_in(config, key, lo, hi);
-  if (v != std::floor(v)) throw ConfigError("config '" + key + "' must be an integer, got " + std::to_string(v));
-  return static_cast<int64_t>(v);
-}
-
 void sync(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
 }
 
 }  // namespace
-
-SampleOptions SampleOptions::from_config(const nlohmann::json& config) {
-  SampleOptions o;
-  o.num_samples = int_in(config, "sample.num_samples", 1, 1e9);
-  o.batch_size = int_in(config, "sample.batch_size", 1, 1e6);
-  o.length = int_in(config, "sample.length", 1, 1e9);
-  o.steps = int_in(config, "sample.steps", 1, 1e9);
-  o.temperature = get_number_in(config, "sample.temperature", 0, 1e9);
-  if (!(o.temperature > 0))
-    throw ConfigError("config 'sample.temperature' must be > 0, got 0",
-                      "for near-greedy decoding use a small value such as 1e-4");
-  o.top_p = get_number_in(config, "sample.top_p", 0, 1);
-  if (!(o.top_p > 0)) throw ConfigError("config 'sample.top_p' must lie in (0, 1], got 0", "1 keeps every token");
-  o.float64 = get_bool(config, "sample.float64");
-  o.seed = static_cast<uint64_t>(int_in(config, "sample.seed", 0, 9e15));
-  o.schedule = choice(config, "sample.schedule", {"linear", "cosine"});
-  o.counts = choice(config, "sample.counts", {"deterministic", "bernoulli"});
-  o.ema = get_bool(config, "sample.ema");
-  return o;
-}
-
-nlohmann::json SampleOptions::to_json() const {
-  return {{"num_samples", num_samples}, {"batch_size", batch_size}, {"length", length},
-          {"steps", steps},             {"temperature", temperature}, {"top_p", top_p},
-          {"float64", float64},         {"seed", seed},             {"schedule", schedule},
-          {"counts", counts},           {"ema", ema}};
-}
 
 SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::Device device) const {
   SampleRequest r;
@@ -83,25 +40,6 @@ SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::D
   r.counts = counts;
   r.device = device;
   return r;
-}
-
-SpeedOptions SpeedOptions::from_config(const nlohmann::json& config) {
-  SpeedOptions o;
-  const auto& steps = at_path(config, "speed.steps");
-  if (!steps.is_array() || steps.empty())
-    throw ConfigError("config 'speed.steps' must be a non-empty list of step counts, got " + steps.dump(),
-                      "example: --set 'speed.steps=[64,128,256,512,1024]'");
-  o.steps.clear();
-  for (const auto& s : steps) {
-    if (!s.is_number_integer() || s.get<int64_t>() < 1)
-      throw ConfigError("config 'speed.steps' entries must be integers ≥ 1, got " + s.dump());
-    o.steps.push_back(s.get<int64_t>());
-  }
-  o.batch_size = int_in(config, "speed.batch_size", 1, 1e6);
-  o.length = int_in(config, "speed.length", 1, 1e9);
-  o.repeats = int_in(config, "speed.repeats", 1, 1e6);
-  o.warmup = int_in(config, "speed.warmup", 0, 1e6);
-  return o;
 }
 
 nlohmann::json generation_config(nlohmann::json saved, const std::vector<std::string>& sets,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/config_types.h"
 #include "core/plugin_api.h"
 #include "metrics/stats.h"
 
@@ -17,34 +18,12 @@ namespace aobench {
 
 class Tokenizer;
 
-// config["sample"] (defaults in configs/base.json). from_config validates every key; errors name it.
-struct SampleOptions {
-  int64_t num_samples = 8;               // per prompt line, or in all without a prompt file
-  int64_t batch_size = 8;                // rows per sample() call
-  int64_t length = 1024;                 // tokens per sample (≤ the model's block_size)
-  int64_t steps = 256;                   // sampling steps (AR decoders ignore it)
-  double temperature = 1.0;              // > 0
-  double top_p = 1.0;                    // (0, 1], HF nucleus (the crossing token kept)
-  bool float64 = true;                   // float64 categorical draws
-  uint64_t seed = 4234;                  // batch i uses seed + i
-  std::string schedule = "linear";       // any-order per-step counts: linear | cosine
-  std::string counts = "deterministic";  // any-order: deterministic (reference) | bernoulli (Lemma 1)
-  bool ema = true;                       // EMA weights when the checkpoint has them
-
-  static SampleOptions from_config(const nlohmann::json& config);
-  nlohmann::json to_json() const;
+// The sample section (core/config_types.h SampleConfig) and the sample() calls it asks for.
+struct SampleOptions : SampleConfig {
+  SampleOptions() = default;
+  explicit SampleOptions(const SampleConfig& sample) : SampleConfig(sample) {}
   // The request of one sample() call: `rows` rows, seed `seed`.
   SampleRequest request(int64_t rows, uint64_t seed, torch::Device device) const;
-};
-
-// config["speed"]: the steps swept, the batch shape, timed repetitions and untimed warm-ups.
-struct SpeedOptions {
-  std::vector<int64_t> steps = {64, 128, 256, 512, 1024};
-  int64_t batch_size = 32;
-  int64_t length = 1024;
-  int64_t repeats = 3;
-  int64_t warmup = 1;
-  static SpeedOptions from_config(const nlohmann::json& config);
 };
 
 // A run's saved config with the sample / speed / genppl sections completed from configs/base.json (runs

@@ -57,41 +57,6 @@ std::string describe_protocol(const EvalOptions& o, int64_t T, const DatasetInfo
 
 }  // namespace
 
-EvalOptions EvalOptions::from_config(const nlohmann::json& config, torch::Device device) {
-  EvalOptions o;
-  o.mode = get_string(config, "eval.mode");
-  if (o.mode != "l2r" && o.mode != "random" && o.mode != "ensemble" && o.mode != "elbo")
-    throw ConfigError("config 'eval.mode' = \"" + o.mode + "\" is not a known mode",
-                      "use one of: l2r, random, ensemble, elbo");
-  // Cost knobs are bounded, so a typo (orders=1e6, ensemble [1e9]) is an error, not a job that never ends;
-  // the bounds sit far past the protocols in use (spec-ao-gpt: ensembles M ≤ 64, about (M−1)·T²/2
-  // token-forwards per sequence; configs/: K ≤ 4 orders, ≤ 128 MC steps).
-  o.batch_size = static_cast<int64_t>(get_number_in(config, "eval.batch_size", 1, 65536));
-  o.max_batches = static_cast<int64_t>(get_number_in(config, "eval.max_batches", 0, 1e12));
-  o.orders = static_cast<int64_t>(get_number_in(config, "eval.orders", 1, 10000));
-  o.ensemble.clear();
-  const auto& ens = at_path(config, "eval.ensemble");
-  if (!ens.is_array() || ens.empty())
-    throw ConfigError("config 'eval.ensemble' must be a non-empty list of sizes, got " + brief(ens),
-                      "example: --set 'eval.ensemble=[1,4,16]'");
-  for (const auto& m : ens) {
-    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 4096)
-      throw ConfigError("config 'eval.ensemble' entries must be integers in [1, 4096], got " + brief(m),
-                        "each member is one more forward per scored position; e.g. [1, 4, 16]");
-    o.ensemble.push_back(m.get<int64_t>());
-  }
-  o.ensemble_positions = static_cast<int64_t>(get_number_in(config, "eval.ensemble_positions", 0, 1e9));
-  o.mc_steps = static_cast<int64_t>(get_number_in(config, "eval.mc_steps", 1, 1e5));
-  const std::string first = get_string(config, "eval.first_token");
-  if (first != "skip" && first != "score")
-    throw ConfigError("config 'eval.first_token' = \"" + first + "\" must be \"skip\" or \"score\"",
-                      "skip drops generation index 0 for every model; score needs a model that can score it");
-  o.skip_first = first == "skip";
-  o.seed = static_cast<uint64_t>(get_number_in(config, "eval.seed", 0, 9.2e18));
-  o.autocast_bf16 = use_bf16_autocast(get_string(config, "train.dtype"), device);
-  return o;
-}
-
 DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_path) {
   DatasetInfo info;
   info.name = name;

@@ -12,27 +12,19 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/config_types.h"
+
 namespace aobench {
 
 class ModelPlugin;
 class TokenFile;
 
-// The eval section of a resolved config (configs/base.json "eval").
-struct EvalOptions {
-  std::string mode = "l2r";            // l2r | random | ensemble | elbo
-  int64_t batch_size = 8;              // windows per model call
-  int64_t max_batches = 0;             // 0 = the whole file; else at most this many batches
-  int64_t orders = 1;                  // random: K uniform orders per sequence
-  std::vector<int64_t> ensemble = {1}; // ensemble: the sizes M (nested members)
-  int64_t ensemble_positions = 0;      // ensemble: 0 = every step; else this many sampled steps per sequence
-  int64_t mc_steps = 128;              // elbo: Monte-Carlo timesteps per sequence
-  bool skip_first = true;              // first_token: "skip" (true) | "score" (false); not for bound
-                                       // (elbo) rows, which always score all T tokens of a window
-  uint64_t seed = 1234;                // orders, ensemble members, ELBO noise
+// The eval section (core/config_types.h EvalConfig) and the autocast decision for the device.
+struct EvalOptions : EvalConfig {
   bool autocast_bf16 = false;          // bf16 autocast for the network (CUDA, dtype auto)
 
-  // Reads and validates config["eval"] (and train.dtype for autocast on `device`). Errors name the key.
-  static EvalOptions from_config(const nlohmann::json& config, torch::Device device);
+  EvalOptions() = default;
+  EvalOptions(const EvalConfig& eval, bool autocast_bf16) : EvalConfig(eval), autocast_bf16(autocast_bf16) {}
 };
 
 // What the token file stands for: from the prepare sidecar (<file>.json), used for bits per byte.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -36,6 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try { aobench::get_string(config, p); } catch (const aobench::ConfigError&) {}
     try { aobench::get_bool(config, p); } catch (const aobench::ConfigError&) {}
   }
+  // The typed sections: a value or a ConfigError naming the key.
+  try { aobench::DataConfig::from_json(config); } catch (const aobench::ConfigError&) {}
+  try { aobench::TrainConfig::from_json(config); } catch (const aobench::ConfigError&) {}
+  try { aobench::EvalConfig::from_json(config); } catch (const aobench::ConfigError&) {}
+  try { aobench::SampleConfig::from_json(config); } catch (const aobench::ConfigError&) {}
+  try { aobench::SpeedConfig::from_json(config); } catch (const aobench::ConfigError&) {}
+  try { aobench::GenpplConfig::from_json(config); } catch (const aobench::ConfigError&) {}
   volatile size_t sink = aobench::config_summary(config, "config.resolved.json").size();
   (void)sink;
   return 0;

@@ -27,6 +27,7 @@
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/errors.h"
 #include "harness/registry.h"
@@ -537,7 +538,7 @@ TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
                                  "eval.batch_size=1000000"}) {
     nlohmann::json config = resolve_config(nlohmann::json::object(), {set});
     try {
-      EvalOptions::from_config(config, torch::kCPU);
+      EvalConfig::from_json(config);
       ADD_FAILURE() << set << " was accepted";
     } catch (const ConfigError& err) {
       EXPECT_NE(std::string(err.what()).find(set.substr(0, set.find('='))), std::string::npos) << err.what();

@@ -19,6 +19,7 @@
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/plugin_api.h"
 #include "harness/trainer.h"
@@ -80,7 +81,7 @@ class MarkovLearning : public ::testing::TestWithParam<Case> {
         {"eval", {{"mode", c.mode}, {"batch_size", kValWindows}, {"orders", 1}, {"mc_steps", 32}}}};
     run_training(resolve_config(experiment, {}), /*resume=*/false);
     LoadedModel loaded = load_model_for_eval(run, torch::kCPU);
-    const EvalOptions options = EvalOptions::from_config(loaded.config, torch::kCPU);
+    const EvalOptions options(EvalConfig::from_json(loaded.config), /*autocast_bf16=*/false);   // CPU
     TokenFile file(val_);
     const auto results = evaluate_likelihood(*loaded.model, file, read_dataset_info("markov", val_), options,
                                              torch::kCPU);

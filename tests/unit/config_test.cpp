@@ -2,10 +2,12 @@
 // "did you mean", type mismatches, --set parsing, and range checks that reject NaN/negative/absurd values.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/resolve_config.h"
 #include "core/errors.h"
 #include "tests/test_util.h"
@@ -134,6 +136,70 @@ TEST(Config, SummaryListsOnlyChangedKeys) {
   EXPECT_LE(std::count(s.begin(), s.end(), '\n'), 5) << s;
   // Defaults only: nothing listed.
   EXPECT_NE(config_summary(resolve_config(json::object(), {}), "f").find("(none)"), std::string::npos);
+}
+
+// Every leaf of configs/base.json outside `model` is read by one of the typed section parsers: a key that
+// nothing reads is a knob that does nothing.
+TEST(ConfigTypes, EveryDefaultKeyIsRead) {
+  const json& base = base_config();
+  KeysRead read;
+  DataConfig::from_json(base, &read);
+  TrainConfig::from_json(base, &read);
+  EvalConfig::from_json(base, &read);
+  SampleConfig::from_json(base, &read);
+  SpeedConfig::from_json(base, &read);
+  GenpplConfig::from_json(base, &read);
+  std::vector<std::pair<std::string, json>> leaves;
+  flatten_config(base, "", leaves);
+  std::set<std::string> expected;
+  for (const auto& [path, value] : leaves)
+    if (path != "description" && path != "model" && path.rfind("model.", 0) != 0) expected.insert(path);
+  const std::set<std::string> got(read.begin(), read.end());
+  EXPECT_EQ(got.size(), read.size()) << "a key is read twice";
+  for (const auto& k : expected) EXPECT_TRUE(got.count(k)) << "configs/base.json key '" << k << "' is read by nothing";
+  for (const auto& k : got) EXPECT_TRUE(expected.count(k)) << "'" << k << "' is read but not in configs/base.json";
+}
+
+// The parsers return the defaults of base.json, and --set values land in the fields.
+TEST(ConfigTypes, FieldsCarryTheResolvedValues) {
+  json c = base_config();
+  apply_set(c, "train.learning_rate=3e-4");
+  apply_set(c, "train.order.kind=mixture");
+  apply_set(c, "eval.first_token=score");
+  apply_set(c, "sample.counts=bernoulli");
+  apply_set(c, "speed.steps=[2,8]");
+  const TrainConfig t = TrainConfig::from_json(c);
+  EXPECT_DOUBLE_EQ(t.learning_rate, 3e-4);
+  EXPECT_EQ(t.seed, 1337u);
+  EXPECT_EQ(t.order.kind, OrderSpec::Kind::kMixture);
+  EXPECT_DOUBLE_EQ(t.order.p_l2r, 0.1);
+  EXPECT_FALSE(EvalConfig::from_json(c).skip_first);
+  EXPECT_EQ(SampleConfig::from_json(c).counts, "bernoulli");
+  EXPECT_EQ(SpeedConfig::from_json(c).steps, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(DataConfig::from_json(c).tokenizer, "gpt2");
+  EXPECT_EQ(GenpplConfig::from_json(c).batch_size, 16);
+}
+
+// Enum and range errors name the key, as the path getters do.
+TEST(ConfigTypes, ErrorsNameTheKey) {
+  json c = base_config();
+  c["train"]["nan_policy"] = "ignore";
+  expect_config_error([&] { TrainConfig::from_json(c); }, {"train.nan_policy", "ignore", "stop or skip"});
+  c = base_config();
+  c["eval"]["mode"] = "beam";
+  expect_config_error([&] { EvalConfig::from_json(c); }, {"eval.mode", "l2r, random, ensemble, elbo"});
+  c = base_config();
+  c["sample"]["schedule"] = "exp";
+  expect_config_error([&] { SampleConfig::from_json(c); }, {"sample.schedule", "linear, cosine"});
+  c = base_config();
+  c["speed"]["repeats"] = 0;
+  expect_config_error([&] { SpeedConfig::from_json(c); }, {"speed.repeats", "out of range"});
+  c = base_config();
+  c["genppl"]["batch_size"] = 0;
+  expect_config_error([&] { GenpplConfig::from_json(c); }, {"genppl.batch_size"});
+  c = base_config();
+  c["train"]["order"] = {{"kind", "sideways"}};
+  expect_config_error([&] { TrainConfig::from_json(c); }, {"train.order.kind", "sideways"});
 }
 
 }  // namespace

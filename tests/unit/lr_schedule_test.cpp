@@ -5,13 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "core/config.h"
+#include "core/config_types.h"
 #include "harness/ema.h"
 #include "core/errors.h"
-#include "harness/trainer.h"
+#include "harness/lr_schedule.h"
 
 namespace aobench {
 namespace {
 
+// The train section of the defaults with the schedule under test.
 nlohmann::json train_section(const std::string& schedule) {
   nlohmann::json t = base_config()["train"];
   t["learning_rate"] = 6e-4;
@@ -20,6 +22,10 @@ nlohmann::json train_section(const std::string& schedule) {
   t["lr_decay_iters"] = 1100;
   t["lr_schedule"] = schedule;
   return t;
+}
+
+double learning_rate_at(const nlohmann::json& train, int64_t it) {
+  return aobench::learning_rate_at(TrainConfig::from_json(nlohmann::json{{"train", train}}), it);
 }
 
 TEST(LrSchedule, CosineWarmupIsLinearFromOneOverWarmupPlusOne) {

@@ -1,0 +1,99 @@
+// Implements: the typed sections of a resolved config (configs/base.json outside `model`): each section is
+// parsed and validated once into a struct (types, ranges, enum values; errors name the key and give a
+// hint), and code reads fields, not JSON paths. `model.*` stays JSON: the plugins validate their own keys.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/order.h"
+
+namespace aobench {
+
+// Dotted paths of the leaves a from_json read ("train.order.kind", ...), in reading order; a test checks
+// that the parsers together read every leaf of configs/base.json.
+using KeysRead = std::vector<std::string>;
+
+// data: the token files and the tokenizer they were made with.
+struct DataConfig {
+  std::string train;               // token file trained on ("" outside training)
+  std::string val;                 // validation token file ("" = no validation)
+  std::string tokenizer = "gpt2";  // decodes samples (datasets/tokenizer.h make_tokenizer)
+  static DataConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+};
+
+// train: the run, its optimizer and LR schedule, orders, logging, validation and checkpoint cadence.
+struct TrainConfig {
+  std::string out_dir = "runs/default";
+  std::string device = "auto";  // core/device.h select_device
+  std::string dtype = "auto";   // auto = bf16 autocast on CUDA, fp32 elsewhere
+  uint64_t seed = 1337;
+  int64_t batch_size = 8;  // sequences per micro-batch (per rank)
+  int64_t gradient_accumulation_steps = 1;
+  int64_t max_iters = 1000;  // optimizer steps
+  double max_seconds = 0;    // 0 = no time limit
+  double learning_rate = 6e-4, min_lr = 6e-5;
+  int64_t warmup_iters = 100, lr_decay_iters = 1000;
+  std::string lr_schedule = "cosine";  // cosine (nanoGPT) | constant (warm-up then flat, SEDD/RADD)
+  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double grad_clip = 1.0;  // 0 = measure the norm only
+  double ema = 0.0;        // EMA decay; 0 = off
+  OrderSpec order;         // generation orders of decoders
+  int64_t log_interval = 10, eval_interval = 100, eval_iters = 10;
+  int64_t checkpoint_interval = 500, keep_checkpoints = 2;
+  std::string nan_policy = "stop";  // stop | skip
+  static TrainConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+};
+
+// eval: the likelihood protocol of `aobench eval` (metrics/likelihood.h).
+struct EvalConfig {
+  std::string mode = "l2r";             // l2r | random | ensemble | elbo
+  int64_t batch_size = 8;               // windows per model call
+  int64_t max_batches = 0;              // 0 = the whole file; else at most this many batches
+  int64_t orders = 1;                   // random: K uniform orders per sequence
+  std::vector<int64_t> ensemble = {1};  // ensemble: the sizes M (nested members)
+  int64_t ensemble_positions = 0;       // ensemble: 0 = every step; else this many sampled steps per sequence
+  int64_t mc_steps = 128;               // elbo: Monte-Carlo timesteps per sequence
+  bool skip_first = true;               // first_token: "skip" (true) | "score" (false); not for bound
+                                        // (elbo) rows, which always score all T tokens of a window
+  uint64_t seed = 1234;                 // orders, ensemble members, ELBO noise
+  static EvalConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+};
+
+// sample: the generation protocol of `aobench sample` / `aobench speed`.
+struct SampleConfig {
+  int64_t num_samples = 8;               // per prompt line, or in all without a prompt file
+  int64_t batch_size = 8;                // rows per sample() call
+  int64_t length = 1024;                 // tokens per sample (≤ the model's block_size)
+  int64_t steps = 256;                   // sampling steps (AR decoders ignore it)
+  double temperature = 1.0;              // > 0
+  double top_p = 1.0;                    // (0, 1], HF nucleus (the crossing token kept)
+  bool float64 = true;                   // float64 categorical draws
+  uint64_t seed = 4234;                  // batch i uses seed + i
+  std::string schedule = "linear";       // any-order per-step counts: linear | cosine
+  std::string counts = "deterministic";  // any-order: deterministic (reference) | bernoulli (Lemma 1)
+  bool ema = true;                       // EMA weights when the checkpoint has them
+  static SampleConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+  nlohmann::json to_json() const;  // the sample.* keys, as recorded with samples
+};
+
+// speed: the steps swept by `aobench speed`, the batch shape, timed repetitions and untimed warm-ups.
+struct SpeedConfig {
+  std::vector<int64_t> steps = {64, 128, 256, 512, 1024};
+  int64_t batch_size = 32;
+  int64_t length = 1024;
+  int64_t repeats = 3;
+  int64_t warmup = 1;
+  static SpeedConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+};
+
+// genppl: the judge's batch and device for `aobench genppl`.
+struct GenpplConfig {
+  int64_t batch_size = 16;
+  std::string device = "auto";
+  static GenpplConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+};
+
+}  // namespace aobench
