@@ -30,6 +30,7 @@
 #include "core/progress.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
+#include "harness/run_record.h"
 
 namespace aobench {
 namespace {
@@ -506,7 +507,9 @@ TrainSummary run_training(const nlohmann::json& requested_config, bool resume, b
       data.state["world_size"] = dist.world;
       for (const auto& r : rank_rngs) data.state["rng_ranks"].push_back(nlohmann::json::parse(r));
     }
-    return save_checkpoint(run.path(), step, std::move(data), hp.keep_checkpoints);
+    const std::string dir = save_checkpoint(run.path(), step, std::move(data), hp.keep_checkpoints);
+    record_training_run(run.path(), config, *model, step, tokens_seen, flops_tok);   // results.json: the run's record
+    return dir;
   };
 
   TrainSummary summary;
