@@ -124,6 +124,7 @@ void record_result(const std::string& bench, const std::string& label, int64_t B
     mv.value = v;
     mv.higher_is_better = higher;
     mv.protocol = what;
+    mv.params.family = m;
     run.metrics[key + m] = mv;
   };
   put("tok_s", tok_s, true);

@@ -2,7 +2,6 @@
 // (metrics/likelihood.h), printed as a table and merged into RUN_DIR/results.json (reports/results.h).
 // Evaluation uses EMA weights when the checkpoint has them. Only eval.* keys may be --set: the model and
 // data a run was trained with are fixed by its checkpoint.
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -21,6 +20,8 @@
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "harness/run_dir.h"
+#include "harness/run_record.h"
+#include "harness/tasks.h"
 #include "core/safetensors.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
@@ -46,19 +47,29 @@ std::string metric_suffix(const LikelihoodResult& r) {
 void add_metrics(const LikelihoodResult& r, RunResults& run) {
   const std::string prefix = r.dataset + "/";
   const std::string suf = metric_suffix(r);
-  MetricValue nll{r.nll, r.stderr_, r.sequences, r.is_bound, false, r.protocol};
+  // What was measured, as fields; the suffixed names stay the keys.
+  auto params = [&](const char* family) {
+    MetricParams p;
+    p.family = family;
+    p.mode = r.mode;
+    if (r.mode == "random") p.orders = r.orders;
+    if (r.mode == "ensemble") p.ensemble = r.ensemble_size, p.positions = r.positions;
+    return p;
+  };
+  MetricValue nll{r.nll, r.stderr_, r.sequences, r.is_bound, false, r.protocol, params("nll")};
   run.metrics[prefix + "nll" + suf] = nll;
   // Delta method: se(exp(x)) ≈ exp(x) · se(x); bits/byte is a fixed multiple of the NLL.
-  MetricValue ppl{r.ppl, r.ppl * r.stderr_, r.sequences, r.is_bound, false, r.protocol};
+  MetricValue ppl{r.ppl, r.ppl * r.stderr_, r.sequences, r.is_bound, false, r.protocol, params("ppl")};
   run.metrics[prefix + "ppl" + suf] = ppl;
   if (std::isfinite(r.bits_per_byte)) {
     MetricValue bpb{r.bits_per_byte, r.nll > 0 ? r.bits_per_byte / r.nll * r.stderr_ : 0.0, r.sequences,
                     r.is_bound, false,
-                    r.protocol + (r.bpb_estimate ? "; bytes pro-rated to the scored tokens (estimate)" : "")};
+                    r.protocol + (r.bpb_estimate ? "; bytes pro-rated to the scored tokens (estimate)" : ""),
+                    params("bpb")};
     run.metrics[prefix + "bpb" + suf] = bpb;
   }
   MetricValue tps{r.tok_per_s, std::nullopt, 0, false, true,
-                  r.protocol + "; wall " + std::to_string(r.wall_s) + " s"};
+                  r.protocol + "; wall " + std::to_string(r.wall_s) + " s", params("eval_tok_s")};
   run.metrics[prefix + "eval_tok_s" + suf] = tps;
 }
 
@@ -81,53 +92,39 @@ void print_table(const std::vector<LikelihoodResult>& rows) {
   }
 }
 
-int cmd_eval(const std::vector<std::string>& args) {
-  po::options_description desc("eval options");
-  desc.add_options()
-      ("run", po::value<std::string>(), "run directory (has checkpoints/)")
-      ("hf", po::value<std::string>(), "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
-                                       "run; results go to runs/hf/<folder name>/ unless --out")
-      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
-      ("data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")
-      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")
-      ("throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
-  po::variables_map vm;
-  if (!parse_options(kUsage, desc, args, vm)) return 0;
-  const bool hf = vm.count("hf") > 0;
-  if (hf == (vm.count("run") > 0))
+}  // namespace
+
+std::string EvalTask::command_line() const {
+  std::string line = hf_folder.empty() ? "--run " + run_dir : "--hf " + hf_folder;
+  if (!checkpoint.empty()) line += " --checkpoint " + checkpoint;
+  for (const auto& [name, path] : datasets) line += " --data " + name + "=" + path;
+  for (const auto& s : sets) line += " --set " + s;
+  if (!out.empty()) line += " --out " + out;
+  return line + (throughput ? " --throughput" : "");
+}
+
+void run_eval(const EvalTask& task) {
+  const bool hf = !task.hf_folder.empty();
+  if (hf == !task.run_dir.empty())
     throw ConfigError("aobench eval needs --run RUN_DIR or --hf FOLDER (exactly one)", kUsage);
-  if (hf && vm.count("checkpoint"))
+  if (hf && !task.checkpoint.empty())
     throw ConfigError("--checkpoint belongs to --run", "a Hugging Face folder has no checkpoints/");
   // --hf: results (and the config that made them) live in runs/hf/<name>, a directory `aobench report` reads.
-  const std::string hf_folder = hf ? vm["hf"].as<std::string>() : "";
+  const std::string& hf_folder = task.hf_folder;
   const std::string hf_name = fs::path(hf_folder).lexically_normal().filename().string().empty()
                                   ? fs::path(hf_folder).lexically_normal().parent_path().filename().string()
                                   : fs::path(hf_folder).lexically_normal().filename().string();
-  const std::string run_dir = hf ? (fs::path("runs") / "hf" / hf_name).string() : vm["run"].as<std::string>();
-  std::vector<std::pair<std::string, std::string>> datasets;
-  if (vm.count("data"))
-    for (const auto& d : vm["data"].as<std::vector<std::string>>()) {
-      const auto eq = d.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == d.size() || d.substr(0, eq).find('/') != std::string::npos)
-        throw ConfigError("--data '" + d + "' is not NAME=PATH.bin", "example: --data wikitext2=data/wt2.bin "
-                          "(NAME without '/')");
-      for (const auto& [name, path] : datasets)
-        if (name == d.substr(0, eq))
-          throw ConfigError("--data name '" + name + "' is given twice (" + path + " and " + d.substr(eq + 1) + ")",
-                            "each dataset needs its own NAME; its metrics are stored as NAME/<metric>");
-      datasets.emplace_back(d.substr(0, eq), d.substr(eq + 1));
-    }
+  const std::string run_dir = hf ? (fs::path("runs") / "hf" / hf_name).string() : task.run_dir;
+  const auto& datasets = task.datasets;
   if (datasets.empty()) throw ConfigError("aobench eval needs at least one --data NAME=PATH.bin", kUsage);
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  const std::vector<std::string>& sets = task.sets;
   for (const auto& s : sets)
     if (s.rfind("eval.", 0) != 0)
       throw ConfigError("--set '" + s + "': aobench eval only takes eval.* overrides",
                         "the model and training keys come from the run's checkpoint");
 
   // The device comes from the run's config (train.device), read before building the model.
-  const std::string ckpt = vm.count("checkpoint") ? vm["checkpoint"].as<std::string>() : run_dir;
+  const std::string ckpt = task.checkpoint.empty() ? run_dir : task.checkpoint;
   nlohmann::json saved = fs::exists(fs::path(run_dir) / "config.resolved.json")
                              ? load_json_file((fs::path(run_dir) / "config.resolved.json").string())
                              : base_config();
@@ -145,7 +142,7 @@ int cmd_eval(const std::vector<std::string>& args) {
     std::cout << "eval: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "");
   std::cout << " on " << device.str() << ", mode " << options.mode << "\n";
 
-  if (vm["throughput"].as<bool>()) {
+  if (task.throughput) {
     TokenFile file(datasets[0].second);
     check_token_ids(file, model.vocab_size(), "model " + get_string(config, "model.plugin") + "/" +
                                                   get_string(config, "model.flavour"));
@@ -153,7 +150,7 @@ int cmd_eval(const std::vector<std::string>& args) {
     std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps << " tok/s (L2R log_prob forward, B="
               << options.batch_size << ", T=" << model.block_size() << ", " << device.str()
               << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
-    return 0;
+    return;
   }
 
   const std::string run_name = fs::path(run_dir).lexically_normal().filename().string().empty()
@@ -183,8 +180,8 @@ int cmd_eval(const std::vector<std::string>& args) {
   }
   print_table(all);
 
-  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : (fs::path(run_dir) / "results.json").string();
-  if (hf && !vm.count("out")) {
+  const std::string out = !task.out.empty() ? task.out : (fs::path(run_dir) / "results.json").string();
+  if (hf && task.out.empty()) {
     fs::create_directories(run_dir);
     if (!fs::exists(fs::path(run_dir) / "config.resolved.json"))
       write_file_atomic((fs::path(run_dir) / "config.resolved.json").string(), config.dump(2) + "\n");
@@ -193,21 +190,45 @@ int cmd_eval(const std::vector<std::string>& args) {
   mine.context = env_info(device.str(), options.autocast_bf16 ? "bfloat16 autocast" : "float32");
   mine.runs[run_name] = run;
   // Read-merge-write under a lock, so concurrent evals into one results file each keep their datasets.
-  DirLock lock(out + ".lock", "aobench eval --run " + run_dir, /*wait=*/true);
-  Results results;
-  if (fs::exists(out)) {
-    try {
-      results = Results::load(out);
-    } catch (const DataError& e) {   // never lose this evaluation to a damaged merge target
-      const std::string aside = out + ".eval-" + std::to_string(::getpid()) + ".json";
-      mine.save(aside);
-      throw DataError(std::string(e.what()) + "; this evaluation's results were written to " + aside + " instead",
-                      "repair or remove " + out + ", then copy the numbers over, or re-run the eval");
-    }
-  }
-  results.merge(mine);
-  results.save(out);
+  merge_into_results_file(mine, out, "eval", "evaluation", "aobench eval --run " + run_dir);
   std::cout << "results: " << out << "\n";
+}
+
+namespace {
+
+int cmd_eval(const std::vector<std::string>& args) {
+  po::options_description desc("eval options");
+  desc.add_options()
+      ("run", po::value<std::string>(), "run directory (has checkpoints/)")
+      ("hf", po::value<std::string>(), "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
+                                       "run; results go to runs/hf/<folder name>/ unless --out")
+      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
+      ("data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")
+      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")
+      ("throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  EvalTask task;
+  if (vm.count("run")) task.run_dir = vm["run"].as<std::string>();
+  if (vm.count("hf")) task.hf_folder = vm["hf"].as<std::string>();
+  if (vm.count("checkpoint")) task.checkpoint = vm["checkpoint"].as<std::string>();
+  if (vm.count("out")) task.out = vm["out"].as<std::string>();
+  if (vm.count("data"))
+    for (const auto& d : vm["data"].as<std::vector<std::string>>()) {
+      const auto eq = d.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == d.size() || d.substr(0, eq).find('/') != std::string::npos)
+        throw ConfigError("--data '" + d + "' is not NAME=PATH.bin", "example: --data wikitext2=data/wt2.bin "
+                          "(NAME without '/')");
+      for (const auto& [name, path] : task.datasets)
+        if (name == d.substr(0, eq))
+          throw ConfigError("--data name '" + name + "' is given twice (" + path + " and " + d.substr(eq + 1) + ")",
+                            "each dataset needs its own NAME; its metrics are stored as NAME/<metric>");
+      task.datasets.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+    }
+  if (vm.count("set")) task.sets = vm["set"].as<std::vector<std::string>>();
+  task.throughput = vm["throughput"].as<bool>();
+  run_eval(task);
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
 #include "harness/resolve_config.h"
@@ -82,26 +83,24 @@ struct Group {
   std::set<std::string> runs;
 };
 
-int cmd_genppl(const std::vector<std::string>& args) {
-  po::options_description desc("genppl options");
-  desc.add_options()
-      ("samples", po::value<std::string>()->required(), "JSONL written by aobench sample")
-      ("judge", po::value<std::string>()->required(), "Hugging Face GPT-2 folder or aobench gpt run")
-      ("run", po::value<std::string>(), "run directory whose results.json receives the numbers")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a genppl.* key (repeatable)");
-  po::positional_options_description pos;
-  pos.add("samples", 1);
-  po::variables_map vm;
-  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+}  // namespace
+
+std::string GenpplTask::command_line() const {
+  std::string line = samples + " --judge " + judge;
+  if (!run_dir.empty()) line += " --run " + run_dir;
+  for (const auto& s : sets) line += " --set " + s;
+  return line;
+}
+
+void run_genppl(const GenpplTask& task) {
+  const std::vector<std::string>& sets = task.sets;
   const nlohmann::json config = generation_config(base_config(), sets, {"genppl."}, "genppl");
   const GenpplConfig genppl = GenpplConfig::from_json(config);
   const int64_t batch_size = genppl.batch_size;
   const torch::Device device = select_device(genppl.device, "genppl.device");
-  const std::string samples_path = vm["samples"].as<std::string>();
-  if (vm.count("run") && !fs::exists(fs::path(vm["run"].as<std::string>()) / "config.resolved.json"))
-    throw ConfigError("--run '" + vm["run"].as<std::string>() + "' is not a run directory (no config.resolved.json)",
+  const std::string& samples_path = task.samples;
+  if (!task.run_dir.empty() && !fs::exists(fs::path(task.run_dir) / "config.resolved.json"))
+    throw ConfigError("--run '" + task.run_dir + "' is not a run directory (no config.resolved.json)",
                       "pass the run the samples came from, or leave --run out to print only");
 
   // Samples grouped by protocol (steps, top-p, temperature), in file order inside each group.
@@ -138,7 +137,7 @@ int cmd_genppl(const std::vector<std::string>& args) {
   }
   if (n == 0) throw DataError("samples file '" + samples_path + "' holds no sample", "write it with `aobench sample`");
 
-  Judge judge = load_judge(vm["judge"].as<std::string>(), device);
+  Judge judge = load_judge(task.judge, device);
   ModelPlugin& model = *judge.model;
   for (const auto& [max_id, line] : id_lines)
     if (max_id >= model.vocab_size())
@@ -172,12 +171,21 @@ int cmd_genppl(const std::vector<std::string>& args) {
                   judge.description.c_str(), g.samples.size(), g.samples.front().size(),
                   static_cast<long long>(steps), top_p, temperature);
     const int64_t count = static_cast<int64_t>(g.samples.size());
-    run.metrics[name + "/genppl"] = {summary.ppl.mean, summary.ppl.stderr_, summary.ppl.n, false, false, protocol};
-    run.metrics[name + "/genppl_corpus"] = {summary.corpus_ppl, std::nullopt, count, false, false, protocol};
-    run.metrics[name + "/entropy"] = {summary.entropy.mean, summary.entropy.stderr_, count, false, true, protocol};
+    auto params = [&](const char* family) {   // the protocol as fields; `name` stays the key
+      MetricParams p;
+      p.family = family;
+      p.steps = steps, p.top_p = top_p, p.temperature = temperature;
+      return p;
+    };
+    run.metrics[name + "/genppl"] = {summary.ppl.mean, summary.ppl.stderr_, summary.ppl.n, false, false, protocol,
+                                     params("genppl")};
+    run.metrics[name + "/genppl_corpus"] = {summary.corpus_ppl, std::nullopt, count, false, false, protocol,
+                                            params("genppl_corpus")};
+    run.metrics[name + "/entropy"] = {summary.entropy.mean, summary.entropy.stderr_, count, false, true, protocol,
+                                      params("entropy")};
   }
-  if (vm.count("run")) {
-    const std::string run_dir = vm["run"].as<std::string>();
+  if (!task.run_dir.empty()) {
+    const std::string& run_dir = task.run_dir;
     const std::string out = (fs::path(run_dir) / "results.json").string();
     for (const auto& [key, g] : groups)
       for (const auto& r : g.runs)
@@ -192,6 +200,27 @@ int cmd_genppl(const std::vector<std::string>& args) {
     results.save(out);
     std::cout << "results: " << out << "\n";
   }
+}
+
+namespace {
+
+int cmd_genppl(const std::vector<std::string>& args) {
+  po::options_description desc("genppl options");
+  desc.add_options()
+      ("samples", po::value<std::string>()->required(), "JSONL written by aobench sample")
+      ("judge", po::value<std::string>()->required(), "Hugging Face GPT-2 folder or aobench gpt run")
+      ("run", po::value<std::string>(), "run directory whose results.json receives the numbers")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a genppl.* key (repeatable)");
+  po::positional_options_description pos;
+  pos.add("samples", 1);
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  GenpplTask task;
+  task.samples = vm["samples"].as<std::string>();
+  task.judge = vm["judge"].as<std::string>();
+  if (vm.count("run")) task.run_dir = vm["run"].as<std::string>();
+  if (vm.count("set")) task.sets = vm["set"].as<std::vector<std::string>>();
+  run_genppl(task);
   return 0;
 }
 

@@ -6,12 +6,26 @@
 
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/tasks.h"
 #include "reports/results.h"
 
 namespace aobench {
 namespace {
 
 const char* kUsage = "aobench report DIR   (a run directory or an experiment directory of runs)";
+
+}  // namespace
+
+std::string ReportTask::command_line() const { return dir; }
+
+void run_report(const ReportTask& task) {
+  Results results = collect_results(task.dir);
+  const std::string out = (std::filesystem::path(task.dir) / "report").string();
+  write_report(results, out);
+  std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";
+}
+
+namespace {
 
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description desc("report options");
@@ -20,11 +34,7 @@ int cmd_report(const std::vector<std::string>& args) {
   pos.add("dir", 1);
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
-  const std::string dir = vm["dir"].as<std::string>();
-  Results results = collect_results(dir);
-  const std::string out = (std::filesystem::path(dir) / "report").string();
-  write_report(results, out);
-  std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";
+  run_report({vm["dir"].as<std::string>()});
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // Implements: `aobench run EXPERIMENT.json [--set k=v]... [--force]` — the experiment runner (DESIGN.md §4):
 // prepare datasets → train every job → evaluate each on the experiment's datasets in each eval mode →
-// report. Work is idempotent: <out_dir>/<job>/DONE.json records finished training (with the resolved
-// config it used) and evals, so a re-run skips them (--force redoes everything); a finished job whose
+// report, each step through the library function behind its command (harness/tasks.h). Work is
+// idempotent: <out_dir>/<job>/DONE.json records finished training (with the resolved config it used)
+// and evals, so a re-run skips them (--force redoes everything); a finished job whose
 // resolved config has changed since is refused with the differences, never skipped with stale results,
 // and a killed run resumes its training job from the latest checkpoint. <out_dir>/.lock keeps a second
 // `aobench run` out of the same experiment. The experiment file format is documented in configs/quickstart.json ("comment").
@@ -20,6 +21,7 @@
 #include "harness/registry.h"
 #include "harness/run_dir.h"
 #include "harness/run_generation.h"
+#include "harness/tasks.h"
 #include "core/safetensors.h"
 #include "harness/trainer.h"
 #include "reports/results.h"
@@ -32,8 +34,9 @@ namespace {
 
 const char* kUsage = "aobench run EXPERIMENT.json [--set key.path=value]... [--force]";
 
-// Another subcommand of this binary, by name: the runner reuses `prepare`, `eval` and `report` exactly
-// as a user would call them, so there is one code path per step.
+// `aobench prepare` with the arguments of a "prepare" entry (whose keys are that command's options). Every
+// other step calls the library function behind its command (harness/tasks.h), so there is one code path
+// per step.
 int call_command(const std::string& name, const std::vector<std::string>& args) {
   for (const auto& c : command_table())
     if (c.name == name) {
@@ -266,13 +269,14 @@ int cmd_run(const std::vector<std::string>& args) {
       // Optional filters: "jobs" / "datasets" (lists of names) restrict a mode, e.g. ensembles only for
       // any-order jobs on one dataset; every other key is an eval patch.
       if (!mode_applies(mode, name)) continue;
-      std::vector<std::string> eval_args = {"--run", job_dir.string()};
+      EvalTask eval_task;
+      eval_task.run_dir = job_dir.string();
       json used = json::object();   // the datasets this mode evaluates: part of what makes an eval "done"
       for (auto d = datasets.begin(); d != datasets.end(); ++d) {
         if (mode.contains("datasets") &&
             std::find(mode["datasets"].begin(), mode["datasets"].end(), json(d.key())) == mode["datasets"].end())
           continue;
-        eval_args.insert(eval_args.end(), {"--data", d.key() + "=" + d.value().get<std::string>()});
+        eval_task.datasets.emplace_back(d.key(), d.value().get<std::string>());
         used[d.key()] = d.value();
       }
       const std::string key = json{{"mode", mode}, {"datasets", used}}.dump();
@@ -284,8 +288,10 @@ int cmd_run(const std::vector<std::string>& args) {
       }
       step_line("job " + name + ": eval " + mode.dump());
       for (auto m = mode.begin(); m != mode.end(); ++m)
-        if (m.key() != "jobs" && m.key() != "datasets") eval_args.insert(eval_args.end(), {"--set", "eval." + m.key() + "=" + m.value().dump()});
-      if (int rc = call_command("eval", eval_args); rc != 0) return rc;
+        if (m.key() != "jobs" && m.key() != "datasets")
+          eval_task.sets.push_back("eval." + m.key() + "=" + m.value().dump());
+      announce_task("eval", eval_task);
+      run_eval(eval_task);
       done["evals"].push_back(key);
       write_done(job_dir, done);
       progress.advance();
@@ -297,13 +303,12 @@ int cmd_run(const std::vector<std::string>& args) {
     for (const auto& [name, config] : resolved) {
       const fs::path job_dir = out_dir / name;
       json done = read_done(job_dir);
-      if (int rc = run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
-                                         [&] { write_done(job_dir, done); }, call_command);
-          rc != 0)
-        return rc;
+      run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
+                            [&] { write_done(job_dir, done); });
     }
-  const int rc = call_command("report", {out_dir.string()});
-  if (rc != 0) return rc;
+  const ReportTask report_task{out_dir.string()};
+  announce_task("report", report_task);
+  run_report(report_task);
   // The run's summary: the report's headline table, then what this invocation did.
   const fs::path report = out_dir / "report";
   std::cout << "\n" << render_headline_text(Results::load((report / "results.json").string()));

@@ -16,6 +16,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
 #include "core/device.h"
@@ -48,19 +49,19 @@ struct Progress {
   }
 };
 
-int cmd_sample(const std::vector<std::string>& args) {
-  po::options_description desc("sample options");
-  desc.add_options()
-      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
-      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")
-      ("prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")
-      ("out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
-  po::variables_map vm;
-  if (!parse_options(kUsage, desc, args, vm)) return 0;
-  const std::string run_dir = vm["run"].as<std::string>();
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+}  // namespace
+
+std::string SampleTask::command_line() const {
+  std::string line = "--run " + run_dir;
+  if (!checkpoint.empty()) line += " --checkpoint " + checkpoint;
+  if (!out.empty()) line += " --out " + out;
+  for (const auto& s : sets) line += " --set " + s;
+  return line + (prompt_file.empty() ? "" : " --prompt-file " + prompt_file);
+}
+
+void run_sample(const SampleTask& task) {
+  const std::string& run_dir = task.run_dir;
+  const std::vector<std::string>& sets = task.sets;
 
   // Options are validated before the model loads, so a typo fails in milliseconds.
   const fs::path saved_path = fs::path(run_dir) / "config.resolved.json";
@@ -72,7 +73,7 @@ int cmd_sample(const std::vector<std::string>& args) {
   const torch::Device device = select_device(TrainConfig::from_json(saved).device);
   const auto tokenizer = make_tokenizer(DataConfig::from_json(saved).tokenizer);
 
-  const std::string ckpt = vm.count("checkpoint") ? vm["checkpoint"].as<std::string>() : run_dir;
+  const std::string ckpt = task.checkpoint.empty() ? run_dir : task.checkpoint;
   LoadedModel loaded = load_model_for_eval(ckpt, device, opt.ema);
   ModelPlugin& model = *loaded.model;
   const nlohmann::json config = generation_config(loaded.config, sets, {"sample."}, "sample");
@@ -88,16 +89,16 @@ int cmd_sample(const std::vector<std::string>& args) {
                       "the run's config.resolved.json names the wrong tokenizer");
 
   std::vector<Prompt> prompts;
-  const std::string prompt_file = vm.count("prompt-file") ? vm["prompt-file"].as<std::string>() : "";
+  const std::string& prompt_file = task.prompt_file;
   if (!prompt_file.empty()) {
     prompts = read_prompt_file(prompt_file, *tokenizer, model.vocab_size(), opt.length);
     for (const auto& p : prompts) check_prompt_capabilities(p, info, "'" + prompt_file + "'");
   }
 
   const std::string protocol = genppl_dataset(opt.steps, opt.top_p, opt.temperature);
-  const std::string out = vm.count("out") ? vm["out"].as<std::string>()
-                                          : (fs::path(run_dir) / "samples" /
-                                             (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
+  const std::string out = !task.out.empty() ? task.out
+                                            : (fs::path(run_dir) / "samples" /
+                                               (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
   if (fs::exists(out))
     throw ConfigError("'" + out + "' exists; aobench sample never overwrites samples",
                       "remove it, or pass --out / another --set sample.seed=N");
@@ -162,6 +163,27 @@ int cmd_sample(const std::vector<std::string>& args) {
   if (!fs::path(out).parent_path().empty()) fs::create_directories(fs::path(out).parent_path());
   write_file_atomic(out, lines.str());
   std::cout << "samples: " << out << " (" << index << " lines)\n";
+}
+
+namespace {
+
+int cmd_sample(const std::vector<std::string>& args) {
+  po::options_description desc("sample options");
+  desc.add_options()
+      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
+      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")
+      ("prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")
+      ("out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  SampleTask task;
+  task.run_dir = vm["run"].as<std::string>();
+  if (vm.count("checkpoint")) task.checkpoint = vm["checkpoint"].as<std::string>();
+  if (vm.count("set")) task.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("prompt-file")) task.prompt_file = vm["prompt-file"].as<std::string>();
+  if (vm.count("out")) task.out = vm["out"].as<std::string>();
+  run_sample(task);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
 #include "harness/resolve_config.h"
@@ -34,26 +35,23 @@ const char* kUsage =
     "--set speed.batch_size=32 --set speed.length=1024 --set speed.repeats=N --set speed.warmup=N "
     "--set sample.top_p=0.95 ...] [--out F.json]";
 
-int cmd_speed(const std::vector<std::string>& args) {
-  po::options_description desc("speed options");
-  desc.add_options()
-      ("run", po::value<std::string>(), "run directory to time (its weights, EMA when sample.ema)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(),
-       "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")
-      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json, or "
-                                        "speed_<plugin>_<flavour>.json)");
-  po::variables_map vm;
-  if (!parse_options(kUsage, desc, args, vm)) return 0;
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+}  // namespace
 
+std::string SpeedTask::command_line() const {
+  std::string line = run_dir.empty() ? "" : "--run " + run_dir;
+  for (const auto& s : sets) line += (line.empty() ? "" : " ") + std::string("--set ") + s;
+  return line + (out.empty() ? "" : " --out " + out);
+}
+
+void run_speed(const SpeedTask& task) {
+  const std::vector<std::string>& sets = task.sets;
   std::unique_ptr<ModelPlugin> owned;
   nlohmann::json config;
   std::string name;
   int64_t step = 0;
   torch::Device device = torch::kCPU;
-  if (vm.count("run")) {
-    const std::string run_dir = vm["run"].as<std::string>();
+  if (!task.run_dir.empty()) {
+    const std::string& run_dir = task.run_dir;
     const fs::path saved_path = fs::path(run_dir) / "config.resolved.json";
     if (!fs::exists(saved_path))
       throw ConfigError("'" + run_dir + "' is not a run directory (no config.resolved.json)",
@@ -124,15 +122,20 @@ int cmd_speed(const std::vector<std::string>& args) {
                   static_cast<long long>(speed.warmup), static_cast<long long>(speed.repeats), t.mean, t.sd,
                   device.is_cuda() ? "CUDA events" : "steady_clock", dev_name.c_str());
     const double se = t.sd / std::sqrt(static_cast<double>(t.seconds.size()));
+    MetricParams params;   // the protocol as fields; speed_dataset(steps) stays the key
+    params.steps = steps;
+    params.family = "gen_s";
     run.metrics[speed_dataset(steps) + "/gen_s"] = {t.mean, se, static_cast<int64_t>(t.seconds.size()), false, false,
-                                                    protocol};
+                                                    protocol, params};
+    params.family = "gen_tok_s";
     run.metrics[speed_dataset(steps) + "/gen_tok_s"] = {tok_s, tok_s * se / t.mean,
-                                                        static_cast<int64_t>(t.seconds.size()), false, true, protocol};
+                                                        static_cast<int64_t>(t.seconds.size()), false, true, protocol,
+                                                        params};
   }
 
-  const std::string out = vm.count("out") ? vm["out"].as<std::string>()
-                          : vm.count("run") ? (fs::path(vm["run"].as<std::string>()) / "results.json").string()
-                                            : "speed_" + name + ".json";
+  const std::string out = !task.out.empty()     ? task.out
+                          : !task.run_dir.empty() ? (fs::path(task.run_dir) / "results.json").string()
+                                                  : "speed_" + name + ".json";
   Results results;
   if (fs::exists(out)) results = Results::load(out);
   Results mine;
@@ -141,6 +144,25 @@ int cmd_speed(const std::vector<std::string>& args) {
   results.merge(mine);
   results.save(out);
   std::cout << "results: " << out << "\n";
+}
+
+namespace {
+
+int cmd_speed(const std::vector<std::string>& args) {
+  po::options_description desc("speed options");
+  desc.add_options()
+      ("run", po::value<std::string>(), "run directory to time (its weights, EMA when sample.ema)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(),
+       "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")
+      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json, or "
+                                        "speed_<plugin>_<flavour>.json)");
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm)) return 0;
+  SpeedTask task;
+  if (vm.count("run")) task.run_dir = vm["run"].as<std::string>();
+  if (vm.count("set")) task.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("out")) task.out = vm["out"].as<std::string>();
+  run_speed(task);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // Implements: the generation stages of `aobench run` and experiment "base" files (see run_generation.h).
-// Each stage is the very command a user would type (sample → genppl, speed), so there is one code path.
+// Each stage calls the library function of the command a user would type (sample → genppl, speed), so
+// there is one code path.
 #include "harness/run_generation.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "harness/tasks.h"
 #include "metrics/generation.h"
 
 namespace aobench {
@@ -16,10 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-// "--set section.key=value" for every key of a patch object.
-void add_sets(std::vector<std::string>& args, const std::string& section, const json& patch) {
+// "section.key=value" (a --set) for every key of a patch object.
+void add_sets(std::vector<std::string>& sets, const std::string& section, const json& patch) {
   for (auto it = patch.begin(); it != patch.end(); ++it)
-    args.insert(args.end(), {"--set", section + "." + it.key() + "=" + it.value().dump()});
+    sets.push_back(section + "." + it.key() + "=" + it.value().dump());
 }
 
 // The sample.* keys of one setting: the section's shared "sample" patch, then the setting's own.
@@ -83,12 +85,11 @@ void check_generation_section(const json& generation, const std::string& origin)
   }
 }
 
-int run_generation_stages(const json& generation, const std::string& job, const std::string& job_dir,
-                          const std::string& out_dir, json& done, const std::function<void()>& save_done,
-                          const CommandCaller& call) {
+void run_generation_stages(const json& generation, const std::string& job, const std::string& job_dir,
+                           const std::string& out_dir, json& done, const std::function<void()>& save_done) {
   if (generation.contains("jobs") &&
       std::find(generation["jobs"].begin(), generation["jobs"].end(), json(job)) == generation["jobs"].end())
-    return 0;
+    return;
   if (!done.contains("generation")) done["generation"] = json::array();
   const json settings = generation.value("settings", json::array());
   for (const auto& setting : settings) {
@@ -106,14 +107,19 @@ int run_generation_stages(const json& generation, const std::string& job, const 
                                   std::to_string(o.seed) + ".jsonl")).string();
     // `aobench sample` writes the file atomically: one that exists is complete (a killed genppl re-runs).
     if (!fs::exists(samples)) {
-      std::vector<std::string> args = {"--run", job_dir, "--out", samples};
-      add_sets(args, "sample", patch);
-      if (int rc = call("sample", args); rc != 0) return rc;
+      SampleTask sample;
+      sample.run_dir = job_dir;
+      sample.out = samples;
+      add_sets(sample.sets, "sample", patch);
+      announce_task("sample", sample);
+      run_sample(sample);
     }
     std::string judge = generation["judge"].get<std::string>();
     if (judge.find('/') == std::string::npos && fs::is_directory(fs::path(out_dir) / judge))
       judge = (fs::path(out_dir) / judge).string();  // a job of this experiment
-    if (int rc = call("genppl", {samples, "--judge", judge, "--run", job_dir}); rc != 0) return rc;
+    const GenpplTask genppl{samples, judge, job_dir, {}};
+    announce_task("genppl", genppl);
+    run_genppl(genppl);
     done["generation"].push_back(key);
     save_done();
   }
@@ -122,18 +128,19 @@ int run_generation_stages(const json& generation, const std::string& job, const 
     const std::string key = "speed " + speed.dump();
     if (in_done(done, key)) {
       std::cout << "run: job " << job << ": " << key << " done earlier, skipped\n";
-      return 0;
+      return;
     }
     const json sample = speed.contains("sample") ? speed["sample"] : json::object();
     speed.erase("sample");
-    std::vector<std::string> args = {"--run", job_dir};
-    add_sets(args, "speed", speed);
-    add_sets(args, "sample", sample);
-    if (int rc = call("speed", args); rc != 0) return rc;
+    SpeedTask task;
+    task.run_dir = job_dir;
+    add_sets(task.sets, "speed", speed);
+    add_sets(task.sets, "sample", sample);
+    announce_task("speed", task);
+    run_speed(task);
     done["generation"].push_back(key);
     save_done();
   }
-  return 0;
 }
 
 }  // namespace aobench

@@ -31,6 +31,7 @@
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
 #include "harness/run_dir.h"
+#include "harness/run_record.h"
 #include "harness/train_logger.h"
 
 namespace aobench {
@@ -496,7 +497,10 @@ std::string Trainer::checkpoint(double elapsed) {
     data.state["world_size"] = dist_.world;
     for (const auto& r : rank_rngs) data.state["rng_ranks"].push_back(nlohmann::json::parse(r));
   }
-  return save_checkpoint(run_->path(), step_, std::move(data), hp_.keep_checkpoints);
+  const std::string dir = save_checkpoint(run_->path(), step_, std::move(data), hp_.keep_checkpoints);
+  // results.json: the run's record (paradigm, params, tokens, FLOPs), so reports need no plugin.
+  record_training_run(run_->path(), config_, *model_, step_, tokens_seen_, model_->flops_per_token(T_));
+  return dir;
 }
 
 // A signal, or train.max_seconds reached; agreed over ranks, so every rank leaves the loop at the same step.

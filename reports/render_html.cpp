@@ -81,11 +81,12 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     h << "</ul>\n";
   }
   h << "<h2>Runs</h2>\n<table><tr><th>run</th><th>plugin</th><th>flavour</th><th>paradigm</th><th>params</th>"
-    << "<th>steps</th><th>tokens</th></tr>\n";
+    << "<th>steps</th><th>tokens</th><th>train FLOPs</th></tr>\n";
   for (const auto& [name, run] : r.runs)
     h << "<tr><td>" << esc(name) << "</td><td>" << esc(run.plugin) << "</td><td>" << esc(run.flavour)
       << "</td><td>" << esc(run.paradigm) << "</td><td class=num>" << run.params << "</td><td class=num>"
-      << run.steps << "</td><td class=num>" << run.tokens << "</td></tr>\n";
+      << run.steps << "</td><td class=num>" << run.tokens << "</td><td class=num>" << flops_text(run.train_flops)
+      << "</td></tr>\n";
   h << "</table>\n";
   // One table per metric family, as in summary.md.
   std::map<std::string, std::set<std::string>> fam_datasets;

@@ -42,7 +42,7 @@ void run_gnuplot(const std::string& out_dir, const std::string& name, bool have_
 }
 
 // Generation time against sampling steps, log-log, one line per run (the paper's speed figure): the
-// "speed_s<steps>/gen_s" metrics of `aobench speed`, with their standard errors as error bars.
+// gen_s metrics of `aobench speed` (one per sampling-steps setting), with their standard errors as error bars.
 void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
   const std::string name = "gen_speed";
   std::vector<std::string> runs;
@@ -50,9 +50,8 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
   for (const auto& [run, rr] : r.runs) {
     std::vector<std::tuple<long long, double, double>> points;
     for (const auto& [key, m] : rr.metrics) {
-      auto [dataset, metric] = split_metric_key(key);
-      if (metric != "gen_s" || dataset.rfind("speed_s", 0) != 0) continue;
-      points.emplace_back(std::stoll(dataset.substr(7)), m.value, m.stderr_.value_or(0.0));
+      if (m.params.family != "gen_s" || m.params.steps <= 0) continue;
+      points.emplace_back(m.params.steps, m.value, m.stderr_.value_or(0.0));
     }
     if (points.empty()) continue;
     std::sort(points.begin(), points.end());

@@ -2,13 +2,12 @@
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
 // table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "metrics/conditionals.h"
 #include "reports/results.h"
@@ -24,32 +23,28 @@ std::string fmt(double v) {
   return buf;
 }
 
-// Numbers inside names compare by value ("speed_s64" < "speed_s128", "gen_p0.7" < "gen_p0.95"), so the
-// generation sweeps come out in steps order; the rest compares character by character.
-struct NaturalLess {
-  bool operator()(const std::string& a, const std::string& b) const {
-    size_t i = 0, j = 0;
-    while (i < a.size() && j < b.size()) {
-      if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-        char *ea = nullptr, *eb = nullptr;
-        const double x = std::strtod(a.c_str() + i, &ea), y = std::strtod(b.c_str() + j, &eb);
-        if (x != y) return x < y;
-        i = static_cast<size_t>(ea - a.c_str());
-        j = static_cast<size_t>(eb - b.c_str());
-      } else {
-        if (a[i] != b[j]) return a[i] < b[j];
-        ++i, ++j;
-      }
-    }
-    return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+// Datasets of a family in sweep order: generation protocols by their fields (top-p, temperature, steps), so
+// "speed_s64" comes before "speed_s128"; then by name.
+struct DatasetKey {
+  double top_p = 0, temperature = 0;
+  int64_t steps = 0;
+  std::string name;
+  bool operator<(const DatasetKey& o) const {
+    return std::tie(top_p, temperature, steps, name) < std::tie(o.top_p, o.temperature, o.steps, o.name);
   }
 };
+DatasetKey dataset_key(const std::string& dataset, const MetricParams& p) {
+  return {p.top_p.value_or(0), p.temperature.value_or(0), p.steps, dataset};
+}
 
-// family → (datasets, runs) present, in sorted order.
+// One table per metric name (the part after the last '/'): its datasets in sweep order, protocol notes and
+// the parameters of its metrics (those that do not vary by dataset: family, mode, orders, ensemble).
 struct Family {
-  std::set<std::string, NaturalLess> datasets;
+  std::vector<std::string> datasets;
+  std::set<DatasetKey> keys;
   std::set<std::string> protocols;
   bool higher_is_better = false;
+  MetricParams params;
 };
 
 std::map<std::string, Family> families(const Results& r) {
@@ -58,10 +53,16 @@ std::map<std::string, Family> families(const Results& r) {
     for (const auto& [key, m] : rr.metrics) {
       auto [dataset, metric] = split_metric_key(key);
       Family& f = out[metric];
-      f.datasets.insert(dataset);
+      f.keys.insert(dataset_key(dataset, m.params));
       if (!m.protocol.empty()) f.protocols.insert((dataset.empty() ? "" : dataset + ": ") + m.protocol);
       f.higher_is_better = m.higher_is_better;
+      f.params = m.params;
     }
+  for (auto& [metric, f] : out) {
+    std::set<std::string> seen;
+    for (const auto& k : f.keys)
+      if (seen.insert(k.name).second) f.datasets.push_back(k.name);
+  }
   return out;
 }
 
@@ -101,22 +102,9 @@ std::string tex_escape(const std::string& s) {
   return out;
 }
 
-// "ppl_m8" → ("ppl", 8): a context-order ensemble member of `ppl`; anything else → ("", 0).
-std::pair<std::string, int64_t> ensemble_member(const std::string& metric) {
-  const auto pos = metric.rfind("_m");
-  if (pos == std::string::npos || pos == 0 || pos + 2 >= metric.size()) return {"", 0};
-  for (size_t i = pos + 2; i < metric.size(); ++i)
-    if (metric[i] < '0' || metric[i] > '9') return {"", 0};
-  return {metric.substr(0, pos), std::stoll(metric.substr(pos + 2))};
-}
-
-// "ppl_k4" → 4; any other family → 0.
-int64_t orders_of(const std::string& metric) {
-  if (metric.rfind("ppl_k", 0) != 0 || metric.size() == 5 || metric.size() > 14) return 0;
-  for (size_t i = 5; i < metric.size(); ++i)
-    if (metric[i] < '0' || metric[i] > '9') return 0;
-  return std::stoll(metric.substr(5));
-}
+// A context-order ensemble member over all positions: its table puts the ensemble sizes side by side.
+// (Ensembles scored on a subset of positions keep a table of their own.)
+bool is_ensemble_member(const MetricParams& p) { return p.mode == "ensemble" && p.ensemble > 0 && p.positions == 0; }
 
 std::vector<std::string> split_protocol(const std::string& p) {
   std::vector<std::string> parts;
@@ -139,12 +127,14 @@ std::string window_subset(const std::string& part) {
   return digits(used) && digits(total) ? used + " of " + total : "";
 }
 
-std::string family_name(const std::string& metric) {
-  if (metric == "ppl") return "exact L2R perplexity (ppl)";
-  if (metric == "ppl_elbo") return "ELBO bound (ppl_elbo)";
-  if (metric == "ppl_k") return "exact any-order perplexity (ppl_k<K>)";
-  return metric;
-}
+// The perplexities a headline row may show, by the eval mode that measured them (MetricParams::mode).
+struct PerplexityKind {
+  const char* mode;
+  const char* name;   // for the footnote of a row that falls back to another kind
+};
+constexpr PerplexityKind kL2R{"l2r", "exact L2R perplexity (ppl)"};
+constexpr PerplexityKind kAnyOrder{"random", "exact any-order perplexity (ppl_k<K>)"};
+constexpr PerplexityKind kElbo{"elbo", "ELBO bound (ppl_elbo)"};
 
 std::string joined(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
@@ -153,6 +143,13 @@ std::string joined(const std::vector<std::string>& v, const std::string& sep) {
 }
 
 }  // namespace
+
+std::string flops_text(double flops) {
+  if (!(flops > 0)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", flops);
+  return buf;
+}
 
 std::string HeadlineRow::label() const {
   if (notes.empty()) return run;
@@ -166,29 +163,36 @@ Headline headline_table(const Results& r) {
   std::set<std::string> datasets;
   int next_note = 1;
   for (const auto& [name, run] : r.runs) {
-    std::set<std::string> families;
-    int64_t max_k = 0;
-    for (const auto& [key, m] : run.metrics) {
-      const std::string metric = split_metric_key(key).second;
-      families.insert(metric);
-      max_k = std::max(max_k, orders_of(metric));
+    int64_t max_k = 0;   // any-order: the largest K evaluated
+    for (const auto& [key, m] : run.metrics)
+      if (m.params.family == "ppl" && m.params.mode == kAnyOrder.mode) max_k = std::max(max_k, m.params.orders);
+    auto measures = [&](const MetricParams& p, const PerplexityKind* kind) {
+      return p.family == "ppl" && p.mode == kind->mode && (kind != &kAnyOrder || p.orders == max_k);
+    };
+    std::vector<const PerplexityKind*> prefs = {&kL2R, &kAnyOrder, &kElbo};
+    if (run.paradigm == "any_order") prefs = {&kAnyOrder, &kL2R, &kElbo};
+    if (run.paradigm == "masked_diffusion_encoder") prefs = {&kElbo, &kAnyOrder, &kL2R};
+    const PerplexityKind* chosen = nullptr;
+    std::string chosen_metric;
+    for (const PerplexityKind* kind : prefs) {
+      for (const auto& [key, m] : run.metrics)
+        if (measures(m.params, kind)) {
+          chosen = kind;
+          chosen_metric = split_metric_key(key).second;
+          break;
+        }
+      if (chosen) break;
     }
-    const std::string any_order = max_k > 0 ? "ppl_k" + std::to_string(max_k) : "ppl_k";
-    std::vector<std::string> prefs = {"ppl", any_order, "ppl_elbo"};
-    if (run.paradigm == "any_order") prefs = {any_order, "ppl", "ppl_elbo"};
-    if (run.paradigm == "masked_diffusion_encoder") prefs = {"ppl_elbo", any_order, "ppl"};
-    const auto chosen =
-        std::find_if(prefs.begin(), prefs.end(), [&](const std::string& f) { return families.count(f) > 0; });
-    if (chosen == prefs.end()) continue;   // no perplexity evaluated: not in the headline
+    if (!chosen) continue;   // no perplexity evaluated: not in the headline
     HeadlineRow row;
     row.run = name;
-    row.metric = *chosen;
+    row.metric = chosen_metric;
     std::map<std::string, std::string> protocols;   // dataset → protocol without per-dataset parts
     std::vector<std::string> windows;
     bool subset = false;
     for (const auto& [key, m] : run.metrics) {
-      const auto [dataset, metric] = split_metric_key(key);
-      if (metric != row.metric) continue;
+      if (!measures(m.params, chosen)) continue;
+      const std::string dataset = split_metric_key(key).first;
       row.cells[dataset] = &m;
       datasets.insert(dataset);
       std::vector<std::string> kept;
@@ -205,8 +209,8 @@ Headline headline_table(const Results& r) {
     row.protocol = parts.empty() ? "" : parts.front();
     row.details = parts.size() > 1 ? joined({parts.begin() + 1, parts.end()}, "; ") : "";
     row.windows = subset ? "subset" : "all";
-    if (chosen != prefs.begin())
-      row.notes.emplace_back(next_note++, name + " (" + run.paradigm + "): no " + family_name(prefs.front()) +
+    if (chosen != prefs.front())
+      row.notes.emplace_back(next_note++, name + " (" + run.paradigm + "): no " + prefs.front()->name +
                                               " evaluated; the row shows " + row.metric);
     if (subset) row.notes.emplace_back(next_note++, name + ": windows evaluated: " + joined(windows, ", "));
     for (const auto& [dataset, p] : protocols)
@@ -279,29 +283,29 @@ std::string render_markdown(const Results& r) {
       for (const auto& [n, text] : row.notes) md << "\n" << n << ". " << text;
     md << "\n\n## Runs\n\n";
   }
-  md << "| run | plugin | flavour | paradigm | params | steps | tokens |\n|---|---|---|---|---:|---:|---:|\n";
+  md << "| run | plugin | flavour | paradigm | params | steps | tokens | train FLOPs |\n"
+     << "|---|---|---|---|---:|---:|---:|---:|\n";
   for (const auto& [name, run] : r.runs)
     md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | "
-       << run.params << " | " << run.steps << " | " << run.tokens << " |\n";
+       << run.params << " | " << run.steps << " | " << run.tokens << " | " << flops_text(run.train_flops) << " |\n";
   const auto fams = families(r);
-  // Ensemble sizes of one base metric side by side: base → M → member family.
-  std::map<std::string, std::map<int64_t, const Family*>> ensembles;
-  for (const auto& [metric, fam] : fams) {
-    auto [base, m] = ensemble_member(metric);
-    if (m > 0) ensembles[base][m] = &fam;
-  }
+  // Ensemble sizes of one quantity side by side: family (ppl, nll, …) → M → (metric name, its table).
+  std::map<std::string, std::map<int64_t, std::pair<std::string, const Family*>>> ensembles;
+  for (const auto& [metric, fam] : fams)
+    if (is_ensemble_member(fam.params)) ensembles[fam.params.family][fam.params.ensemble] = {metric, &fam};
   std::ostringstream ens;  // rendered after the single-size tables
   for (const auto& [base, members] : ensembles) {
-    const bool higher = members.begin()->second->higher_is_better;
+    const bool higher = members.begin()->second.second->higher_is_better;
     std::set<std::string> datasets, protocols;
-    for (const auto& [m, fam] : members) {
+    for (const auto& [m, member] : members) {
+      const Family* fam = member.second;
       datasets.insert(fam->datasets.begin(), fam->datasets.end());
       protocols.insert(fam->protocols.begin(), fam->protocols.end());
     }
     ens << "\n## " << base << ", context-order ensembles of M members"
         << (higher ? " (higher is better)" : " (lower is better)") << "\n\n| run |";
     for (const auto& d : datasets)
-      for (const auto& [m, fam] : members) ens << " " << (d.empty() ? "" : d + " ") << "M=" << m << " |";
+      for (const auto& [m, member] : members) ens << " " << (d.empty() ? "" : d + " ") << "M=" << m << " |";
     ens << "\n|---|";
     for (size_t i = 0; i < datasets.size() * members.size(); ++i) ens << "---:|";
     ens << "\n";
@@ -310,8 +314,8 @@ std::string render_markdown(const Results& r) {
       std::ostringstream row;
       row << "| " << name << " |";
       for (const auto& d : datasets)
-        for (const auto& [m, fam] : members) {
-          const MetricValue* v = find_metric(run, d, base + "_m" + std::to_string(m));
+        for (const auto& [m, member] : members) {
+          const MetricValue* v = find_metric(run, d, member.first);
           any |= v != nullptr;
           row << " " << (v ? cell(*v, "≤ ", " ± ") : "") << " |";
         }
@@ -321,7 +325,7 @@ std::string render_markdown(const Results& r) {
     for (const auto& p : protocols) ens << "- " << p << "\n";
   }
   for (const auto& [metric, fam] : fams) {
-    if (ensemble_member(metric).second > 0) continue;  // in its ensemble table (ens)
+    if (is_ensemble_member(fam.params)) continue;  // in its ensemble table (ens)
     md << "\n## " << metric << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << "\n\n";
     md << "| run |";
     for (const auto& d : fam.datasets) md << " " << (d.empty() ? "-" : d) << " |";

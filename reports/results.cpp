@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <regex>
 #include <sstream>
 
 #include "core/config.h"
@@ -60,6 +61,36 @@ double number_field(const json& mj, const char* key, const std::string& where, c
   return v.get<double>();
 }
 
+// A metric's "params" object (see MetricParams): known keys with their types; anything else is an error
+// naming the file and key.
+MetricParams read_metric_params(const json& pj, const std::string& where, const std::string& origin) {
+  const std::string hint = "results files are written by `aobench eval`, `genppl` and `speed`; regenerate it";
+  if (!pj.is_object()) throw DataError(origin + ": '" + where + "' must be an object, got " + brief(pj), hint);
+  MetricParams p;
+  for (auto it = pj.begin(); it != pj.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    const bool is_string = k == "family" || k == "mode";
+    const bool is_count = k == "orders" || k == "ensemble" || k == "positions" || k == "steps";
+    if (!is_string && !is_count && k != "top_p" && k != "temperature")
+      throw DataError(origin + ": unknown key '" + where + "." + k + "'",
+                      "keys: family, mode, orders, ensemble, positions, steps, top_p, temperature");
+    if (is_string ? !v.is_string() : is_count ? !v.is_number_integer() : !v.is_number())
+      throw DataError(origin + ": '" + where + "." + k + "' must be " +
+                          (is_string ? "a string" : is_count ? "an integer" : "a number") + ", got " + brief(v),
+                      hint);
+    if (k == "family") p.family = v.get<std::string>();
+    else if (k == "mode") p.mode = v.get<std::string>();
+    else if (k == "orders") p.orders = v.get<int64_t>();
+    else if (k == "ensemble") p.ensemble = v.get<int64_t>();
+    else if (k == "positions") p.positions = v.get<int64_t>();
+    else if (k == "steps") p.steps = v.get<int64_t>();
+    else if (k == "top_p") p.top_p = v.get<double>();
+    else p.temperature = v.get<double>();
+  }
+  return p;
+}
+
 // metrics.jsonl → curves. Lines are {"step": N, "loss/train": x, ...}; unparsable lines (a run killed
 // mid-write) are skipped.
 void read_curves(const std::string& path, RunResults& run) {
@@ -103,13 +134,60 @@ std::pair<std::string, std::string> split_metric_key(const std::string& key) {
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
+json MetricParams::to_json() const {
+  json j = json::object();
+  if (!family.empty()) j["family"] = family;
+  if (!mode.empty()) j["mode"] = mode;
+  if (orders) j["orders"] = orders;
+  if (ensemble) j["ensemble"] = ensemble;
+  if (positions) j["positions"] = positions;
+  if (steps) j["steps"] = steps;
+  if (top_p) j["top_p"] = *top_p;
+  if (temperature) j["temperature"] = *temperature;
+  return j;
+}
+
+MetricParams metric_params_from_legacy_name(const std::string& key) {
+  const auto [dataset, metric] = split_metric_key(key);
+  // The names `aobench eval` (likelihoods), `genppl` and `speed` wrote (harness/cmd_eval.cpp metric_suffix,
+  // metrics/generation.cpp genppl_dataset / speed_dataset).
+  static const std::regex likelihood(R"((nll|ppl|bpb|eval_tok_s)(?:_k(\d{1,9})|_m(\d{1,9})(?:_p(\d{1,9}))?|(_elbo))?)");
+  static const std::regex genppl_protocol(R"(gen_p([^_]+)_t([^_]+)_s(\d{1,9}))");
+  static const std::regex speed_protocol(R"(speed_s(\d{1,9}))");
+  MetricParams p;
+  std::smatch m;
+  if (std::regex_match(metric, m, likelihood)) {
+    p.family = m[1];
+    if (m[2].matched) p.mode = "random", p.orders = std::stoll(m[2]);
+    else if (m[3].matched) p.mode = "ensemble", p.ensemble = std::stoll(m[3]),
+                           p.positions = m[4].matched ? std::stoll(m[4]) : 0;
+    else if (m[5].matched) p.mode = "elbo";
+    else p.mode = "l2r";
+    return p;
+  }
+  p.family = metric;
+  if ((metric == "genppl" || metric == "genppl_corpus" || metric == "entropy") &&
+      std::regex_match(dataset, m, genppl_protocol)) {
+    char* end = nullptr;
+    const std::string top_p = m[1], temperature = m[2];
+    const double tp = std::strtod(top_p.c_str(), &end);
+    const bool tp_ok = end == top_p.c_str() + top_p.size();
+    const double t = std::strtod(temperature.c_str(), &end);
+    if (tp_ok && end == temperature.c_str() + temperature.size())
+      p.top_p = tp, p.temperature = t, p.steps = std::stoll(m[3]);
+  } else if ((metric == "gen_s" || metric == "gen_tok_s") && std::regex_match(dataset, m, speed_protocol)) {
+    p.steps = std::stoll(m[1]);
+  }
+  return p;
+}
+
 json Results::to_json() const {
   json runs_j = json::object();
   for (const auto& [name, run] : runs) {
     json metrics = json::object();
     for (const auto& [key, m] : run.metrics) {
       json mj = {{"value", m.value}, {"n", m.n}, {"is_bound", m.is_bound},
-                 {"higher_is_better", m.higher_is_better}, {"protocol", m.protocol}};
+                 {"higher_is_better", m.higher_is_better}, {"protocol", m.protocol}, {"params", m.params.to_json()}};
       mj["stderr"] = m.stderr_ ? json(*m.stderr_) : json();
       metrics[key] = mj;
     }
@@ -121,7 +199,7 @@ json Results::to_json() const {
     }
     runs_j[name] = {{"plugin", run.plugin}, {"flavour", run.flavour}, {"paradigm", run.paradigm},
                     {"params", run.params}, {"steps", run.steps}, {"tokens", run.tokens},
-                    {"config", run.config}, {"metrics", metrics}, {"curves", curves}};
+                    {"train_flops", run.train_flops}, {"config", run.config}, {"metrics", metrics}, {"curves", curves}};
   }
   return {{"schema", kResultsSchema}, {"context", context}, {"runs", runs_j}};
 }
@@ -144,6 +222,12 @@ Results Results::from_json(const json& j, const std::string& origin) {
     run.params = int_or(rj, "params");
     run.steps = int_or(rj, "steps");
     run.tokens = int_or(rj, "tokens");
+    if (rj.contains("train_flops")) {
+      if (!rj["train_flops"].is_number())
+        throw DataError(origin + ": '" + where + ".train_flops' must be a number, got " + brief(rj["train_flops"]),
+                        "results files are written by `aobench train` and `eval`; regenerate it or fix the value");
+      run.train_flops = rj["train_flops"].get<double>();
+    }
     if (rj.contains("config")) run.config = rj["config"];
     const json& metrics = need(rj, "metrics", where, origin);
     for (auto m = metrics.begin(); m != metrics.end(); ++m) {
@@ -161,6 +245,8 @@ Results Results::from_json(const json& j, const std::string& origin) {
       mv.is_bound = mj.value("is_bound", false);
       mv.higher_is_better = mj.value("higher_is_better", false);
       mv.protocol = str_or(mj, "protocol");
+      mv.params = mj.contains("params") ? read_metric_params(mj["params"], mwhere + ".params", origin)
+                                        : metric_params_from_legacy_name(m.key());
       run.metrics[m.key()] = mv;
     }
     if (rj.contains("curves") && rj["curves"].is_object())
@@ -201,6 +287,7 @@ void Results::merge(const Results& other) {
     if (run.params) mine.params = run.params;
     if (run.steps) mine.steps = run.steps;
     if (run.tokens) mine.tokens = run.tokens;
+    if (run.train_flops) mine.train_flops = run.train_flops;
     if (!run.config.empty()) mine.config = run.config;
   }
 }

@@ -2,9 +2,12 @@
 // DESIGN.md §2 reports/), and the renderers that read it. results.json:
 //   {"schema": "aobench.results/1", "context": {git_commit, git_dirty, host, device, torch_version,
 //    cuda_version, dtype, date, aobench_version},
-//    "runs": {RUN: {"plugin", "flavour", "paradigm", "params", "steps", "tokens", "config": {...},
-//      "metrics": {"<dataset>/<metric>": {"value", "stderr", "n", "is_bound", "higher_is_better", "protocol"}},
+//    "runs": {RUN: {"plugin", "flavour", "paradigm", "params", "steps", "tokens", "train_flops", "config": {...},
+//      "metrics": {"<dataset>/<metric>": {"value", "stderr", "n", "is_bound", "higher_is_better", "protocol",
+//                                         "params": {"family", "mode", "orders", ...}}},
 //      "curves": {"loss/train": [[step, value], ...], "loss/val": [...]}}}}
+// `aobench train` writes the run's record (plugin … train_flops) at every checkpoint, so a report needs no
+// plugin to name a run's paradigm; evaluation commands add metrics with their measurement parameters.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -19,6 +22,23 @@ namespace aobench {
 
 inline constexpr const char* kResultsSchema = "aobench.results/1";
 
+// What a metric measured, as fields: the metric's name ("ppl_k4", "gen_p0.95_t0.9_s64/genppl") is only its
+// unique key (`aobench compare` matches it); renderers read these. JSON: the fields that are set, e.g.
+// {"family": "ppl", "mode": "ensemble", "ensemble": 16, "positions": 256} or
+// {"family": "genppl", "steps": 64, "top_p": 0.95, "temperature": 0.9}.
+struct MetricParams {
+  std::string family{};   // the quantity: nll, ppl, bpb, eval_tok_s (eval); genppl, genppl_corpus, entropy
+                          // (genppl); gen_s, gen_tok_s (speed); "" when unknown (not in the headline)
+  std::string mode{};     // likelihoods: eval.mode — "l2r" | "random" | "ensemble" | "elbo"; else ""
+  int64_t orders = 0;     // random: K orders per sequence
+  int64_t ensemble = 0;   // ensemble: M members
+  int64_t positions = 0;  // ensemble: positions scored per sequence (0 = all)
+  int64_t steps = 0;      // generation: sampling steps (genppl, speed)
+  std::optional<double> top_p{}, temperature{};   // generation: sampling settings (genppl)
+
+  nlohmann::json to_json() const;
+};
+
 struct MetricValue {
   double value = 0;
   std::optional<double> stderr_;    // absent when not measured
@@ -26,13 +46,16 @@ struct MetricValue {
   bool is_bound = false;            // an upper bound (diffusion ELBO): rendered "≤"
   bool higher_is_better = false;
   std::string protocol;             // one line: how it was measured
+  MetricParams params{};            // what was measured, as fields
 };
 
 using Curve = std::vector<std::pair<double, double>>;  // (step, value)
 
 struct RunResults {
   std::string plugin, flavour, paradigm;
-  int64_t params = 0, steps = 0, tokens = 0;
+  int64_t params = 0, steps = 0, tokens = 0;   // parameter count, optimizer steps, tokens trained on
+  double train_flops = 0;                      // forward+backward FLOPs of training (plugin flops_per_token ×
+                                               // tokens); 0 when unknown (an older file, a Hugging Face model)
   nlohmann::json config = nlohmann::json::object();
   std::map<std::string, MetricValue> metrics;   // "<dataset>/<metric>"
   std::map<std::string, Curve> curves;          // "loss/train", "loss/val"
@@ -43,7 +66,9 @@ struct Results {
   std::map<std::string, RunResults> runs;
 
   nlohmann::json to_json() const;
-  // Validates the schema tag and field types; `origin` (a file name) is named in errors (DataError).
+  // Validates the schema tag and field types; `origin` (a file name) is named in errors (DataError). Metrics
+  // without "params" (files written before they existed) get them from their names, once, here
+  // (metric_params_from_legacy_name).
   static Results from_json(const nlohmann::json& j, const std::string& origin = "results.json");
   static Results load(const std::string& path);   // DataError when unreadable or invalid
   void save(const std::string& path) const;       // atomic (write_file_atomic)
@@ -54,6 +79,12 @@ struct Results {
 
 // "<dataset>/<metric>" split at the LAST '/' (dataset names may not contain '/').
 std::pair<std::string, std::string> split_metric_key(const std::string& key);
+
+// The parameters an older aobench encoded into a metric's key: "<dataset>/<family><suffix>" with suffix
+// "" (l2r), "_k<K>" (random orders), "_m<M>[_p<P>]" (ensemble) or "_elbo" for nll/ppl/bpb/eval_tok_s;
+// genppl metrics under "gen_p<top_p>_t<T>_s<steps>", speed metrics under "speed_s<steps>". Any other
+// name: family = the metric name. The one place that reads parameters out of names (Results::from_json).
+MetricParams metric_params_from_legacy_name(const std::string& key);
 
 // Collects a run directory (has config.resolved.json) or an experiment directory (its subdirectories
 // that are runs): config, metrics.jsonl curves ("loss/train", "loss/val") and results.json metrics.
@@ -82,6 +113,9 @@ struct Headline {
 Headline headline_table(const Results& r);   // points into `r`: keep it alive
 // The headline as fixed-width text for the terminal (`aobench run` ends with it); "" when empty.
 std::string render_headline_text(const Results& r);
+
+// Training FLOPs for the run tables: "1.23e+15"; "" when unknown (0).
+std::string flops_text(double flops);
 
 // Renderers: Markdown (one table per metric family, rows = runs, columns = datasets, "≤" for bounds,
 // "± stderr", protocol notes under each table), flat CSV, LaTeX (booktabs, one table per family).

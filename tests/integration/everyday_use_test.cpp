@@ -1,7 +1,8 @@
 // Implements: the everyday-use behaviour of the CLI end to end: `train` prints the
 // config compactly once and ends with a summary line; an experiment file given to `train` says to use
 // `aobench run`; `eval` writes progress lines with elapsed time, rate and ETA into a log; `eval --hf`
-// evaluates a Hugging Face GPT-2 folder directly and records its loaded shape.
+// evaluates a Hugging Face GPT-2 folder directly and records its loaded shape; `train` records the run
+// (paradigm, parameters, tokens, training FLOPs) in its results.json.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -89,6 +90,40 @@ TEST_F(EverydayUse, ExperimentFileGivenToTrainSaysUseRun) {
     EXPECT_NE(out.find("use `aobench run " + path + "`"), std::string::npos) << out;
     EXPECT_NE(testing::read_text(path).find("\"Run: aobench run "), std::string::npos) << file;
   }
+}
+
+// A trained run records itself in results.json (plugin, paradigm, parameters, tokens, training FLOPs), so its
+// report names the paradigm before any evaluation; the evaluation merges its metrics into that record.
+TEST_F(EverydayUse, TrainRecordsTheRunForItsReport) {
+  std::string out;
+  ASSERT_EQ(train(&out), "0") << out;
+  const Results r = Results::load(tmp_.file("run/results.json"));
+  ASSERT_EQ(r.runs.size(), 1u);
+  const RunResults& run = r.runs.at("run");
+  EXPECT_EQ(run.plugin, "gpt");
+  EXPECT_EQ(run.flavour, "debug");
+  EXPECT_EQ(run.paradigm, "autoregressive");
+  EXPECT_EQ(run.steps, 6);
+  EXPECT_EQ(run.tokens, 6 * 8 * 32);
+  EXPECT_TRUE(run.metrics.empty());
+  // Parameters and FLOPs from the plugin itself, built with the run's model section.
+  auto model = PluginRegistry::instance().create("gpt");
+  model->configure(run.config.at("model"));
+  model->build(torch::kCPU);
+  int64_t params = 0;
+  for (const auto& p : model->module().parameters()) params += p.numel();
+  EXPECT_EQ(run.params, params);
+  EXPECT_DOUBLE_EQ(run.train_flops, model->flops_per_token(32) * 6 * 8 * 32);
+  EXPECT_GT(run.train_flops, 0);
+  ASSERT_EQ(run_in(tmp_.path.string(), "", "report run", &out), 0) << out;
+  const std::string row = "| run | gpt | debug | autoregressive | " + std::to_string(params) + " | 6 | 1536 | " +
+                          flops_text(run.train_flops) + " |";
+  EXPECT_NE(testing::read_text(tmp_.file("run/report/summary.md")).find(row), std::string::npos) << row;
+  ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --run run --data v=val.bin", &out), 0) << out;
+  const Results evaluated = Results::load(tmp_.file("run/results.json"));
+  EXPECT_DOUBLE_EQ(evaluated.runs.at("run").train_flops, run.train_flops);   // kept by the merge
+  EXPECT_EQ(evaluated.runs.at("run").metrics.at("v/ppl").params.to_json(),
+            (nlohmann::json{{"family", "ppl"}, {"mode", "l2r"}}));
 }
 
 // Point 7: in a log, eval writes periodic progress lines with elapsed time, rate and ETA.

@@ -300,6 +300,14 @@ TEST_F(GenerationTest, RunDrivesSampleGenPplAndSpeedStages) {
   const auto& m = r.runs.at("gpt").metrics;
   for (const char* k : {"gen_p1_t1_s4/genppl", "gen_p0.95_t0.7_s8/genppl", "gen_p1_t1_s4/entropy", "speed_s4/gen_s"})
     EXPECT_TRUE(m.count(k)) << k << "\n" << out;
+  // What each stage measured, as fields; the log names the command that repeats each stage.
+  EXPECT_EQ(m.at("gen_p0.95_t0.7_s8/genppl").params.to_json(),
+            (json{{"family", "genppl"}, {"steps", 8}, {"top_p", 0.95}, {"temperature", 0.7}}));
+  EXPECT_EQ(m.at("speed_s4/gen_s").params.to_json(), (json{{"family", "gen_s"}, {"steps", 4}}));
+  EXPECT_NE(out.find("run: aobench sample --run " + dir_->file("exp") + "/gpt --out "), std::string::npos) << out;
+  EXPECT_NE(out.find("run: aobench genppl "), std::string::npos) << out;
+  EXPECT_NE(out.find("run: aobench speed --run " + dir_->file("exp") + "/gpt --set speed."), std::string::npos)
+      << out;
   const std::string md = aobench::testing::read_text(dir_->file("exp") + "/report/summary.md");
   EXPECT_NE(md.find("## genppl"), std::string::npos) << md;
   // Finished stages are skipped on a second run.

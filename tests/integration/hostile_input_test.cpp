@@ -443,6 +443,18 @@ TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLo
   const Results saved = Results::load(aside);
   EXPECT_TRUE(saved.runs.begin()->second.metrics.count("late/nll")) << aside;
   EXPECT_EQ(aobench::testing::read_text(run + "/results.json"), "{\"schema\": \"aobench.results/1\", \"runs\": ");
+  // Training goes on past a damaged results file: the run's record goes beside it, with a warning.
+  ASSERT_EQ(run_child({"train", "--config", run + "/config.resolved.json", "--resume", "--set", "train.max_iters=2"},
+                      &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("warning: the run's record was not merged into its results.json"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/step_2/state.json")) << out;
+  EXPECT_EQ(aobench::testing::read_text(run + "/results.json"), "{\"schema\": \"aobench.results/1\", \"runs\": ");
+  const size_t train_at = out.find("written to ");
+  ASSERT_NE(train_at, std::string::npos) << out;
+  EXPECT_EQ(Results::load(out.substr(train_at + 11, out.find(" instead", train_at) - train_at - 11)).runs.at("run").steps,
+            2);
 }
 
 TEST_F(HostileInputTest, ResumeRefusesAnotherConfigAndNeverRewritesALaterCheckpoint) {

@@ -26,14 +26,15 @@ Results sample_results() {
   gpt.steps = 20;
   gpt.tokens = 5120;
   gpt.config = {{"train", {{"max_iters", 20}}}};
-  gpt.metrics["wikitext2/ppl"] = {35.25, 0.5, 40, false, false, "l2r exact; first token skipped"};
-  gpt.metrics["lambada/ppl"] = {51.0, std::nullopt, 0, false, false, "l2r exact"};
+  gpt.train_flops = 1.5e12;
+  gpt.metrics["wikitext2/ppl"] = {35.25, 0.5, 40, false, false, "l2r exact; first token skipped", {"ppl", "l2r"}};
+  gpt.metrics["lambada/ppl"] = {51.0, std::nullopt, 0, false, false, "l2r exact", {"ppl", "l2r"}};
   gpt.curves["loss/train"] = {{0, 5.5}, {10, 4.0}, {20, 3.5}};
   gpt.curves["loss/val"] = {{10, 4.2}, {20, 3.9}};
   RunResults sedd;
   sedd.plugin = "sedd";
   sedd.paradigm = "masked_diffusion_encoder";
-  sedd.metrics["wikitext2/ppl"] = {41.5, 1.25, 40, true, false, "ELBO upper bound"};
+  sedd.metrics["wikitext2/ppl"] = {41.5, 1.25, 40, true, false, "ELBO upper bound", {"ppl", "l2r"}};
   r.runs["gpt_small"] = gpt;
   r.runs["sedd_small"] = sedd;
   return r;
@@ -65,23 +66,26 @@ Results paradigm_results() {
   Results r;
   RunResults gpt, ao, sedd, radd;
   gpt.paradigm = "autoregressive";
-  gpt.metrics["ptb/ppl"] = {120.5, 1.5, 86, false, false, "l2r exact" + rest};
-  gpt.metrics["wikitext2/ppl"] = {40.25, 0.5, 229, false, false, "l2r exact" + rest};
-  gpt.metrics["wikitext2/bpb"] = {1.5, 0.01, 229, false, false, "l2r exact" + rest};
+  const MetricParams l2r{"ppl", "l2r"}, k1{"ppl", "random", 1}, k4{"ppl", "random", 4}, elbo{"ppl", "elbo"};
+  gpt.metrics["ptb/ppl"] = {120.5, 1.5, 86, false, false, "l2r exact" + rest, l2r};
+  gpt.metrics["wikitext2/ppl"] = {40.25, 0.5, 229, false, false, "l2r exact" + rest, l2r};
+  gpt.metrics["wikitext2/bpb"] = {1.5, 0.01, 229, false, false, "l2r exact" + rest, {"bpb", "l2r"}};
   ao.paradigm = "any_order";
-  ao.metrics["wikitext2/ppl"] = {45.0, 0.5, 229, false, false, "l2r exact" + rest};
-  ao.metrics["wikitext2/ppl_k1"] = {60.0, 0.75, 229, false, false, "random orders exact, K=1" + rest};
-  ao.metrics["wikitext2/ppl_k4"] = {58.0, 0.5, 229, false, false, "random orders exact, K=4" + rest};
-  ao.metrics["wikitext2/ppl_m8"] = {50.0, 0.5, 229, false, false, "context-order ensemble M=8" + rest};
+  ao.metrics["wikitext2/ppl"] = {45.0, 0.5, 229, false, false, "l2r exact" + rest, l2r};
+  ao.metrics["wikitext2/ppl_k1"] = {60.0, 0.75, 229, false, false, "random orders exact, K=1" + rest, k1};
+  ao.metrics["wikitext2/ppl_k4"] = {58.0, 0.5, 229, false, false, "random orders exact, K=4" + rest, k4};
+  ao.metrics["wikitext2/ppl_m8"] = {50.0, 0.5, 229, false, false, "context-order ensemble M=8" + rest,
+                                    {"ppl", "ensemble", 0, 8}};
   sedd.paradigm = "masked_diffusion_encoder";
-  sedd.metrics["ptb/ppl_elbo"] = {110.0, 2.0, 86, true, false, "ELBO upper bound, 16 MC steps" + rest};
-  sedd.metrics["wikitext2/ppl_elbo"] = {55.0, 1.0, 229, true, false, "ELBO upper bound, 16 MC steps" + rest};
-  sedd.metrics["wikitext2/ppl"] = {50.0, 1.0, 16, false, false, "l2r exact" + rest + "; 16/229 windows"};
+  sedd.metrics["ptb/ppl_elbo"] = {110.0, 2.0, 86, true, false, "ELBO upper bound, 16 MC steps" + rest, elbo};
+  sedd.metrics["wikitext2/ppl_elbo"] = {55.0, 1.0, 229, true, false, "ELBO upper bound, 16 MC steps" + rest, elbo};
+  sedd.metrics["wikitext2/ppl"] = {50.0, 1.0, 16, false, false, "l2r exact" + rest + "; 16/229 windows", l2r};
   radd.paradigm = "masked_diffusion_encoder";
   radd.metrics["ptb/ppl_k1"] = {130.0, 3.0, 16, false, false,
                                 "random orders exact, K=1" + rest +
-                                    "; 16/86 windows; bytes pro-rated to the scored tokens (estimate)"};
-  radd.metrics["wikitext2/ppl_k1"] = {70.0, 2.0, 229, false, false, "random orders exact, K=1" + rest};
+                                    "; 16/86 windows; bytes pro-rated to the scored tokens (estimate)",
+                                k1};
+  radd.metrics["wikitext2/ppl_k1"] = {70.0, 2.0, 229, false, false, "random orders exact, K=1" + rest, k1};
   r.runs["gpt"] = gpt;
   r.runs["ao_gpt"] = ao;
   r.runs["sedd"] = sedd;
@@ -183,9 +187,9 @@ TEST(ResultsTest, MarkdownPutsEnsembleSizesSideBySide) {
   Results r = sample_results();
   auto& run = r.runs.at("gpt_small");
   for (int m : {1, 2, 8})
-    run.metrics["wikitext2/ppl_m" + std::to_string(m)] =
-        MetricValue{100.0 - m, 1.5, 40, false, false, "context-order ensemble M=" + std::to_string(m)};
-  run.metrics["wikitext2/ppl_map"] = MetricValue{7.0, std::nullopt, 0, false, false, ""};  // not a member
+    run.metrics["wikitext2/ppl_m" + std::to_string(m)] = MetricValue{
+        100.0 - m, 1.5, 40, false, false, "context-order ensemble M=" + std::to_string(m), {"ppl", "ensemble", 0, m}};
+  run.metrics["wikitext2/ppl_map"] = MetricValue{7.0, std::nullopt, 0, false, false, "", {"ppl_map"}};  // not a member
   const std::string md = render_markdown(r);
   EXPECT_NE(md.find("## ppl, context-order ensembles of M members (lower is better)"), std::string::npos) << md;
   EXPECT_NE(md.find("| run | wikitext2 M=1 | wikitext2 M=2 | wikitext2 M=8 |"), std::string::npos) << md;
@@ -282,6 +286,143 @@ TEST(ResultsTest, WriteReportProducesEveryRendering) {
       EXPECT_GT(std::filesystem::file_size(tmp.file(std::string("report/") + f)), 100u) << f;
     EXPECT_NE(html.find("<img src=\"loss_val.png\""), std::string::npos);
   }
+}
+
+// Metric parameters and training FLOPs are fields of the file: written, read back, checked for type.
+TEST(ResultsTest, MetricParamsAndTrainFlopsAreFields) {
+  Results r = sample_results();
+  MetricParams gen{"genppl"};
+  gen.steps = 64, gen.top_p = 0.95, gen.temperature = 0.9;
+  r.runs.at("gpt_small").metrics["gen_p0.95_t0.9_s64/genppl"] = {210.5, 12.5, 8, false, false, "judge gpt", gen};
+  r.runs.at("gpt_small").metrics["wikitext2/ppl_m16_p256"] = {31.0, 0.5, 40, false, false, "ensemble",
+                                                              {"ppl", "ensemble", 0, 16, 256}};
+  const nlohmann::json j = r.to_json();
+  const nlohmann::json& run = j["runs"]["gpt_small"];
+  EXPECT_EQ(run["train_flops"], 1.5e12);
+  EXPECT_EQ(run["metrics"]["wikitext2/ppl"]["params"], (nlohmann::json{{"family", "ppl"}, {"mode", "l2r"}}));
+  EXPECT_EQ(run["metrics"]["wikitext2/ppl_m16_p256"]["params"],
+            (nlohmann::json{{"family", "ppl"}, {"mode", "ensemble"}, {"ensemble", 16}, {"positions", 256}}));
+  EXPECT_EQ(run["metrics"]["gen_p0.95_t0.9_s64/genppl"]["params"],
+            (nlohmann::json{{"family", "genppl"}, {"steps", 64}, {"top_p", 0.95}, {"temperature", 0.9}}));
+  const Results back = Results::from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.to_json(), j);
+  EXPECT_DOUBLE_EQ(back.runs.at("gpt_small").train_flops, 1.5e12);
+  EXPECT_EQ(*back.runs.at("gpt_small").metrics.at("gen_p0.95_t0.9_s64/genppl").params.top_p, 0.95);
+
+  // A params field of the wrong type, or an unknown one, names the file and the key.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"orders", "4"}, {"top_p", "high"}, {"mode", 3}, {"orders_k", 4}}) {
+    nlohmann::json bad = j;
+    bad["runs"]["gpt_small"]["metrics"]["wikitext2/ppl"]["params"][key] = value;
+    try {
+      Results::from_json(bad, "bad.json");
+      ADD_FAILURE() << key << " accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("runs.gpt_small.metrics.wikitext2/ppl.params." + key), std::string::npos)
+          << e.what();
+    }
+  }
+  nlohmann::json bad = j;
+  bad["runs"]["gpt_small"]["train_flops"] = "many";
+  EXPECT_THROW(Results::from_json(bad), DataError);
+}
+
+// The renderers read the fields, not the names: a metric named like an any-order perplexity but measured
+// as L2R is shown as L2R, and a name without fields is not a perplexity at all.
+TEST(ResultsTest, RenderersReadTheFieldsNotTheNames) {
+  Results r;
+  RunResults& ao = r.runs["ao"];
+  ao.paradigm = "any_order";
+  ao.metrics["wt/ppl_k9"] = {33.0, 0.5, 10, false, false, "renamed", {"ppl"}};   // no mode: not a headline kind
+  ao.metrics["wt/left_to_right"] = {44.0, 0.5, 10, false, false, "l2r exact", {"ppl", "l2r"}};
+  ao.metrics["wt/orders"] = {55.0, 0.5, 10, false, false, "random orders exact, K=3", {"ppl", "random", 3}};
+  ao.metrics["wt/orders_few"] = {66.0, 0.5, 10, false, false, "random orders exact, K=2", {"ppl", "random", 2}};
+  const Headline h = headline_table(r);
+  ASSERT_EQ(h.rows.size(), 1u);
+  EXPECT_EQ(h.rows[0].metric, "orders");   // the largest K
+  EXPECT_DOUBLE_EQ(h.rows[0].cells.at("wt")->value, 55.0);
+  ao.metrics.erase("wt/orders");
+  ao.metrics.erase("wt/orders_few");
+  const Headline fallback = headline_table(r);
+  ASSERT_EQ(fallback.rows.size(), 1u);
+  EXPECT_EQ(fallback.rows[0].metric, "left_to_right");
+  ASSERT_EQ(fallback.rows[0].notes.size(), 1u);
+  EXPECT_NE(fallback.rows[0].notes[0].second.find("no exact any-order perplexity (ppl_k<K>) evaluated; the row "
+                                                   "shows left_to_right"),
+            std::string::npos);
+  // Speed points come from the steps field.
+  MetricParams s3{"gen_s"}, s20{"gen_s"};
+  s3.steps = 3, s20.steps = 20;
+  ao.metrics["fast/timing"] = {0.25, 0.01, 3, false, false, "", s20};
+  ao.metrics["slow/timing"] = {0.5, 0.02, 3, false, false, "", s3};
+  testing::TempDir tmp;
+  render_plots(r, tmp.path.string());
+  EXPECT_EQ(testing::read_text(tmp.file("gen_speed.dat")),
+            "# ao: steps, seconds, stderr\n3 0.5 0.02\n20 0.25 0.01\n\n\n");
+}
+
+std::string legacy_fixture() { return std::string(AOBENCH_TEST_DATA) + "/results/legacy_v1.json"; }
+
+// A results file written before the fields existed: loading converts its metric names once.
+TEST(ResultsTest, LegacyFileGetsItsParamsFromTheNames) {
+  const Results r = Results::load(legacy_fixture());
+  auto params = [&](const std::string& run, const std::string& key) {
+    return r.runs.at(run).metrics.at(key).params.to_json();
+  };
+  using nlohmann::json;
+  EXPECT_EQ(params("gpt", "fortunes_val/ppl"), (json{{"family", "ppl"}, {"mode", "l2r"}}));
+  EXPECT_EQ(params("gpt", "fortunes_val/eval_tok_s"), (json{{"family", "eval_tok_s"}, {"mode", "l2r"}}));
+  EXPECT_EQ(params("ao_gpt", "fortunes_val/nll_k4"), (json{{"family", "nll"}, {"mode", "random"}, {"orders", 4}}));
+  EXPECT_EQ(params("ao_gpt", "fortunes_val/ppl_m16"),
+            (json{{"family", "ppl"}, {"mode", "ensemble"}, {"ensemble", 16}}));
+  EXPECT_EQ(params("ao_gpt", "fortunes_val/ppl_m16_p256"),
+            (json{{"family", "ppl"}, {"mode", "ensemble"}, {"ensemble", 16}, {"positions", 256}}));
+  EXPECT_EQ(params("ao_gpt", "fortunes_val/eval_tok_s_m16"),
+            (json{{"family", "eval_tok_s"}, {"mode", "ensemble"}, {"ensemble", 16}}));
+  EXPECT_EQ(params("sedd", "fortunes_val/nll_elbo"), (json{{"family", "nll"}, {"mode", "elbo"}}));
+  EXPECT_EQ(params("sedd", "notes/ppl_kx"), (json{{"family", "ppl_kx"}}));   // another tool's metric
+  EXPECT_EQ(params("gpt", "gen_p0.95_t0.9_s64/genppl"),
+            (json{{"family", "genppl"}, {"steps", 64}, {"top_p", 0.95}, {"temperature", 0.9}}));
+  EXPECT_EQ(params("gpt", "gen_p1_t1e-06_s64/entropy"),
+            (json{{"family", "entropy"}, {"steps", 64}, {"top_p", 1.0}, {"temperature", 1e-06}}));
+  EXPECT_EQ(params("gpt", "speed_s16/gen_tok_s"), (json{{"family", "gen_tok_s"}, {"steps", 16}}));
+  EXPECT_DOUBLE_EQ(r.runs.at("gpt").train_flops, 0.0);   // not recorded then
+}
+
+// ... and renders exactly like the same results written with the fields (and the run table's new column
+// stays empty); the sweeps come out in steps order.
+TEST(ResultsTest, LegacyFileRendersLikeANewOne) {
+  testing::TempDir tmp;
+  const Results legacy = Results::load(legacy_fixture());
+  legacy.save(tmp.file("converted.json"));
+  EXPECT_NE(testing::read_text(tmp.file("converted.json")).find("\"params\": {"), std::string::npos);
+  const Results converted = Results::load(tmp.file("converted.json"));
+  const std::string md = render_markdown(legacy);
+  EXPECT_EQ(render_markdown(converted), md);
+  EXPECT_EQ(render_csv(converted), render_csv(legacy));
+  EXPECT_EQ(render_latex(converted), render_latex(legacy));
+  EXPECT_EQ(render_html(converted, {}), render_html(legacy, {}));
+  EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all | 39.5 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 60.5 ± 1.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt | gpt | debug | autoregressive | 128768 | 300 | 614400 |  |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| run | fortunes_val M=1 | fortunes_val M=4 | fortunes_val M=16 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## ppl_m16_p256 (lower is better)"), std::string::npos) << md;   // positions: own table
+  EXPECT_NE(md.find("| run | gen_p0.95_t0.9_s64 | gen_p0.95_t0.9_s128 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## eval_tok_s, context-order ensembles of M members"), std::string::npos) << md;
+}
+
+// Training FLOPs in the run tables.
+TEST(ResultsTest, RunTablesShowTokensParamsAndTrainFlops) {
+  const Results r = sample_results();
+  EXPECT_NE(render_markdown(r).find("| run | plugin | flavour | paradigm | params | steps | tokens | train FLOPs |\n"
+                                    "|---|---|---|---|---:|---:|---:|---:|\n"
+                                    "| gpt_small | gpt | debug | autoregressive | 1234 | 20 | 5120 | 1.5e+12 |\n"),
+            std::string::npos)
+      << render_markdown(r);
+  const std::string html = render_html(r, {});
+  EXPECT_NE(html.find("<th>tokens</th><th>train FLOPs</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=num>5120</td><td class=num>1.5e+12</td>"), std::string::npos) << html;
 }
 
 TEST(StatsTest, StderrOfTheMeanUsesTheUnbiasedVariance) {

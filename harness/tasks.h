@@ -1,0 +1,66 @@
+// Implements: the library entry points behind `aobench eval`, `sample`, `genppl`, `speed` and `report`
+// (training's is run_training, harness/trainer.h): each takes the command-line-level options as a struct —
+// run directory, datasets, output paths, the --set list — and does what the command does (same files, same
+// printed tables, same errors). The cmd_*.cpp files parse a command line into these; `aobench run` fills
+// them from an experiment file. The config sections themselves stay what --set resolves them to.
+#pragma once
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aobench {
+
+struct EvalTask {
+  std::string run_dir;     // a run directory (has checkpoints/), or "" with hf_folder
+  std::string hf_folder;   // a Hugging Face GPT-2 folder instead of a run; results in runs/hf/<folder name>/
+  std::string checkpoint;  // a checkpoint directory; "" = the run's latest
+  std::vector<std::pair<std::string, std::string>> datasets;  // (NAME, PATH.bin), NAME without '/'
+  std::vector<std::string> sets;                              // "eval.key=value" overrides
+  std::string out;                                            // results file to merge into; "" = RUN_DIR/results.json
+  bool throughput = false;                                    // only L2R forward tokens/s on the first dataset
+  std::string command_line() const;  // the `aobench eval` arguments that do the same (for logs)
+};
+void run_eval(const EvalTask& task);
+
+struct SampleTask {
+  std::string run_dir;
+  std::string checkpoint;         // "" = the run's latest
+  std::vector<std::string> sets;  // "sample.key=value" overrides
+  std::string prompt_file;        // JSONL prompts; "" = unconditional
+  std::string out;                // output JSONL; "" = RUN_DIR/samples/<protocol>_seed<seed>.jsonl
+  std::string command_line() const;
+};
+void run_sample(const SampleTask& task);
+
+struct GenpplTask {
+  std::string samples;            // JSONL written by `aobench sample`
+  std::string judge;              // a Hugging Face GPT-2 folder or an aobench gpt run
+  std::string run_dir;            // run whose results.json receives the numbers; "" = print only
+  std::vector<std::string> sets;  // "genppl.key=value" overrides
+  std::string command_line() const;
+};
+void run_genppl(const GenpplTask& task);
+
+struct SpeedTask {
+  std::string run_dir;            // run to time; "" = a random init of the model.* keys in `sets`
+  std::vector<std::string> sets;  // speed.* / sample.* (and without a run: model.*, train.device/dtype)
+  std::string out;                // results file; "" = RUN_DIR/results.json, or speed_<plugin>_<flavour>.json
+  std::string command_line() const;
+};
+void run_speed(const SpeedTask& task);
+
+struct ReportTask {
+  std::string dir;  // a run directory or an experiment directory of runs; writes DIR/report/
+  std::string command_line() const;
+};
+void run_report(const ReportTask& task);
+
+// "run: aobench eval --run …": the line `aobench run` prints before each step, so its log shows the
+// command that repeats the step.
+template <class Task>
+void announce_task(const std::string& command, const Task& task) {
+  std::cout << "run: aobench " << command << " " << task.command_line() << "\n";
+}
+
+}  // namespace aobench
