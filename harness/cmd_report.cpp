@@ -7,6 +7,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "reports/results.h"
+#include "reports/verdicts.h"
 
 namespace aobench {
 namespace {
@@ -22,6 +23,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
   const std::string dir = vm["dir"].as<std::string>();
   Results results = collect_results(dir);
+  attach_experiment_record(results, dir);   // <dir>/experiment.json of `aobench run`: the findings to judge
   const std::string out = (std::filesystem::path(dir) / "report").string();
   write_report(results, out);
   std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";
