@@ -138,6 +138,7 @@ int cmd_run(const std::vector<std::string>& args) {
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
                         "generation, tier, tiers, findings, deviations");
+  const json record = experiment_record(exp, origin);   // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
   const json& common = section(exp, "common", json::value_t::object, origin);
@@ -176,7 +177,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   fs::create_directories(out_dir);
   const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
-  write_file_atomic((out_dir / "experiment.json").string(), experiment_record(exp, origin).dump(2) + "\n");
+  write_experiment_record(out_dir.string(), record);   // <out_dir>/experiment.json, for `aobench report`
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";

@@ -2,9 +2,11 @@
 #include "harness/experiment_tiers.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "core/safetensors.h"
 #include "reports/verdicts.h"
 
 namespace aobench {
@@ -98,6 +100,37 @@ json experiment_record(const json& experiment, const std::string& origin) {
       throw ConfigError(origin + ": no verdict exists for finding '" + f.get<std::string>() + "'", "findings: " + names);
     }
   return record;
+}
+
+json merge_experiment_records(const json& existing, const json& record) {
+  if (!existing.is_object() || existing.value("file", "") == record.value("file", "")) return record;
+  json merged = record;
+  json findings = existing.value("findings", json::array());
+  if (!findings.is_array()) findings = json::array();
+  for (const auto& f : record.value("findings", json::array()))
+    if (std::find(findings.begin(), findings.end(), f) == findings.end()) findings.push_back(f);
+  merged["findings"] = findings;
+  // "b | a", unless a already lists b (a re-run of one of the files).
+  auto join = [&](const char* key) {
+    const std::string a = existing.value(key, std::string()), b = record.value(key, std::string());
+    if (a.empty()) return;
+    const std::string parts = " | " + a + " | ";
+    merged[key] = b.empty() || parts.find(" | " + b + " | ") != std::string::npos ? a : b + " | " + a;
+  };
+  for (const char* key : {"file", "description", "deviations"}) join(key);
+  return merged;
+}
+
+void write_experiment_record(const std::string& out_dir, const json& record) {
+  const std::string path = (std::filesystem::path(out_dir) / "experiment.json").string();
+  json existing;
+  if (std::filesystem::exists(path)) {
+    try {
+      existing = load_json_file(path);
+    } catch (const std::exception&) {   // damaged: this run's record replaces it
+    }
+  }
+  write_file_atomic(path, merge_experiment_records(existing, record).dump(2) + "\n");
 }
 
 }  // namespace aobench

@@ -29,4 +29,11 @@ nlohmann::json apply_tier(const nlohmann::json& experiment, const std::string& t
 // file, tier, description, findings, deviations.
 nlohmann::json experiment_record(const nlohmann::json& experiment, const std::string& origin);
 
+// Two experiment files may share an out_dir ("base": generation_tiny.json reuses paradigms_tiny.json's
+// models), so the record there keeps both: findings united in order, files and descriptions joined, the
+// newer tier and deviations first. A record of the same file replaces the old one. Pure.
+nlohmann::json merge_experiment_records(const nlohmann::json& existing, const nlohmann::json& record);
+// Writes <out_dir>/experiment.json (atomically), merged with a readable record already there.
+void write_experiment_record(const std::string& out_dir, const nlohmann::json& record);
+
 }  // namespace aobench

@@ -117,6 +117,19 @@ TEST(ExperimentTiers, RecordKeepsFindingsAndRefusesUnknownOnes) {
   EXPECT_THROW(experiment_record(bad, "x.json"), ConfigError);
 }
 
+TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
+  const json a = {{"file", "p.json"}, {"tier", "tiny"}, {"findings", {"zero-shot"}}, {"deviations", "A"}};
+  const json b = {{"file", "g.json"}, {"tier", "tiny"}, {"findings", {"7", "zero-shot"}}, {"deviations", "B"}};
+  const json m = merge_experiment_records(a, b);
+  EXPECT_EQ(m["findings"], json::array({"zero-shot", "7"}));
+  EXPECT_EQ(m["file"], "g.json | p.json");
+  EXPECT_EQ(m["deviations"], "B | A");
+  EXPECT_EQ(merge_experiment_records(m, b), m);                            // re-running adds nothing
+  const json a2 = {{"file", "p.json"}, {"findings", {"1"}}};
+  EXPECT_EQ(merge_experiment_records(a, a2), a2);                          // same file: replaced
+  EXPECT_EQ(merge_experiment_records(json(), b), b);
+}
+
 // Every shipped experiment file resolves at every tier it declares, names known findings, and has a debug tier
 // (tests/integration/experiments_debug_test.cpp runs it).
 TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
