@@ -50,7 +50,7 @@ void restrict_sdpa(const std::string& backend) {
   ctx.setSDPUseMath(backend == "math");
 }
 
-// Runs `fn` once under the Kineto profiler and prints the 15 CUDA kernels with the most total time.
+// Runs `fn` once under the Kineto profiler and prints the 25 CUDA kernels with the most total time.
 template <typename Fn>
 void print_kernel_profile(const std::string& label, Fn fn) {
   namespace prof = torch::autograd::profiler;
@@ -75,7 +75,7 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
   std::printf("profile %s: %.2f ms of GPU time in %zu kernel kinds\n", label.c_str(), total / 1e3,
               rows.size());
-  for (size_t i = 0; i < rows.size() && i < 15; ++i)
+  for (size_t i = 0; i < rows.size() && i < 25; ++i)
     std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second,
                 rows[i].first.c_str());
 }
@@ -333,6 +333,7 @@ void BM_PluginSample(benchmark::State& state) {
   warm.steps = std::min<int64_t>(r.steps, 16);
   model->sample(warm);
   torch::cuda::synchronize();
+  if (env_or("AOBENCH_BENCH_PROFILE", "0") == "1") print_kernel_profile(label + " sample", [&] { model->sample(r); });
   int64_t calls = 0;
   time_on_gpu(state, dev, [&] {
     calls = model->sample(r).network_calls;

@@ -84,7 +84,7 @@ void PluginRegistry::scan() {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string f = e.path().filename().string();
-      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so" && f != "libaobench_core.so")
+      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so")
         files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());

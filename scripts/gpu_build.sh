@@ -25,12 +25,14 @@ export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # CMake looks for nvcc on PATH; the CUDA toolkit's usual home is /usr/local/cuda.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
+# -Werror is for the project's compiler (Debian 12's gcc 12); the GPU machine's gcc 13 warns inside
+# libstdc++ (-Warray-bounds false positives), so warnings stay warnings here.
 TORCH_PREFIX=$(python3 -c "import torch; print(torch.utils.cmake_prefix_path)")
 cmake -S . -B "${AOBENCH_BUILD_DIR:-build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPython3_EXECUTABLE="$(command -v python3)" \
   -DBoost_ROOT="$PREFIX/usr" -DBoost_NO_SYSTEM_PATHS=ON \
   -DCMAKE_PREFIX_PATH="$PREFIX/usr;$TORCH_PREFIX" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 ${AOBENCH_CMAKE_ARGS:-} > "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" 2>&1 \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DAOBENCH_WERROR=OFF ${AOBENCH_CMAKE_ARGS:-} > "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" 2>&1 \
   || { cat "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}"; return 1 2>/dev/null || exit 1; }
 grep "aobench:" "${AOBENCH_BUILD_LOG:-/tmp/aobench_cmake.log}" || true   # CUDA kernels / NCCL on or off
 cmake --build "${AOBENCH_BUILD_DIR:-build}" -j "${AOBENCH_JOBS:-16}" ${AOBENCH_TARGETS:+--target $AOBENCH_TARGETS}

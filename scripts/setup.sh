@@ -17,7 +17,7 @@ JOBS=${AOBENCH_JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build ccache pkg-config python3-venv libboost-dev
           libboost-program-options-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libpcre2-dev
-          liblzma-dev gnuplot-nox xz-utils fortunes)
+          liblzma-dev gnuplot-nox xz-utils fortunes clang-format-14)
 if [[ "${AOBENCH_SKIP_APT:-0}" != 1 ]] && command -v apt-get >/dev/null; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -6,7 +6,8 @@
 //      order of the atomics); tokens tied with it are kept lowest index first (a stable descending sort);
 //   3. argmax over kept v of logp_v − log(−log u_v), u_v float64 uniforms in [0, 1) from the generator's
 //      Philox stream (or a given noise tensor for the test against the LibTorch reference).
-// The row stays in L2 between the passes (50257 bf16 logits = 100 KB).
+// The row stays in L2 between the passes (50257 bf16 logits = 100 KB). The histogram atomics are
+// aggregated per warp and bin; the masses are integers, so the sums do not depend on the order.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -88,13 +89,29 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     const uint32_t prefix = s_prefix, mask = s_mask;
-    for (int64_t v = threadIdx.x; v < V; v += kThreads) {
-      const float l = static_cast<float>(row[v]);
-      const uint32_t key = order_key(l);
-      if ((key & mask) != prefix) continue;
-      const int b = (key >> shift) & 255;
-      atomicAdd(&hist[b], static_cast<unsigned long long>(llrint(exp(logp(l)) * kFixed)));
-      atomicAdd(&hist_n[b], 1u);
+    for (int64_t base = 0; base < V; base += kThreads) {  // same trip count in every thread: full warps
+      const int64_t v = base + threadIdx.x;
+      int b = -1;  // this token's bin, −1 when it is out of range or outside the prefix
+      unsigned long long mass = 0;
+      if (v < V) {
+        const float l = static_cast<float>(row[v]);
+        const uint32_t key = order_key(l);
+        if ((key & mask) == prefix) {
+          b = (key >> shift) & 255;
+          mass = static_cast<unsigned long long>(llrint(exp(logp(l)) * kFixed));
+        }
+      }
+      // Most logits share one or two bins of the top byte (sign + exponent), so one shared atomic per token
+      // serialises the pass; the lanes of a bin add their masses first and the lowest lane adds the sum.
+      const unsigned peers = __match_any_sync(0xffffffffu, b);
+      if (b >= 0) {
+        unsigned long long sum = 0;
+        for (unsigned rest = peers; rest; rest &= rest - 1) sum += __shfl_sync(peers, mass, __ffs(rest) - 1);
+        if (static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) {
+          atomicAdd(&hist[b], sum);
+          atomicAdd(&hist_n[b], static_cast<unsigned>(__popc(peers)));
+        }
+      }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -149,7 +166,8 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t key = order_key(l);
     const int tie = valid && !keep_all && key == crossing ? 1 : 0;
     int rank = 0, n_ties = 0;
-    if (nucleus && !keep_all) {
+    // Ties of the crossing logit are rare: the block-wide scan runs only in sweeps that hold one.
+    if (nucleus && !keep_all && __syncthreads_or(tie)) {
       Scan(scan_tmp).ExclusiveSum(tie, rank, n_ties);
       __syncthreads();  // scan_tmp is reused by the next sweep
     }
