@@ -95,7 +95,8 @@ void BM_CpuSample(benchmark::State& state, const std::string& plugin) {
 
 // The trainer's data path: (16, 128) windows drawn from a 4 M-token file (uint16, byte vocabulary).
 void BM_CpuBatchSampler(benchmark::State& state) {
-  const auto path = std::filesystem::temp_directory_path() / ("aobench_bench_tokens_" + std::to_string(::getpid()) + ".bin");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("aobench_bench_tokens_" + std::to_string(::getpid()) + ".bin");
   std::vector<uint32_t> tokens(4'000'000);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = uint32_t((i * 2654435761u) >> 7) % 257;
   aobench::write_token_file(path.string(), tokens, 257);

@@ -50,7 +50,7 @@ json apply_tier(const json& experiment, const std::string& tier, const std::stri
     throw ConfigError(origin + ": 'tier' (the default tier) must be a string, got " + brief(exp["tier"]));
   const std::string chosen = !tier.empty() ? tier : exp.value("tier", std::string());
   exp.erase("tiers");
-  if (chosen.empty()) return exp;   // no tier named anywhere: the body as written
+  if (chosen.empty()) return exp;  // no tier named anywhere: the body as written
   if (!tiers.contains(chosen))
     throw ConfigError(origin + ": no tier '" + chosen + "'",
                       has_tiers ? "tiers of this file: " + tier_names(tiers)
@@ -97,7 +97,8 @@ json experiment_record(const json& experiment, const std::string& origin) {
     if (std::find(known.begin(), known.end(), f.get<std::string>()) == known.end()) {
       std::string names;
       for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
-      throw ConfigError(origin + ": no verdict exists for finding '" + f.get<std::string>() + "'", "findings: " + names);
+      throw ConfigError(origin + ": no verdict exists for finding '" + f.get<std::string>() + "'",
+                        "findings: " + names);
     }
   return record;
 }
@@ -127,7 +128,7 @@ void write_experiment_record(const std::string& out_dir, const json& record) {
   if (std::filesystem::exists(path)) {
     try {
       existing = load_json_file(path);
-    } catch (const std::exception&) {   // damaged: this run's record replaces it
+    } catch (const std::exception&) {  // damaged: this run's record replaces it
     }
   }
   write_file_atomic(path, merge_experiment_records(existing, record).dump(2) + "\n");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "core/config.h"
 #include "core/errors.h"
@@ -39,21 +40,29 @@ Results results_from_gbench(const json& j, const std::string& origin) {
         !b["real_time"].is_number() || !b.contains("time_unit") || !b["time_unit"].is_string())
       throw DataError(origin + ": a benchmark entry lacks name, real_time or time_unit: " + brief(b),
                       "pass the file written by --benchmark_out=F --benchmark_out_format=json");
-    if (b.value("error_occurred", false)) continue;   // SkipWithError (e.g. data absent): nothing measured
+    if (b.value("error_occurred", false)) continue;  // SkipWithError (e.g. data absent): nothing measured
     const std::string run_type = b.value("run_type", "iteration");
     // "BM_CpuTrainStep/gpt" → "BM_CpuTrainStep:gpt": a results key has one '/', before the metric.
     std::string name = b.value("run_name", b["name"].get<std::string>());
     std::replace(name.begin(), name.end(), '/', ':');
-    MetricValue m;
-    m.value = to_ms(b["real_time"].get<double>(), b["time_unit"].get<std::string>(), origin);
-    m.n = b.value("repetitions", int64_t{1});
-    if (run_type == "aggregate") {
-      if (b.value("aggregate_name", "") != "median") continue;
-      m.protocol = "median real time of " + std::to_string(m.n) + " repetitions (ms)";
-      median[name + "/time_ms"] = m;
-    } else if (!single.count(name + "/time_ms")) {   // the first repetition when no aggregate follows
-      m.protocol = "real time of one measurement (ms)";
-      single[name + "/time_ms"] = m;
+    // time_ms: wall time; cpu_ms: CPU time of the benchmark thread, which a busy machine moves far less
+    // (single-threaded runs: OMP_NUM_THREADS=1, as scripts/regress.sh sets).
+    for (const auto& [field, metric, what] :
+         {std::tuple<const char*, const char*, const char*>{"real_time", "time_ms", "real"},
+          {"cpu_time", "cpu_ms", "CPU"}}) {
+      if (!b.contains(field) || !b[field].is_number()) continue;
+      MetricValue m;
+      m.value = to_ms(b[field].get<double>(), b["time_unit"].get<std::string>(), origin);
+      m.n = b.value("repetitions", int64_t{1});
+      const std::string key = name + "/" + metric;
+      if (run_type == "aggregate") {
+        if (b.value("aggregate_name", "") != "median") continue;
+        m.protocol = "median " + std::string(what) + " time of " + std::to_string(m.n) + " repetitions (ms)";
+        median[key] = m;
+      } else if (!single.count(key)) {  // the first repetition when no aggregate follows
+        m.protocol = std::string(what) + " time of one measurement (ms)";
+        single[key] = m;
+      }
     }
   }
   run.metrics = single;
@@ -68,7 +77,7 @@ Results load_results_or_gbench(const std::string& path) {
   try {
     j = load_json_file(path);
   } catch (const std::exception&) {
-    return Results::load(path);   // unreadable or invalid: Results::load names the problem
+    return Results::load(path);  // unreadable or invalid: Results::load names the problem
   }
   return is_gbench_json(j) ? results_from_gbench(j, path) : Results::load(path);
 }

@@ -2,8 +2,9 @@
 // `aobench compare` gates micro-benchmarks like quality metrics. One run "gbench"; per benchmark (the name
 // without its "_median"/"_mean" aggregate suffix, '/' turned into ':') the metric "<name>/time_ms": the
 // median over repetitions when the file has aggregates (--benchmark_repetitions), else the single
-// measurement; the real (wall) time as reported (manual time where the benchmark sets it). Lower is better;
-// n = repetitions. Entries that skipped with an error are left out.
+// measurement; the real (wall) time as reported (manual time where the benchmark sets it), and beside it
+// "<name>/cpu_ms", the benchmark thread's CPU time. Lower is better; n = repetitions. Entries that skipped
+// with an error are left out.
 #pragma once
 #include <string>
 

@@ -36,7 +36,9 @@ std::string cfg_str(const RunResults& run, const char* section, const char* key)
     return c[section][key].get<std::string>();
   return "";
 }
-std::string plugin_of(const RunResults& run) { return run.plugin.empty() ? cfg_str(run, "model", "plugin") : run.plugin; }
+std::string plugin_of(const RunResults& run) {
+  return run.plugin.empty() ? cfg_str(run, "model", "plugin") : run.plugin;
+}
 std::string order_kind(const RunResults& run) {
   const json& c = run.config;
   if (c.contains("train") && c["train"].contains("order") && c["train"]["order"].is_object())
@@ -54,7 +56,8 @@ double l2r_ratio(const RunResults& run) {
 double ema_of(const RunResults& run) {
   const json& c = run.config;
   return c.contains("train") && c["train"].contains("ema") && c["train"]["ema"].is_number()
-             ? c["train"]["ema"].get<double>() : 0.0;
+             ? c["train"]["ema"].get<double>()
+             : 0.0;
 }
 
 using RunRef = std::pair<std::string, const RunResults*>;
@@ -126,7 +129,8 @@ Verdict finding_1(const Results& r) {
     numbers = "needs exactly one gpt and one ao_gpt run (found " + std::to_string(gpt.size()) + " and " +
               std::to_string(ao.size()) + ")";
   }
-  return make("1", "Any-order autoregression is harder to learn than left-to-right: at equal steps and tokens the "
+  return make("1",
+              "Any-order autoregression is harder to learn than left-to-right: at equal steps and tokens the "
               "AO-GPT validation loss stays above the L2R GPT's.",
               "AO-GPT validation loss above GPT's at every evaluated step", hits, total, 2, numbers);
 }
@@ -147,7 +151,8 @@ Verdict finding_2_1(const Results& r) {
       numbers += ", " + name + " " + num(final_val_loss(*run));
     }
   }
-  return make("2.1", "Left-to-right is the easiest order to learn: a model trained on one fixed random order ends at "
+  return make("2.1",
+              "Left-to-right is the easiest order to learn: a model trained on one fixed random order ends at "
               "a higher loss than the same model trained left to right.",
               "every fixed-random-order run ends above the L2R run", hits, total, 1, numbers);
 }
@@ -159,15 +164,16 @@ Verdict finding_2_2(const Results& r) {
   if (l2r.size() == 1 && !fixed.empty()) {
     double fixed_best = INFINITY;
     for (const auto& f : fixed) fixed_best = std::min(fixed_best, final_val_loss(*f.second));
-    numbers += " " + l2r[0].first + " " + num(final_val_loss(*l2r[0].second)) + ", best fixed random " +
-               num(fixed_best);
+    numbers +=
+        " " + l2r[0].first + " " + num(final_val_loss(*l2r[0].second)) + ", best fixed random " + num(fixed_best);
     for (const auto& [name, run] : block) {
       count_below(final_val_loss(*l2r[0].second), final_val_loss(*run), hits, total);
       count_below(final_val_loss(*run), fixed_best, hits, total);
       numbers += ", " + name + " " + num(final_val_loss(*run));
     }
   }
-  return make("2.2", "Block-wise orders (left to right between blocks, random inside) lie between left-to-right and "
+  return make("2.2",
+              "Block-wise orders (left to right between blocks, random inside) lie between left-to-right and "
               "a fixed random order.",
               "every block-wise run ends above L2R and below the best fixed random order", hits, total, 2, numbers);
 }
@@ -199,7 +205,8 @@ Verdict finding_3_1(const Results& r) {
         numbers += " " + ds + ": p=" + num(ratio) + " " + num(a->value) + " vs p=0 " + num(b->value) + ";";
       }
     }
-  return make("3.1", "Mixing left-to-right orders into any-order training (10 % in AO-GPT) lowers the model's "
+  return make("3.1",
+              "Mixing left-to-right orders into any-order training (10 % in AO-GPT) lowers the model's "
               "left-to-right perplexity.",
               "every L2R-mixing ratio > 0 has a lower L2R perplexity than ratio 0 on every dataset", hits, total, 1,
               numbers);
@@ -213,7 +220,7 @@ Verdict finding_3_2(const Results& r) {
   if (zero != runs.end()) {
     const std::string fam = any_order_ppl(*zero->second.second);
     for (const auto& [ratio, ref] : runs) {
-      if (ratio == 0.0 || ratio > 0.1 + 1e-9) continue;   // the paper's small ratio, not the ablation's larger ones
+      if (ratio == 0.0 || ratio > 0.1 + 1e-9) continue;  // the paper's small ratio, not the ablation's larger ones
       for (const auto& ds : datasets_with(*zero->second.second, fam)) {
         const MetricValue* a = metric(*ref.second, ds + "/" + fam);
         const MetricValue* b = metric(*zero->second.second, ds + "/" + fam);
@@ -225,8 +232,8 @@ Verdict finding_3_2(const Results& r) {
     }
   }
   return make("3.2", "A small L2R ratio costs (almost) nothing in any-order quality.",
-              "any-order perplexity with ratio ≤ 10 % within 2 % of (or below) ratio 0's on every dataset", hits,
-              total, 1, numbers);
+              "any-order perplexity with ratio ≤ 10 % within 2 % of (or below) ratio 0's on every dataset", hits, total,
+              1, numbers);
 }
 
 Verdict injection(const Results& r) {
@@ -242,8 +249,10 @@ Verdict injection(const Results& r) {
   for (const auto& [variant, ref] : by_variant) numbers += " " + variant + " " + num(final_val_loss(*ref.second)) + ";";
   if (adaln != by_variant.end())
     for (const auto& [variant, ref] : by_variant)
-      if (variant != "adaln") count_below(final_val_loss(*adaln->second.second), final_val_loss(*ref.second), hits, total);
-  return make("arch-injection", "Injecting the target position through adaLN works better than adding it at the "
+      if (variant != "adaln")
+        count_below(final_val_loss(*adaln->second.second), final_val_loss(*ref.second), hits, total);
+  return make("arch-injection",
+              "Injecting the target position through adaLN works better than adding it at the "
               "input, in every block, or per block.",
               "the adaLN injection ends below every other injection variant", hits, total, 1, numbers);
 }
@@ -281,7 +290,8 @@ Verdict ema_decay(const Results& r) {
       numbers += " " + num(ema_of(*run)) + " " + num(final_val_loss(*run)) + ";";
     }
   }
-  return make("arch-ema-decay", "An exponential moving average of the weights (0.9999 in AO-GPT) lowers the "
+  return make("arch-ema-decay",
+              "An exponential moving average of the weights (0.9999 in AO-GPT) lowers the "
               "evaluated loss.",
               "every EMA decay ends below no EMA", hits, total, 1, numbers);
 }
@@ -299,7 +309,8 @@ Verdict counting(const Results&) {
     last_ratio = ratio;
     numbers += " n=" + std::to_string(n) + " " + num(ratio) + ";";
   }
-  return make("5", "An any-order model must represent far more univariate conditionals than a masked-diffusion model "
+  return make("5",
+              "An any-order model must represent far more univariate conditionals than a masked-diffusion model "
               "(context sequences vs context sets), which is why any-order training is harder.",
               "order-dependent count n!·Σ1/i! above the order-invariant n·2^(n−1), by a ratio growing with n "
               "(n = 3 … 1024)",
@@ -351,8 +362,10 @@ Verdict zero_shot(const Results& r) {
       // AO-GPT's best estimate on the dataset: the largest ensemble, else exact any-order.
       double mine = NAN;
       std::string how;
-      if (auto it = ens.find(ds); it != ens.end()) mine = it->second.rbegin()->second, how = "M=" + std::to_string(it->second.rbegin()->first);
-      else if (const MetricValue* m = metric(*ao[0].second, ds + "/" + fam)) mine = m->value, how = fam;
+      if (auto it = ens.find(ds); it != ens.end())
+        mine = it->second.rbegin()->second, how = "M=" + std::to_string(it->second.rbegin()->first);
+      else if (const MetricValue* m = metric(*ao[0].second, ds + "/" + fam))
+        mine = m->value, how = fam;
       double best = INFINITY;
       for (const auto& [name, run] : mdm)
         if (const MetricValue* m = metric(*run, ds + "/ppl_elbo")) best = std::min(best, m->value);
@@ -362,10 +375,11 @@ Verdict zero_shot(const Results& r) {
       numbers += ds + ": AO-GPT (" + how + ") " + num(mine) + " vs best MDM ≤ " + num(best) + "; ";
     }
   }
-  return make("zero-shot", "AO-GPT with context-order ensembles is competitive with masked-diffusion models: its "
+  return make("zero-shot",
+              "AO-GPT with context-order ensembles is competitive with masked-diffusion models: its "
               "zero-shot perplexity is at or below the SEDD/RADD ELBO bounds.",
-              "AO-GPT's perplexity (largest M) at or below the best SEDD/RADD ELBO bound on every dataset", hits,
-              total, 1, numbers);
+              "AO-GPT's perplexity (largest M) at or below the best SEDD/RADD ELBO bound on every dataset", hits, total,
+              1, numbers);
 }
 
 // Seconds per generation "speed_s<steps>/gen_s" of a run: steps → seconds.
@@ -373,7 +387,8 @@ std::map<int, double> gen_seconds(const RunResults& run) {
   std::map<int, double> out;
   for (const auto& [key, m] : run.metrics) {
     const auto [ds, name] = split_metric_key(key);
-    if (name == "gen_s" && ds.rfind("speed_s", 0) == 0 && std::isfinite(m.value)) out[std::atoi(ds.c_str() + 7)] = m.value;
+    if (name == "gen_s" && ds.rfind("speed_s", 0) == 0 && std::isfinite(m.value))
+      out[std::atoi(ds.c_str() + 7)] = m.value;
   }
   return out;
 }
@@ -403,7 +418,8 @@ std::map<std::pair<double, double>, std::map<int, double>> gen_ppls(const RunRes
     const auto [ds, name] = split_metric_key(key);
     double p = 0, t = 0;
     int steps = 0;
-    if (name != "genppl" || std::sscanf(ds.c_str(), "gen_p%lf_t%lf_s%d", &p, &t, &steps) != 3 || !std::isfinite(m.value))
+    if (name != "genppl" || std::sscanf(ds.c_str(), "gen_p%lf_t%lf_s%d", &p, &t, &steps) != 3 ||
+        !std::isfinite(m.value))
       continue;
     out[{p, t}][steps] = m.value;
   }
@@ -445,9 +461,9 @@ Verdict finding_8_2(const Results& r) {
       for (const auto& [steps, ppl] : ppls.at(settings[i]))
         if (auto it = ppls.at(settings[i - 1]).find(steps); it != ppls.at(settings[i - 1]).end()) {
           count_below(ppl, it->second, hits, total);
-          numbers += " " + std::to_string(steps) + " steps (" + num(settings[i].first) + ", " + num(settings[i].second) +
-                     ") " + num(ppl) + " vs (" + num(settings[i - 1].first) + ", " + num(settings[i - 1].second) +
-                     ") " + num(it->second) + ";";
+          numbers += " " + std::to_string(steps) + " steps (" + num(settings[i].first) + ", " +
+                     num(settings[i].second) + ") " + num(ppl) + " vs (" + num(settings[i - 1].first) + ", " +
+                     num(settings[i - 1].second) + ") " + num(it->second) + ";";
         }
   }
   return make("8.2", "Nucleus sampling and a lower temperature lower AO-GPT's generation perplexity.",
@@ -457,12 +473,20 @@ Verdict finding_8_2(const Results& r) {
 
 using VerdictFn = Verdict (*)(const Results&);
 const std::vector<std::pair<std::string, VerdictFn>>& table() {
-  static const std::vector<std::pair<std::string, VerdictFn>> t = {
-      {"1", finding_1},           {"2.1", finding_2_1},      {"2.2", finding_2_2},
-      {"3.1", finding_3_1},       {"3.2", finding_3_2},      {"arch-injection", injection},
-      {"arch-adaln-ema", adaln_ema}, {"arch-ema-decay", ema_decay}, {"5", counting},
-      {"6", finding_6},           {"zero-shot", zero_shot},  {"7", finding_7},
-      {"8.1", finding_8_1},       {"8.2", finding_8_2}};
+  static const std::vector<std::pair<std::string, VerdictFn>> t = {{"1", finding_1},
+                                                                   {"2.1", finding_2_1},
+                                                                   {"2.2", finding_2_2},
+                                                                   {"3.1", finding_3_1},
+                                                                   {"3.2", finding_3_2},
+                                                                   {"arch-injection", injection},
+                                                                   {"arch-adaln-ema", adaln_ema},
+                                                                   {"arch-ema-decay", ema_decay},
+                                                                   {"5", counting},
+                                                                   {"6", finding_6},
+                                                                   {"zero-shot", zero_shot},
+                                                                   {"7", finding_7},
+                                                                   {"8.1", finding_8_1},
+                                                                   {"8.2", finding_8_2}};
   return t;
 }
 
@@ -474,11 +498,16 @@ std::string html_esc(const std::string& s) {
 std::string tex_esc(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (std::string("&%$#_{}").find(c) != std::string::npos) out += std::string("\\") + c;
-    else if (c == '~') out += "\\textasciitilde{}";
-    else if (c == '^') out += "\\textasciicircum{}";
-    else if (c == '\\') out += "\\textbackslash{}";
-    else out += c;
+    if (std::string("&%$#_{}").find(c) != std::string::npos)
+      out += std::string("\\") + c;
+    else if (c == '~')
+      out += "\\textasciitilde{}";
+    else if (c == '^')
+      out += "\\textasciicircum{}";
+    else if (c == '\\')
+      out += "\\textbackslash{}";
+    else
+      out += c;
   }
   return out;
 }
@@ -494,9 +523,7 @@ std::string protocol_line(const Results& r, const json& exp) {
 
 }  // namespace
 
-const char* outcome_name(Outcome o) {
-  return o == Outcome::yes ? "yes" : o == Outcome::no ? "no" : "not enough data";
-}
+const char* outcome_name(Outcome o) { return o == Outcome::yes ? "yes" : o == Outcome::no ? "no" : "not enough data"; }
 
 std::string Verdict::line() const {
   return test + ": " + outcome_name(outcome) + " (" + std::to_string(hits) + "/" + std::to_string(total) + ")";
@@ -556,8 +583,8 @@ FindingsReport render_findings(const Results& r) {
         << tex_esc(v.claim) << " & " << tex_esc(v.numbers) << " \\\\\n";
   }
   md << "\n- Protocol: " << protocol << "\n- Deviations from the paper: " << deviations << "\n\n";
-  html << "</table>\n<ul class=proto><li>Protocol: " << html_esc(protocol) << "</li><li>Deviations from the paper: "
-       << html_esc(deviations) << "</li></ul>\n";
+  html << "</table>\n<ul class=proto><li>Protocol: " << html_esc(protocol)
+       << "</li><li>Deviations from the paper: " << html_esc(deviations) << "</li></ul>\n";
   tex << "\\bottomrule\n\\end{tabular}\n\\caption{Findings at tier " << tex_esc(exp.value("tier", std::string("?")))
       << ". Protocol: " << tex_esc(protocol) << ". Deviations: " << tex_esc(deviations) << ".}\n\\end{table}\n\n";
   out.markdown = md.str();

@@ -16,16 +16,16 @@
 namespace aobench {
 
 enum class Outcome { yes, no, not_enough_data };
-const char* outcome_name(Outcome o);   // "yes" | "no" | "not enough data"
+const char* outcome_name(Outcome o);  // "yes" | "no" | "not enough data"
 
 struct Verdict {
-  std::string finding;        // "1", "2.1", "zero-shot", ...
-  std::string claim;          // the paper's claim, one sentence
-  std::string test;           // what was checked, e.g. "AO-GPT validation loss above GPT's at every evaluated step"
+  std::string finding;  // "1", "2.1", "zero-shot", ...
+  std::string claim;    // the paper's claim, one sentence
+  std::string test;     // what was checked, e.g. "AO-GPT validation loss above GPT's at every evaluated step"
   Outcome outcome = Outcome::not_enough_data;
-  int hits = 0, total = 0;    // comparisons that agree with the claim / made
-  std::string numbers;        // the values behind it ("final val loss: gpt 5.52, ao_gpt 7.59")
-  std::string line() const;   // "<test>: yes (12/12)"
+  int hits = 0, total = 0;   // comparisons that agree with the claim / made
+  std::string numbers;       // the values behind it ("final val loss: gpt 5.52, ao_gpt 7.59")
+  std::string line() const;  // "<test>: yes (12/12)"
 };
 
 // The findings a verdict exists for, in the paper's order.

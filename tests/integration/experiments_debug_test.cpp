@@ -41,10 +41,11 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
     std::string out;
     ASSERT_EQ(run_in(tmp.path.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
     const json exp = load_json_file(file.string());
-    const std::string out_dir = exp["tiers"]["debug"].contains("out_dir")
-                                    ? exp["tiers"]["debug"]["out_dir"].get<std::string>()
-                                    : load_json_file((tmp.path / exp["base"].get<std::string>()).string())["tiers"]
-                                          ["debug"]["out_dir"].get<std::string>();
+    const std::string out_dir =
+        exp["tiers"]["debug"].contains("out_dir")
+            ? exp["tiers"]["debug"]["out_dir"].get<std::string>()
+            : load_json_file((tmp.path / exp["base"].get<std::string>()).string())["tiers"]["debug"]["out_dir"]
+                  .get<std::string>();
     const fs::path report = tmp.path / out_dir / "report";
     for (const char* f : {"results.json", "summary.md", "results.tex", "index.html"})
       EXPECT_TRUE(fs::exists(report / f)) << f << "\n" << out;

@@ -50,17 +50,17 @@ TEST(ExperimentTiers, DebugPatchMergesOverTheBodyAndPatchesJobsByName) {
   EXPECT_EQ(e["out_dir"], "runs/x_debug");
   EXPECT_EQ(e["common"]["model"]["flavour"], "debug");
   EXPECT_EQ(e["common"]["train"]["max_iters"], 20);
-  EXPECT_EQ(e["common"]["train"]["batch_size"], 16);          // untouched keys stay
-  ASSERT_EQ(e["jobs"].size(), 2u);                             // the list keeps its jobs and order
+  EXPECT_EQ(e["common"]["train"]["batch_size"], 16);  // untouched keys stay
+  ASSERT_EQ(e["jobs"].size(), 2u);                    // the list keeps its jobs and order
   EXPECT_EQ(e["jobs"][0]["name"], "gpt");
   EXPECT_EQ(e["jobs"][1]["config"]["train"]["ema"], 0.99);
   EXPECT_EQ(e["jobs"][1]["config"]["model"]["plugin"], "ao_gpt");
-  EXPECT_EQ(e["eval"]["modes"].size(), 1u);                    // a list in a patch replaces the list
+  EXPECT_EQ(e["eval"]["modes"].size(), 1u);  // a list in a patch replaces the list
   EXPECT_EQ(e["findings"], json::array({"1"}));
 }
 
 TEST(ExperimentTiers, DefaultTierAndEmptyPatch) {
-  const json e = apply_tier(sample_experiment(), "", "x.json");   // the file's "tier": tiny, an empty patch
+  const json e = apply_tier(sample_experiment(), "", "x.json");  // the file's "tier": tiny, an empty patch
   json body = sample_experiment();
   body.erase("tiers");
   EXPECT_EQ(e, body);
@@ -124,9 +124,9 @@ TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
   EXPECT_EQ(m["findings"], json::array({"zero-shot", "7"}));
   EXPECT_EQ(m["file"], "g.json | p.json");
   EXPECT_EQ(m["deviations"], "B | A");
-  EXPECT_EQ(merge_experiment_records(m, b), m);                            // re-running adds nothing
+  EXPECT_EQ(merge_experiment_records(m, b), m);  // re-running adds nothing
   const json a2 = {{"file", "p.json"}, {"findings", {"1"}}};
-  EXPECT_EQ(merge_experiment_records(a, a2), a2);                          // same file: replaced
+  EXPECT_EQ(merge_experiment_records(a, a2), a2);  // same file: replaced
   EXPECT_EQ(merge_experiment_records(json(), b), b);
 }
 
@@ -134,7 +134,8 @@ TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
 // (tests/integration/experiments_debug_test.cpp runs it).
 TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments")) {
     if (entry.path().extension() != ".json") continue;
     ++files;
     const std::string origin = entry.path().string();

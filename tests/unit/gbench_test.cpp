@@ -12,12 +12,27 @@ namespace {
 nlohmann::json gbench(double median_us, double single_ms) {
   return {{"context", {{"host_name", "h"}, {"num_cpus", 2}}},
           {"benchmarks",
-           {{{"name", "BM_Tok/repeats:3"}, {"run_name", "BM_Tok"}, {"run_type", "iteration"}, {"repetitions", 3},
-             {"real_time", 999.0}, {"time_unit", "us"}},
-            {{"name", "BM_Tok_median"}, {"run_name", "BM_Tok"}, {"run_type", "aggregate"}, {"aggregate_name", "median"},
-             {"repetitions", 3}, {"real_time", median_us}, {"time_unit", "us"}},
-            {{"name", "BM_Tok_mean"}, {"run_name", "BM_Tok"}, {"run_type", "aggregate"}, {"aggregate_name", "mean"},
-             {"repetitions", 3}, {"real_time", 1.0}, {"time_unit", "us"}},
+           {{{"name", "BM_Tok/repeats:3"},
+             {"run_name", "BM_Tok"},
+             {"run_type", "iteration"},
+             {"repetitions", 3},
+             {"real_time", 999.0},
+             {"time_unit", "us"}},
+            {{"name", "BM_Tok_median"},
+             {"run_name", "BM_Tok"},
+             {"run_type", "aggregate"},
+             {"aggregate_name", "median"},
+             {"repetitions", 3},
+             {"real_time", median_us},
+             {"cpu_time", median_us / 2},
+             {"time_unit", "us"}},
+            {{"name", "BM_Tok_mean"},
+             {"run_name", "BM_Tok"},
+             {"run_type", "aggregate"},
+             {"aggregate_name", "mean"},
+             {"repetitions", 3},
+             {"real_time", 1.0},
+             {"time_unit", "us"}},
             {{"name", "BM_Step/gpt"}, {"run_type", "iteration"}, {"real_time", single_ms}, {"time_unit", "ms"}}}}};
 }
 
@@ -25,8 +40,9 @@ TEST(GbenchResults, MedianOfRepetitionsAndUnits) {
   ASSERT_TRUE(is_gbench_json(gbench(500, 20)));
   const Results r = results_from_gbench(gbench(500, 20), "b.json");
   const RunResults& run = r.runs.at("gbench");
-  ASSERT_EQ(run.metrics.size(), 2u);
-  EXPECT_DOUBLE_EQ(run.metrics.at("BM_Tok/time_ms").value, 0.5);   // the median, not the first repetition
+  ASSERT_EQ(run.metrics.size(), 3u);  // BM_Tok time_ms, cpu_ms (its entries have cpu_time), BM_Step time_ms
+  EXPECT_DOUBLE_EQ(run.metrics.at("BM_Tok/cpu_ms").value, 0.25);
+  EXPECT_DOUBLE_EQ(run.metrics.at("BM_Tok/time_ms").value, 0.5);  // the median, not the first repetition
   EXPECT_EQ(run.metrics.at("BM_Tok/time_ms").n, 3);
   EXPECT_DOUBLE_EQ(run.metrics.at("BM_Step:gpt/time_ms").value, 20.0);
   EXPECT_FALSE(run.metrics.at("BM_Step:gpt/time_ms").higher_is_better);
@@ -36,8 +52,9 @@ TEST(GbenchResults, SlowdownPastThresholdIsWorse) {
   const Results base = results_from_gbench(gbench(500, 20), "base.json");
   const Results slow = results_from_gbench(gbench(800, 21), "new.json");
   const auto rows = compare_results(base, slow, 0.25);
-  ASSERT_EQ(rows.size(), 2u);
-  for (const auto& row : rows) EXPECT_EQ(row.worse, row.metric == "BM_Tok/time_ms") << row.metric;   // +60 % vs +5 %
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows)
+    EXPECT_EQ(row.worse, row.metric != "BM_Step:gpt/time_ms") << row.metric;  // +60 % vs +5 %
 }
 
 TEST(GbenchResults, BadEntriesAreErrorsNamingTheFile) {
@@ -53,7 +70,7 @@ TEST(GbenchResults, BadEntriesAreErrorsNamingTheFile) {
   j["benchmarks"][3]["time_unit"] = "fortnights";
   EXPECT_THROW(results_from_gbench(j, "b.json"), DataError);
   j = gbench(500, 20);
-  j["benchmarks"][3]["error_occurred"] = true;   // skipped: left out, the others stay
+  j["benchmarks"][3]["error_occurred"] = true;  // skipped: left out, the others stay
   EXPECT_EQ(results_from_gbench(j, "b.json").runs.at("gbench").metrics.count("BM_Step:gpt/time_ms"), 0u);
   j["benchmarks"] = nlohmann::json::array();
   EXPECT_THROW(results_from_gbench(j, "b.json"), DataError);

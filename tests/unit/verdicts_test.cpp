@@ -25,7 +25,9 @@ RunResults with_val(RunResults r, const Curve& c) {
   return r;
 }
 nlohmann::json order(const std::string& kind, double p = 0.1) { return {{"order", {{"kind", kind}, {"p_l2r", p}}}}; }
-void set_metric(RunResults& r, const std::string& key, double v) { r.metrics[key] = {v, std::nullopt, 8, false, false, ""}; }
+void set_metric(RunResults& r, const std::string& key, double v) {
+  r.metrics[key] = {v, std::nullopt, 8, false, false, ""};
+}
 
 TEST(Verdicts, Finding1ComparesEveryEvaluatedStep) {
   Results r;
@@ -34,7 +36,7 @@ TEST(Verdicts, Finding1ComparesEveryEvaluatedStep) {
   Verdict v = verdict_for("1", r);
   EXPECT_EQ(v.outcome, Outcome::yes);
   EXPECT_EQ(v.line(), "AO-GPT validation loss above GPT's at every evaluated step: yes (3/3)");
-  r.runs["ao_gpt"].curves["loss/val"][2].second = 5.0;   // AO-GPT below GPT at step 150
+  r.runs["ao_gpt"].curves["loss/val"][2].second = 5.0;  // AO-GPT below GPT at step 150
   v = verdict_for("1", r);
   EXPECT_EQ(v.outcome, Outcome::no);
   EXPECT_EQ(v.hits, 2);
@@ -44,7 +46,7 @@ TEST(Verdicts, Finding1ComparesEveryEvaluatedStep) {
   Results one_step;
   one_step.runs["gpt"] = with_val(run("gpt", order("l2r")), {{50, 6.0}});
   one_step.runs["ao_gpt"] = with_val(run("ao_gpt"), {{50, 7.0}});
-  EXPECT_EQ(verdict_for("1", one_step).outcome, Outcome::not_enough_data);   // one step is no curve
+  EXPECT_EQ(verdict_for("1", one_step).outcome, Outcome::not_enough_data);  // one step is no curve
 }
 
 TEST(Verdicts, Findings2OrderAblation) {
@@ -56,7 +58,7 @@ TEST(Verdicts, Findings2OrderAblation) {
   EXPECT_EQ(verdict_for("2.1", r).outcome, Outcome::yes);
   EXPECT_EQ(verdict_for("2.1", r).total, 2);
   EXPECT_EQ(verdict_for("2.2", r).outcome, Outcome::yes);
-  r.runs["block"].curves["loss/val"][0].second = 5.1;   // above the best fixed order
+  r.runs["block"].curves["loss/val"][0].second = 5.1;  // above the best fixed order
   EXPECT_EQ(verdict_for("2.2", r).outcome, Outcome::no);
   r.runs["fixed2"].curves["loss/val"][0].second = 3.9;  // a fixed order beats L2R
   EXPECT_EQ(verdict_for("2.1", r).outcome, Outcome::no);
@@ -74,13 +76,13 @@ TEST(Verdicts, Findings3MixingRatios) {
   set_metric(r.runs["p10"], "wiki/ppl", 200);
   set_metric(r.runs["p50"], "wiki/ppl", 150);
   set_metric(r.runs["p0"], "wiki/ppl_k4", 400);
-  set_metric(r.runs["p10"], "wiki/ppl_k4", 405);   // within 2 %
-  set_metric(r.runs["p50"], "wiki/ppl_k4", 500);   // ratio > 10 %: not part of 3.2
+  set_metric(r.runs["p10"], "wiki/ppl_k4", 405);  // within 2 %
+  set_metric(r.runs["p50"], "wiki/ppl_k4", 500);  // ratio > 10 %: not part of 3.2
   EXPECT_EQ(verdict_for("3.1", r).outcome, Outcome::yes);
   EXPECT_EQ(verdict_for("3.1", r).total, 2);
   EXPECT_EQ(verdict_for("3.2", r).outcome, Outcome::yes);
   EXPECT_EQ(verdict_for("3.2", r).total, 1);
-  set_metric(r.runs["p10"], "wiki/ppl_k4", 420);   // 5 % worse
+  set_metric(r.runs["p10"], "wiki/ppl_k4", 420);  // 5 % worse
   EXPECT_EQ(verdict_for("3.2", r).outcome, Outcome::no);
   set_metric(r.runs["p50"], "wiki/ppl", 310);
   EXPECT_EQ(verdict_for("3.1", r).outcome, Outcome::no);
@@ -129,13 +131,13 @@ TEST(Verdicts, EnsemblesAndZeroShot) {
   set_metric(r.runs["ao_gpt"], "wt2/ppl_m1", 60);
   set_metric(r.runs["ao_gpt"], "wt2/ppl_m8", 50);
   set_metric(r.runs["ao_gpt"], "wt2/ppl_m64", 45);
-  set_metric(r.runs["ao_gpt"], "wt2/ppl_m64_p128", 99);   // position-subsampled: not part of the curve
+  set_metric(r.runs["ao_gpt"], "wt2/ppl_m64_p128", 99);  // position-subsampled: not part of the curve
   set_metric(r.runs["sedd"], "wt2/ppl_elbo", 48);
   set_metric(r.runs["radd"], "wt2/ppl_elbo", 47);
   Verdict six = verdict_for("6", r);
   EXPECT_EQ(six.outcome, Outcome::yes);
   EXPECT_EQ(six.total, 2);
-  EXPECT_EQ(verdict_for("zero-shot", r).outcome, Outcome::yes);   // 45 ≤ 47
+  EXPECT_EQ(verdict_for("zero-shot", r).outcome, Outcome::yes);  // 45 ≤ 47
   set_metric(r.runs["ao_gpt"], "wt2/ppl_m64", 51);
   EXPECT_EQ(verdict_for("6", r).outcome, Outcome::no);
   EXPECT_EQ(verdict_for("zero-shot", r).outcome, Outcome::no);
@@ -160,11 +162,11 @@ TEST(Verdicts, GenerationSpeedAndPerplexity) {
   EXPECT_EQ(verdict_for("8.1", r).total, 4);
   EXPECT_EQ(verdict_for("8.2", r).outcome, Outcome::yes);
   EXPECT_EQ(verdict_for("8.2", r).total, 3);
-  set_metric(r.runs["sedd"], "speed_s64/gen_s", 0.5);   // SEDD faster at 64 steps
+  set_metric(r.runs["sedd"], "speed_s64/gen_s", 0.5);  // SEDD faster at 64 steps
   EXPECT_EQ(verdict_for("7", r).outcome, Outcome::no);
   set_metric(r.runs["ao_gpt"], "gen_p1_t1_s1024/genppl", 500);
   EXPECT_EQ(verdict_for("8.1", r).outcome, Outcome::no);
-  EXPECT_EQ(verdict_for("8.2", r).outcome, Outcome::yes);   // 1024 steps: 97.6 < 500 still
+  EXPECT_EQ(verdict_for("8.2", r).outcome, Outcome::yes);  // 1024 steps: 97.6 < 500 still
 }
 
 TEST(Verdicts, UnknownFindingIsAnError) {
@@ -176,9 +178,11 @@ TEST(Verdicts, SectionCarriesClaimProtocolAndDeviationsInEveryFormat) {
   Results r;
   r.runs["gpt"] = with_val(run("gpt", order("l2r")), {{50, 6.0}, {100, 5.5}});
   r.runs["ao_gpt"] = with_val(run("ao_gpt", order("mixture")), {{50, 7.0}, {100, 6.5}});
-  EXPECT_TRUE(render_findings(r).markdown.empty());   // no experiment record: no section
-  r.context["experiment"] = {{"file", "configs/experiments/finding1_loss.json"}, {"tier", "debug"},
-                             {"findings", {"1"}}, {"deviations", "fortunes_corpus & bytes"}};
+  EXPECT_TRUE(render_findings(r).markdown.empty());  // no experiment record: no section
+  r.context["experiment"] = {{"file", "configs/experiments/finding1_loss.json"},
+                             {"tier", "debug"},
+                             {"findings", {"1"}},
+                             {"deviations", "fortunes_corpus & bytes"}};
   const FindingsReport f = render_findings(r);
   ASSERT_EQ(f.verdicts.size(), 1u);
   EXPECT_NE(f.markdown.find("AO-GPT validation loss above GPT's at every evaluated step: yes (2/2)"), std::string::npos)
