@@ -2,7 +2,8 @@
 // regression check of two results files. Prints the relative delta of every shared, selected metric
 // (default: the quality metrics, not throughput) and exits 1 when a lower-is-better metric grew, or a
 // higher-is-better one shrank, by more than the threshold (relative). A gate that cannot compare is an
-// error, never a pass: no shared metric, a --metrics pattern that matches nothing, a NaN.
+// error, never a pass: no shared metric, a --metrics pattern that matches nothing, a NaN. Either file may be
+// Google Benchmark JSON (reports/gbench.h: run "gbench", "<benchmark>/time_ms", median of the repetitions).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "harness/commands.h"
 #include "core/errors.h"
 #include "harness/registry.h"
+#include "reports/gbench.h"
 #include "reports/results.h"
 
 namespace aobench {
@@ -43,8 +45,8 @@ int cmd_compare(const std::vector<std::string>& args) {
   const double threshold = vm["threshold"].as<double>();
   if (!(threshold >= 0)) throw ConfigError("--threshold must be ≥ 0", "example: --threshold 0.02");
   const std::string base_path = vm["base"].as<std::string>(), new_path = vm["new"].as<std::string>();
-  const Results base = Results::load(base_path);
-  const Results current = Results::load(new_path);
+  const Results base = load_results_or_gbench(base_path);      // results.json or Google Benchmark JSON
+  const Results current = load_results_or_gbench(new_path);
   std::vector<std::string> patterns;
   std::stringstream list(vm["metrics"].as<std::string>());
   for (std::string p; std::getline(list, p, ',');)

@@ -8,6 +8,7 @@
 #include "harness/commands.h"
 #include "harness/tasks.h"
 #include "reports/results.h"
+#include "reports/verdicts.h"
 
 namespace aobench {
 namespace {
@@ -20,6 +21,7 @@ std::string ReportTask::command_line() const { return dir; }
 
 void run_report(const ReportTask& task) {
   Results results = collect_results(task.dir);
+  attach_experiment_record(results, task.dir);   // <dir>/experiment.json of `aobench run`: the findings to judge
   const std::string out = (std::filesystem::path(task.dir) / "report").string();
   write_report(results, out);
   std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";

@@ -14,6 +14,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/experiment_tiers.h"
 #include "core/config.h"
 #include "harness/resolve_config.h"
 #include "core/errors.h"
@@ -131,14 +132,16 @@ int cmd_run(const std::vector<std::string>& args) {
 
   json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
+  exp = apply_tier(exp, take_tier_setting(sets), origin);   // --set tier=NAME (harness/experiment_tiers.h)
   exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs of another file
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
-                               "generation"}
+                               "generation", "tier", "findings", "deviations"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
-                        "generation");
+                        "generation, tier, tiers, findings, deviations");
+  const json record = experiment_record(exp, origin);   // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
   const json& common = section(exp, "common", json::value_t::object, origin);
@@ -177,6 +180,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   fs::create_directories(out_dir);
   const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
+  write_experiment_record(out_dir.string(), record);   // <out_dir>/experiment.json, for `aobench report`
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";

@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "harness/experiment_tiers.h"
 #include "harness/tasks.h"
 #include "metrics/generation.h"
 
@@ -43,7 +44,8 @@ json experiment_with_base(json exp, const std::string& origin) {
   if (!exp["base"].is_string())
     throw ConfigError(origin + ": 'base' must be the path of another experiment file, got " + exp["base"].dump());
   const std::string base_path = exp["base"].get<std::string>();
-  const json base = load_json_file(base_path);
+  // The base at this file's tier, so a generation study samples the models of the same scale.
+  const json base = apply_tier(load_json_file(base_path), exp.value("tier", std::string()), base_path);
   if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");
   if (base.contains("base"))
     throw ConfigError(base_path + " (the 'base' of " + origin + ") has a 'base' itself", "one level only");

@@ -10,6 +10,7 @@
 
 #include "core/safetensors.h"
 #include "reports/results.h"
+#include "reports/verdicts.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -146,11 +147,16 @@ void write_report(const Results& r, const std::string& out_dir) {
   fs::create_directories(out_dir);
   const fs::path dir(out_dir);
   r.save((dir / "results.json").string());
-  write_file_atomic((dir / "summary.md").string(), render_markdown(r));
+  const FindingsReport findings = render_findings(r);   // verdicts lead when the experiment names findings
+  std::string md = render_markdown(r);
+  md.insert(md.find("\n\n") + 2, findings.markdown);   // after the title
+  write_file_atomic((dir / "summary.md").string(), md);
   write_file_atomic((dir / "results.csv").string(), render_csv(r));
-  write_file_atomic((dir / "results.tex").string(), render_latex(r));
+  write_file_atomic((dir / "results.tex").string(), findings.latex + render_latex(r));
   const auto images = render_plots(r, out_dir);
-  write_file_atomic((dir / "index.html").string(), render_html(r, images));
+  std::string html = render_html(r, images);
+  html.insert(html.find("</h1>\n") + 6, findings.html);
+  write_file_atomic((dir / "index.html").string(), html);
 }
 
 }  // namespace aobench

@@ -2,12 +2,14 @@
 // (loss/val → loss_val, loss/train → loss_train) writes <name>.dat (one data block per run) and <name>.gp,
 // then runs gnuplot (an argument vector, no shell: core/subprocess.h) for a PNG (pngcairo) and an SVG; likewise
 // gen_speed (generation time vs steps, log-log). Plotting is optional: a missing or failing gnuplot prints a
-// warning and the report goes on without images.
+// warning and the report goes on without images. The paper's figures: loss_val_tokens (validation loss against
+// tokens seen) and ppl_vs_m (perplexity against ensemble size M).
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <tuple>
 
 #include "core/subprocess.h"
@@ -80,6 +82,76 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
   run_gnuplot(out_dir, name, have_gnuplot, images);
 }
 
+// Writes <name>.gp drawing every data block of <name>.dat (one per run in `runs`) as PNG and SVG, then runs
+// gnuplot. `setup` holds the axis lines.
+void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& setup,
+                      const std::vector<std::string>& runs, bool have_gnuplot, std::vector<std::string>& images) {
+  std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
+  gp << "# regenerate: gnuplot " << name << ".gp\nset termoption noenhanced\n" << setup << "set grid\n";
+  std::string plot = "plot ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
+            " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
+  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
+     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+     << "unset output\n";
+  gp.close();
+  run_gnuplot(out_dir, name, have_gnuplot, images);
+}
+
+// The paper's convergence figure: validation loss against tokens seen, one line per run (tokens per step =
+// the run's tokens / steps, so runs of different batch or context line up by data seen).
+void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
+  const std::string name = "loss_val_tokens";
+  std::vector<std::string> runs;
+  std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
+  for (const auto& [run, rr] : r.runs) {
+    auto it = rr.curves.find("loss/val");
+    if (it == rr.curves.end() || it->second.empty() || rr.steps <= 0 || rr.tokens <= 0) continue;
+    const double per_step = double(rr.tokens) / double(rr.steps);
+    dat << "# " << run << ": tokens seen, validation loss\n";
+    for (const auto& [step, v] : it->second) dat << step * per_step << " " << v << "\n";
+    dat << "\n\n";
+    runs.push_back(run);
+  }
+  dat.close();
+  if (runs.empty()) {
+    fs::remove(fs::path(out_dir) / (name + ".dat"));
+    return;
+  }
+  write_block_plot(out_dir, name, "set xlabel \"tokens seen\"\nset ylabel \"validation loss (nats/token)\"\n"
+                   "set format x \"%.1s%c\"\nset key top right\n", runs, have_gnuplot, images);
+}
+
+// Perplexity against context-order ensemble size M (log2 x axis), one line per run and dataset: the
+// "<dataset>/ppl_m<M>" metrics of `aobench eval` in ensemble mode (position-subsampled ones excluded).
+void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
+  const std::string name = "ppl_vs_m";
+  std::vector<std::string> lines;
+  std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
+  for (const auto& [run, rr] : r.runs) {
+    std::map<std::string, std::map<int, double>> by_dataset;
+    for (const auto& [key, m] : rr.metrics) {
+      auto [dataset, metric] = split_metric_key(key);
+      if (metric.rfind("ppl_m", 0) != 0 || metric.find("_p") != std::string::npos) continue;
+      by_dataset[dataset][std::atoi(metric.c_str() + 5)] = m.value;
+    }
+    for (const auto& [dataset, points] : by_dataset) {
+      dat << "# " << run << " " << dataset << ": M, perplexity\n";
+      for (const auto& [m, v] : points) dat << m << " " << v << "\n";
+      dat << "\n\n";
+      lines.push_back(run + " " + dataset);
+    }
+  }
+  dat.close();
+  if (lines.empty()) {
+    fs::remove(fs::path(out_dir) / (name + ".dat"));
+    return;
+  }
+  write_block_plot(out_dir, name, "set logscale x 2\nset xlabel \"ensemble size M\"\nset ylabel \"perplexity\"\n"
+                   "set key top right\n", lines, have_gnuplot, images);
+}
+
 }  // namespace
 
 std::vector<std::string> render_plots(const Results& r, const std::string& out_dir) {
@@ -119,6 +191,8 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
     run_gnuplot(out_dir, name, have_gnuplot, images);
   }
   speed_plot(r, out_dir, have_gnuplot, images);
+  tokens_plot(r, out_dir, have_gnuplot, images);
+  ensemble_plot(r, out_dir, have_gnuplot, images);
   return images;
 }
 

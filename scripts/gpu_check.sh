@@ -2,7 +2,7 @@
 # GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 #                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
-#                                    plateau
+#                                    plateau tiers
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -394,6 +394,21 @@ for m in ("sigma_gpt", "ao_gpt"):
 PY
   tar czf "$OUT/plateau_runs.tgz" --exclude=checkpoints --exclude='*.bin' $d
   echo "plateau phase: ${SECONDS} s"
+}
+
+phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (default tiny_t256): loss curves + verdicts
+  ensure_libs
+  for exp in ${TIER_EXPERIMENTS:-finding1_loss}; do
+    for tier in ${TIERS:-tiny_t256}; do
+      $A run configs/experiments/$exp.json --set tier=$tier 2>&1 | tee "$OUT/tiers_${exp}_$tier.log" |
+        grep -E "^done:|val loss|verdict|rror|^run: done" || true
+      d=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["tiers"][sys.argv[2]].get("out_dir", e["out_dir"]))' \
+          configs/experiments/$exp.json $tier)
+      sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md | tee "$OUT/tiers_${exp}_${tier}_verdicts.md"
+      tar czf "$OUT/tiers_${exp}_$tier.tgz" --exclude=checkpoints --exclude=data $d
+    done
+  done
+  echo "tiers phase: ${SECONDS} s"
 }
 
 for p in "$@"; do

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Regression benchmarking against the stored baseline (bench/baseline/): re-runs the CPU micro-benchmarks and
+# the debug tier of every experiment file, then gates both with `aobench compare`:
+#   quality  every experiment's report/results.json at tier=debug vs bench/baseline/debug_<experiment>.json,
+#            lower/higher-is-better per metric as recorded, threshold AOBENCH_REGRESS_QUALITY (default 0.02);
+#   speed    Google Benchmark JSON (median of AOBENCH_REGRESS_REPS repetitions, default 5) vs
+#            bench/baseline/bench_{cpu,tokenizer}.json, lower is better, threshold AOBENCH_REGRESS_SPEED
+#            (default 0.5: +50 %; a shared machine moves timings).
+# Usage: scripts/regress.sh [--update] [--quality-only]   (--update stores this run as the new baseline)
+# Needs build/ (scripts/setup.sh) and the fortunes corpus; the tokenizer benchmark needs ../shared/data.
+# Writes everything under ${AOBENCH_REGRESS_DIR:-runs/regress}; exit 1 on a regression, 2/3 on a gate error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+A=$ROOT/build/aobench
+B=$ROOT/build/aobench_bench
+OUT=${AOBENCH_REGRESS_DIR:-runs/regress}
+BASE=bench/baseline
+Q=${AOBENCH_REGRESS_QUALITY:-0.02}
+S=${AOBENCH_REGRESS_SPEED:-0.5}
+update=0 quality_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --update) update=1 ;;
+    --quality-only) quality_only=1 ;;
+    *) echo "regress: unknown argument '$arg' (usage: scripts/regress.sh [--update] [--quality-only])" >&2; exit 2 ;;
+  esac
+done
+[[ -x $A ]] || { echo "regress: $A missing; run scripts/setup.sh first" >&2; exit 2; }
+mkdir -p "$OUT"
+failed=0
+gate() {  # gate NEW BASELINE THRESHOLD [compare args...]
+  local new=$1 base=$2 thr=$3; shift 3
+  if [[ $update == 1 ]]; then
+    cp "$new" "$base"
+    echo "regress: stored $base"
+    return
+  fi
+  [[ -f $base ]] || { echo "regress: no baseline $base; store one with scripts/regress.sh --update" >&2; exit 2; }
+  echo "regress: $new vs $base (threshold $thr)"
+  local rc=0
+  "$A" compare "$base" "$new" --threshold "$thr" "$@" || rc=$?
+  if [[ $rc == 1 ]]; then failed=1; elif [[ $rc != 0 ]]; then exit "$rc"; fi
+}
+
+# Quality: the debug tier of every experiment file, run from a scratch copy of configs/ so runs/ stays clean.
+work=$OUT/debug
+rm -rf "$work" && mkdir -p "$work" && cp -r configs "$work/"
+for f in configs/experiments/*.json; do
+  name=$(basename "$f" .json)
+  (cd "$work" && "$A" run "configs/experiments/$name.json" --set tier=debug > "$name.log" 2>&1) ||
+    { echo "regress: $name at tier=debug failed; see $work/$name.log" >&2; exit 2; }
+  out_dir=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); d=e["tiers"]["debug"]
+print(d.get("out_dir") or json.load(open(e["base"]))["tiers"]["debug"]["out_dir"])' "$f")
+  cp "$work/$out_dir/report/results.json" "$OUT/debug_$name.json"
+  metrics='nll*,ppl*'   # likelihoods; generation perplexity where the experiment samples (not its timings)
+  grep -q '/genppl"' "$OUT/debug_$name.json" && metrics+=',genppl'
+  gate "$OUT/debug_$name.json" "$BASE/debug_$name.json" "$Q" --metrics "$metrics"
+done
+
+if [[ $quality_only == 0 ]]; then
+  [[ -x $B ]] || { echo "regress: $B missing (AOBENCH_BUILD_BENCH=ON)" >&2; exit 2; }
+  reps=${AOBENCH_REGRESS_REPS:-5}
+  # GPT-2 tokenizer and WikiText detokenizer (prepare_bench.cpp): they need the shared data (gpt2/, wikitext/).
+  data=${AOBENCH_DATA_DIR:-$ROOT/../shared/data}
+  if [[ -d $data/gpt2 && -d $data/wikitext ]]; then
+    AOBENCH_DATA_DIR=$data "$B" --benchmark_filter='BM_Gpt2EncodeOneThread|BM_WikitextDetokenize' \
+      --benchmark_repetitions="$reps" --benchmark_out="$OUT/bench_tokenizer.json" --benchmark_out_format=json \
+      > "$OUT/bench_tokenizer.log"
+    gate "$OUT/bench_tokenizer.json" "$BASE/bench_tokenizer.json" "$S" --metrics cpu_ms
+  else
+    echo "regress: $data/gpt2 absent; tokenizer benchmarks skipped"
+  fi
+  # Data loader, and per plugin at debug size: one training step, one evaluation forward, one generation
+  # (bench/cpu_regress_bench.cpp).
+  # One thread: the gate compares the CPU time of the benchmark thread (cpu_ms), which other processes on
+  # a shared machine move far less than wall time (README: measured spreads).
+  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$B" --benchmark_filter='BM_Cpu' --benchmark_repetitions="$reps" \
+    --benchmark_out="$OUT/bench_cpu.json" --benchmark_out_format=json > "$OUT/bench_cpu.log"
+  gate "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$S" --metrics cpu_ms
+fi
+if [[ $failed == 1 ]]; then
+  echo "regress: REGRESSION (quality threshold $Q, speed threshold $S)"
+  exit 1
+fi
+echo "regress: no regression (quality threshold $Q, speed threshold $S)"

@@ -1,0 +1,155 @@
+// Implements: tests of experiment tiers (harness/experiment_tiers.h): the --set tier= key, merge patches over
+// the body, jobs patched by name, the default tier, errors naming the file and the tiers; and that every
+// experiment file under configs/experiments/ resolves at each tier it declares, with its findings known.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/errors.h"
+#include "harness/experiment_tiers.h"
+
+namespace aobench {
+namespace {
+
+json sample_experiment() {
+  return json::parse(R"({
+    "out_dir": "runs/x", "tier": "tiny", "findings": ["1"],
+    "common": {"model": {"flavour": "tiny"}, "train": {"max_iters": 1500, "batch_size": 16}},
+    "jobs": [{"name": "gpt", "config": {"model": {"plugin": "gpt"}}},
+             {"name": "ao_gpt", "config": {"model": {"plugin": "ao_gpt"}, "train": {"ema": 0.0}}}],
+    "eval": {"modes": [{"mode": "l2r"}, {"mode": "random", "orders": 4}]},
+    "tiers": {
+      "debug": {"out_dir": "runs/x_debug", "common": {"model": {"flavour": "debug"}, "train": {"max_iters": 20}},
+                "jobs": {"ao_gpt": {"config": {"train": {"ema": 0.99}}}},
+                "eval": {"modes": [{"mode": "l2r"}]}},
+      "tiny": {},
+      "small": {"common": {"model": {"flavour": "small"}, "train": {"max_iters": 500000}}}}
+  })");
+}
+
+TEST(ExperimentTiers, TakeTierRemovesOnlyTheTierSetting) {
+  std::vector<std::string> sets = {"train.max_iters=5", "tier=debug", "eval.batch_size=2"};
+  EXPECT_EQ(take_tier_setting(sets), "debug");
+  EXPECT_EQ(sets, (std::vector<std::string>{"train.max_iters=5", "eval.batch_size=2"}));
+  std::vector<std::string> none = {"train.max_iters=5"};
+  EXPECT_EQ(take_tier_setting(none), "");
+  EXPECT_EQ(none.size(), 1u);
+  std::vector<std::string> twice = {"tier=debug", "tier=debug"};
+  EXPECT_EQ(take_tier_setting(twice), "debug");
+  std::vector<std::string> clash = {"tier=debug", "tier=tiny"};
+  EXPECT_THROW(take_tier_setting(clash), ConfigError);
+  std::vector<std::string> empty = {"tier="};
+  EXPECT_THROW(take_tier_setting(empty), ConfigError);
+}
+
+TEST(ExperimentTiers, DebugPatchMergesOverTheBodyAndPatchesJobsByName) {
+  const json e = apply_tier(sample_experiment(), "debug", "x.json");
+  EXPECT_EQ(e["tier"], "debug");
+  EXPECT_FALSE(e.contains("tiers"));
+  EXPECT_EQ(e["out_dir"], "runs/x_debug");
+  EXPECT_EQ(e["common"]["model"]["flavour"], "debug");
+  EXPECT_EQ(e["common"]["train"]["max_iters"], 20);
+  EXPECT_EQ(e["common"]["train"]["batch_size"], 16);  // untouched keys stay
+  ASSERT_EQ(e["jobs"].size(), 2u);                    // the list keeps its jobs and order
+  EXPECT_EQ(e["jobs"][0]["name"], "gpt");
+  EXPECT_EQ(e["jobs"][1]["config"]["train"]["ema"], 0.99);
+  EXPECT_EQ(e["jobs"][1]["config"]["model"]["plugin"], "ao_gpt");
+  EXPECT_EQ(e["eval"]["modes"].size(), 1u);  // a list in a patch replaces the list
+  EXPECT_EQ(e["findings"], json::array({"1"}));
+}
+
+TEST(ExperimentTiers, DefaultTierAndEmptyPatch) {
+  const json e = apply_tier(sample_experiment(), "", "x.json");  // the file's "tier": tiny, an empty patch
+  json body = sample_experiment();
+  body.erase("tiers");
+  EXPECT_EQ(e, body);
+  const json small = apply_tier(sample_experiment(), "small", "x.json");
+  EXPECT_EQ(small["common"]["train"]["max_iters"], 500000);
+  EXPECT_EQ(small["out_dir"], "runs/x");
+}
+
+TEST(ExperimentTiers, FileWithoutTiersRunsAsWritten) {
+  json plain = sample_experiment();
+  plain.erase("tiers");
+  plain.erase("tier");
+  EXPECT_EQ(apply_tier(plain, "", "p.json"), plain);
+  try {
+    apply_tier(plain, "debug", "p.json");
+    FAIL() << "a tier named for a file without tiers must be an error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("declares no"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(ExperimentTiers, ErrorsNameTheFileAndTheTiers) {
+  try {
+    apply_tier(sample_experiment(), "medium", "x.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no tier 'medium'"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("debug, small, tiny"), std::string::npos) << e.hint();
+  }
+  json bad_job = sample_experiment();
+  bad_job["tiers"]["debug"]["jobs"] = {{"gtp", {{"config", json::object()}}}};
+  try {
+    apply_tier(bad_job, "debug", "x.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("jobs.gtp names no job"), std::string::npos) << e.what();
+  }
+  json not_object = sample_experiment();
+  not_object["tiers"]["debug"] = json::array();
+  EXPECT_THROW(apply_tier(not_object, "debug", "x.json"), ConfigError);
+  EXPECT_THROW(apply_tier(json::array(), "", "x.json"), ConfigError);
+}
+
+TEST(ExperimentTiers, RecordKeepsFindingsAndRefusesUnknownOnes) {
+  const json rec = experiment_record(apply_tier(sample_experiment(), "debug", "x.json"), "x.json");
+  EXPECT_EQ(rec["file"], "x.json");
+  EXPECT_EQ(rec["tier"], "debug");
+  EXPECT_EQ(rec["findings"], json::array({"1"}));
+  json bad = sample_experiment();
+  bad["findings"] = {"42"};
+  EXPECT_THROW(experiment_record(bad, "x.json"), ConfigError);
+  bad["findings"] = "1";
+  EXPECT_THROW(experiment_record(bad, "x.json"), ConfigError);
+}
+
+TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
+  const json a = {{"file", "p.json"}, {"tier", "tiny"}, {"findings", {"zero-shot"}}, {"deviations", "A"}};
+  const json b = {{"file", "g.json"}, {"tier", "tiny"}, {"findings", {"7", "zero-shot"}}, {"deviations", "B"}};
+  const json m = merge_experiment_records(a, b);
+  EXPECT_EQ(m["findings"], json::array({"zero-shot", "7"}));
+  EXPECT_EQ(m["file"], "g.json | p.json");
+  EXPECT_EQ(m["deviations"], "B | A");
+  EXPECT_EQ(merge_experiment_records(m, b), m);  // re-running adds nothing
+  const json a2 = {{"file", "p.json"}, {"findings", {"1"}}};
+  EXPECT_EQ(merge_experiment_records(a, a2), a2);  // same file: replaced
+  EXPECT_EQ(merge_experiment_records(json(), b), b);
+}
+
+// Every shipped experiment file resolves at every tier it declares, names known findings, and has a debug tier
+// (tests/integration/experiments_debug_test.cpp runs it).
+TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const std::string origin = entry.path().string();
+    const json exp = load_json_file(origin);
+    ASSERT_TRUE(exp.contains("tiers")) << origin;
+    for (const char* tier : {"debug", "tiny", "small", "medium"}) {
+      ASSERT_TRUE(exp["tiers"].contains(tier)) << origin << " lacks tier " << tier;
+      const json e = apply_tier(exp, tier, origin);
+      EXPECT_NO_THROW(experiment_record(e, origin)) << origin << " " << tier;
+      EXPECT_TRUE(e.contains("out_dir") || e.contains("base")) << origin;
+    }
+  }
+  EXPECT_GE(files, 8);
+}
+
+}  // namespace
+}  // namespace aobench
