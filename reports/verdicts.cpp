@@ -509,6 +509,18 @@ std::string tex_esc(const std::string& s) {
     else
       out += c;
   }
+  // The claims' symbols, so the table compiles under pdflatex without Unicode set-up.
+  for (const auto& [utf8, tex] : std::vector<std::pair<std::string, std::string>>{{"Σ", "\\ensuremath{\\Sigma}"},
+                                                                                  {"σ", "\\ensuremath{\\sigma}"},
+                                                                                  {"·", "\\ensuremath{\\cdot}"},
+                                                                                  {"−", "-"},
+                                                                                  {"…", "\\ldots{}"},
+                                                                                  {"≤", "\\ensuremath{\\le}"},
+                                                                                  {"×", "\\ensuremath{\\times}"},
+                                                                                  {"→", "\\ensuremath{\\to}"},
+                                                                                  {"—", "---"}})
+    for (size_t at = out.find(utf8); at != std::string::npos; at = out.find(utf8, at + tex.size()))
+      out.replace(at, utf8.size(), tex);
   return out;
 }
 

@@ -53,8 +53,12 @@ for f in configs/experiments/*.json; do
   out_dir=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); d=e["tiers"]["debug"]
 print(d.get("out_dir") or json.load(open(e["base"]))["tiers"]["debug"]["out_dir"])' "$f")
   cp "$work/$out_dir/report/results.json" "$OUT/debug_$name.json"
-  metrics='nll*,ppl*'   # likelihoods; generation perplexity where the experiment samples (not its timings)
-  grep -q '/genppl"' "$OUT/debug_$name.json" && metrics+=',genppl'
+  # Likelihoods where the experiment evaluates, generation perplexity where it samples (not its timings).
+  metrics=()
+  grep -q '/nll' "$OUT/debug_$name.json" && metrics+=('nll*' 'ppl*')
+  grep -q '/genppl"' "$OUT/debug_$name.json" && metrics+=('genppl')
+  (( ${#metrics[@]} )) || { echo "regress: $name at tier=debug has no metric to gate" >&2; exit 2; }
+  metrics=$(IFS=,; echo "${metrics[*]}")
   gate "$OUT/debug_$name.json" "$BASE/debug_$name.json" "$Q" --metrics "$metrics"
 done
 

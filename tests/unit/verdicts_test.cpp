@@ -194,6 +194,10 @@ TEST(Verdicts, SectionCarriesClaimProtocolAndDeviationsInEveryFormat) {
   EXPECT_NE(f.html.find("fortunes_corpus &amp; bytes"), std::string::npos);
   EXPECT_NE(f.latex.find("fortunes\\_corpus \\& bytes"), std::string::npos) << f.latex;
   EXPECT_NE(f.latex.find("\\textbf{yes}"), std::string::npos);
+  r.context["experiment"]["findings"] = {"1", "5"};  // finding 5's line has Σ and ·: LaTeX without Unicode
+  const std::string tex = render_findings(r).latex;
+  EXPECT_NE(tex.find("\\ensuremath{\\Sigma}"), std::string::npos) << tex;
+  EXPECT_EQ(tex.find("Σ"), std::string::npos) << tex;
 }
 
 }  // namespace
