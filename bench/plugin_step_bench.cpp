@@ -1,5 +1,5 @@
 // Implements: forward-pass, training-step and whole-generation (BM_PluginSample) micro-benchmarks for any
-// plugin (style.md lesson 13).
+// plugin.
 // Times elbo(tokens, mc_steps = 1) under NoGrad and bf16 autocast on CUDA with CUDA events: one network
 // forward at (BATCH, block_size) plus the estimator's O(B·T) bookkeeping. For decoder-only plugins (no
 // ELBO) it times log_prob under the L2R order, also one forward. Reports achieved TFLOP/s from
@@ -28,8 +28,8 @@
 
 #include "core/device.h"
 #include "core/env_info.h"
-#include "harness/optim.h"
 #include "core/plugin_api.h"
+#include "harness/optim.h"
 #include "harness/registry.h"
 #include "reports/results.h"
 
@@ -73,11 +73,9 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   }
   std::vector<std::pair<std::string, std::pair<double, int>>> rows(per_kernel.begin(), per_kernel.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
-  std::printf("profile %s: %.2f ms of GPU time in %zu kernel kinds\n", label.c_str(), total / 1e3,
-              rows.size());
+  std::printf("profile %s: %.2f ms of GPU time in %zu kernel kinds\n", label.c_str(), total / 1e3, rows.size());
   for (size_t i = 0; i < rows.size() && i < 25; ++i)
-    std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second,
-                rows[i].first.c_str());
+    std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second, rows[i].first.c_str());
 }
 
 // Times each benchmark iteration of fn() on the GPU with CUDA events (UseManualTime); returns the mean
@@ -159,8 +157,9 @@ std::unique_ptr<aobench::ModelPlugin> train_bench_model(torch::Device dev, std::
   auto opts = torch::TensorOptions().dtype(torch::kLong).device(dev);
   batch.tokens = torch::randint(0, model->vocab_size(), {B, T}, opts);
   if (model->info().paradigm != aobench::Paradigm::kMaskedDiffusionEncoder)
-    batch.order = model->info().name == "gpt" ? torch::arange(T, opts).expand({B, T}).contiguous()
-                                  : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
+    batch.order = model->info().name == "gpt"
+                      ? torch::arange(T, opts).expand({B, T}).contiguous()
+                      : torch::rand({B, T}, torch::TensorOptions().device(dev)).argsort(int64_t{1});
   return model;
 }
 
@@ -213,7 +212,11 @@ void BM_PluginForward(benchmark::State& state) {
   state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
-BENCHMARK(BM_PluginForward)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
+BENCHMARK(BM_PluginForward)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20)
+    ->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
 // One training step's network work: loss(batch) + backward under bf16 autocast (no optimizer update, which
@@ -301,12 +304,24 @@ void BM_Bf16MatmulPeak(benchmark::State& state) {
   time_on_gpu(state, a.device(), [&] { torch::mm_out(c, a, b); });
   state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e12, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Bf16MatmulPeak)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(50)->Repetitions(3)
+BENCHMARK(BM_Bf16MatmulPeak)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(50)
+    ->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
-BENCHMARK(BM_PluginTrainStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10)->Repetitions(3)
+BENCHMARK(BM_PluginTrainStep)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10)
+    ->Repetitions(3)
     ->ReportAggregatesOnly(true);
-BENCHMARK(BM_PluginTrainFullStep)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20)->Repetitions(3)
+BENCHMARK(BM_PluginTrainFullStep)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20)
+    ->Repetitions(3)
     ->ReportAggregatesOnly(true);
 
 // One whole generation: sample() of AOBENCH_BENCH_BATCH (32) sequences of the model's block_size (or

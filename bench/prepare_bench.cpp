@@ -17,8 +17,7 @@ namespace {
 std::string bench_text() {
   const char* d = std::getenv("AOBENCH_DATA_DIR");
   if (d && *d) {
-    std::ifstream f(std::filesystem::path(d) / "wikitext" / "wikitext-2-raw" / "wiki.valid.raw",
-                    std::ios::binary);
+    std::ifstream f(std::filesystem::path(d) / "wikitext" / "wikitext-2-raw" / "wiki.valid.raw", std::ios::binary);
     if (f) {
       std::stringstream ss;
       ss << f.rdbuf();

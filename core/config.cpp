@@ -15,9 +15,7 @@ extern "C" const char* aobench_base_config_json();
 namespace aobench {
 namespace {
 
-std::string join_path(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
+std::string join_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 const char* type_name(const json& j) {
   if (j.is_number_integer()) return "integer";
@@ -136,8 +134,7 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     const std::string key_path = join_path(path, it.key());
     if (path.empty() && (it.key() == "description" || it.key() == "expected")) {
-      if (!it.value().is_string())
-        throw ConfigError(origin + ": '" + key_path + "' must be a string");
+      if (!it.value().is_string()) throw ConfigError(origin + ": '" + key_path + "' must be a string");
       target[it.key()] = it.value();
       continue;
     }
@@ -159,8 +156,8 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
         throw ConfigError(origin + ": '" + key_path + "' = " + brief(it.value()) + " does not fit a 64-bit integer",
                           "use a whole number below 9223372036854775808; default value is " + brief(cur));
       if (!compatible(cur, it.value()))
-        throw ConfigError(origin + ": '" + key_path + "' must be " + type_name(cur) + ", got " +
-                              type_name(it.value()) + " (" + brief(it.value()) + ")",
+        throw ConfigError(origin + ": '" + key_path + "' must be " + type_name(cur) + ", got " + type_name(it.value()) +
+                              " (" + brief(it.value()) + ")",
                           "default value is " + brief(cur));
       cur = (cur.is_number_integer() && it.value().is_number_float())
                 ? json(static_cast<int64_t>(it.value().get<double>()))
@@ -173,8 +170,7 @@ static json parse_set_value(const std::string& text, const std::string& origin) 
   try {
     return parse_json_limited(text, origin, /*ignore_comments=*/false);
   } catch (const json::out_of_range&) {  // "1e999": a number, but not a double
-    throw ConfigError("--set value '" + text + "' is out of range for a number",
-                      "use a number a double can hold");
+    throw ConfigError("--set value '" + text + "' is out of range for a number", "use a number a double can hold");
   } catch (const json::parse_error&) {
     return json(text);
   }
@@ -204,14 +200,13 @@ void apply_set(json& config, const std::string& assignment) {
   try {
     (void)json(assignment).dump();
   } catch (const json::type_error&) {
-    throw ConfigError("--set " + json(assignment).dump(-1, ' ', true, json::error_handler_t::replace) +
-                          " is not valid UTF-8",
-                      "pass the key and value as UTF-8 text");
+    throw ConfigError(
+        "--set " + json(assignment).dump(-1, ' ', true, json::error_handler_t::replace) + " is not valid UTF-8",
+        "pass the key and value as UTF-8 text");
   }
   merge_strict(config, set_to_patch(assignment),
                "--set " + (assignment.size() > 200 ? assignment.substr(0, 200) + "…" : assignment));
 }
-
 
 const json& at_path(const json& config, const std::string& dotted_path) {
   const json* cur = &config;
@@ -271,7 +266,7 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
   std::vector<std::pair<std::string, json>> la, lb;
   flatten_config(a, "", la);
   flatten_config(b, "", lb);
-  std::map<std::string, std::pair<std::string, std::string>> leaves;   // path → (a, b) shortened; "" = absent
+  std::map<std::string, std::pair<std::string, std::string>> leaves;  // path → (a, b) shortened; "" = absent
   for (const auto& [k, v] : la) leaves[k].first = brief(v);
   for (const auto& [k, v] : lb) leaves[k].second = brief(v);
   auto ignored = [&](const std::string& path) {
@@ -288,6 +283,5 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
       out.push_back(path + ": " + shown(v.first) + " (" + a_name + ") vs " + shown(v.second) + " (" + b_name + ")");
   return out;
 }
-
 
 }  // namespace aobench

@@ -1,4 +1,4 @@
-// Implements: layered JSON configs (style.md lesson 5):
+// Implements: layered JSON configs:
 //   configs/base.json (embedded) → plugin flavour defaults (model.*) → experiment file → --set a.b=c.
 // A key absent from the defaults or a value of another JSON type is a ConfigError naming the path.
 #pragma once
@@ -59,6 +59,5 @@ void flatten_config(const json& j, const std::string& prefix, std::vector<std::p
 // listed in `ignore`, or under one ("eval" covers eval.mode), is skipped. Values are shortened (brief).
 std::vector<std::string> config_differences(const json& a, const json& b, const std::vector<std::string>& ignore,
                                             const std::string& a_name, const std::string& b_name);
-
 
 }  // namespace aobench

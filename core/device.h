@@ -13,7 +13,7 @@ torch::Device select_device(const std::string& spec, const std::string& key = "t
 // dtype "auto" | "fp32" | "bf16" → whether to run the forward under bf16 autocast (CUDA only).
 bool use_bf16_autocast(const std::string& dtype, torch::Device device, const std::string& key = "train.dtype");
 
-std::string device_name(torch::Device device);      // "NVIDIA H100 80GB HBM3", "cpu"
+std::string device_name(torch::Device device);  // "NVIDIA H100 80GB HBM3", "cpu"
 // Dense bf16 peak FLOP/s for a device name (H100 SXM 989e12, H100 PCIe 756e12, H200 989e12,
 // A100 312e12); 0 when unknown. AOBENCH_PEAK_FLOPS (a number) overrides.
 double peak_bf16_flops(const std::string& name);

@@ -33,8 +33,8 @@ torch::Tensor OrderSpec::draw(int64_t B, int64_t T, at::Generator& gen, torch::D
         throw ConfigError("order block size " + std::to_string(block) + " does not divide T=" + std::to_string(T),
                           "set train.order.block to a divisor of model.block_size");
       // Blocks left to right; inside each block the same fixed permutation.
-      auto inner = fixed_permutation(block, seed);                       // (b)
-      auto starts = torch::arange(0, T, block, torch::kLong).unsqueeze(1); // (T/b, 1)
+      auto inner = fixed_permutation(block, seed);                          // (b)
+      auto starts = torch::arange(0, T, block, torch::kLong).unsqueeze(1);  // (T/b, 1)
       orders = (starts + inner.unsqueeze(0)).reshape({1, T}).expand({B, T}).contiguous();
       break;
     }
@@ -58,11 +58,16 @@ OrderSpec OrderSpec::from_json(const nlohmann::json& j, const std::string& path)
     throw ConfigError("'" + path + "' must be an object with a string 'kind'",
                       "kinds: l2r, random, fixed_random, blockwise, mixture");
   const std::string kind = j["kind"];
-  if (kind == "l2r") s.kind = Kind::kL2R;
-  else if (kind == "random") s.kind = Kind::kRandom;
-  else if (kind == "fixed_random") s.kind = Kind::kFixedRandom;
-  else if (kind == "blockwise") s.kind = Kind::kBlockwise;
-  else if (kind == "mixture") s.kind = Kind::kMixture;
+  if (kind == "l2r")
+    s.kind = Kind::kL2R;
+  else if (kind == "random")
+    s.kind = Kind::kRandom;
+  else if (kind == "fixed_random")
+    s.kind = Kind::kFixedRandom;
+  else if (kind == "blockwise")
+    s.kind = Kind::kBlockwise;
+  else if (kind == "mixture")
+    s.kind = Kind::kMixture;
   else
     throw ConfigError("'" + path + ".kind' = '" + kind + "' is not an order distribution",
                       "kinds: l2r, random, fixed_random, blockwise, mixture");
@@ -79,8 +84,7 @@ OrderSpec OrderSpec::from_json(const nlohmann::json& j, const std::string& path)
   }
   if (s.kind == Kind::kMixture && !(s.p_l2r >= 0.0 && s.p_l2r <= 1.0))
     throw ConfigError("'" + path + ".p_l2r' must lie in [0, 1]", "AO-GPT uses 0.1");
-  if (s.kind == Kind::kBlockwise && s.block <= 0)
-    throw ConfigError("'" + path + ".block' must be positive");
+  if (s.kind == Kind::kBlockwise && s.block <= 0) throw ConfigError("'" + path + ".block' must be positive");
   return s;
 }
 
@@ -92,11 +96,21 @@ nlohmann::json OrderSpec::to_json() const {
 std::string OrderSpec::describe() const {
   std::ostringstream out;
   switch (kind) {
-    case Kind::kL2R: out << "l2r"; break;
-    case Kind::kRandom: out << "random"; break;
-    case Kind::kFixedRandom: out << "fixed_random(seed=" << seed << ")"; break;
-    case Kind::kBlockwise: out << "blockwise(block=" << block << ", seed=" << seed << ")"; break;
-    case Kind::kMixture: out << "mixture(p_l2r=" << p_l2r << ")"; break;
+    case Kind::kL2R:
+      out << "l2r";
+      break;
+    case Kind::kRandom:
+      out << "random";
+      break;
+    case Kind::kFixedRandom:
+      out << "fixed_random(seed=" << seed << ")";
+      break;
+    case Kind::kBlockwise:
+      out << "blockwise(block=" << block << ", seed=" << seed << ")";
+      break;
+    case Kind::kMixture:
+      out << "mixture(p_l2r=" << p_l2r << ")";
+      break;
   }
   return out.str();
 }

@@ -6,17 +6,17 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 namespace aobench {
 
 struct OrderSpec {
   enum class Kind { kL2R, kRandom, kFixedRandom, kBlockwise, kMixture };
   Kind kind = Kind::kL2R;
-  uint64_t seed = 0;     // fixed_random / blockwise: seed of the one fixed permutation
-  int64_t block = 1;     // blockwise: block size b (T must be a multiple of b)
-  double p_l2r = 0.1;    // mixture: probability that a sequence gets the identity order
+  uint64_t seed = 0;   // fixed_random / blockwise: seed of the one fixed permutation
+  int64_t block = 1;   // blockwise: block size b (T must be a multiple of b)
+  double p_l2r = 0.1;  // mixture: probability that a sequence gets the identity order
 
   // (B, T) int64 permutations on `device`. Random draws use `gen` (a CPU generator).
   torch::Tensor draw(int64_t B, int64_t T, at::Generator& gen, torch::Device device = torch::kCPU) const;
@@ -25,7 +25,7 @@ struct OrderSpec {
   // `path` names the JSON location in errors.
   static OrderSpec from_json(const nlohmann::json& j, const std::string& path = "train.order");
   nlohmann::json to_json() const;
-  std::string describe() const;   // "mixture(p_l2r=0.1)"
+  std::string describe() const;  // "mixture(p_l2r=0.1)"
 };
 
 }  // namespace aobench

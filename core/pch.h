@@ -1,8 +1,8 @@
 // Precompiled header: the heavy third-party headers every translation unit includes.
 #pragma once
 #include <torch/torch.h>
-#include <nlohmann/json.hpp>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -36,15 +36,13 @@ torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens,
 
 void check_sample_request(const PluginInfo& info, const SampleRequest& request) {
   if (!request.prompt.defined()) return;
-  TORCH_CHECK(request.prompt.dim() == 2, "sample: prompt must be (batch_size, length), got ",
-              request.prompt.sizes());
+  TORCH_CHECK(request.prompt.dim() == 2, "sample: prompt must be (batch_size, length), got ", request.prompt.sizes());
   const auto given = request.prompt.to(torch::kCPU).ge(0);  // (B, L)
   if (!given.any().item<bool>()) return;
   // A prefix in every row: no given id after the first free position, i.e. given is non-increasing along L.
   const int64_t L = given.size(1);
-  const bool prefix = L < 2 || !given.narrow(1, 1, L - 1).logical_and(given.narrow(1, 0, L - 1).logical_not())
-                                    .any()
-                                    .item<bool>();
+  const bool prefix =
+      L < 2 || !given.narrow(1, 1, L - 1).logical_and(given.narrow(1, 0, L - 1).logical_not()).any().item<bool>();
   const Capabilities& c = info.capabilities;
   const bool anywhere = c.infill || c.forced_tokens;
   if (anywhere || (prefix && c.prefix_prompt)) return;
@@ -67,8 +65,8 @@ ModelConfig::ModelConfig(const nlohmann::json& model, const nlohmann::json& defa
     if (k == "plugin" || k == "flavour" || std::find(known.begin(), known.end(), k) != known.end()) continue;
     const std::string near = closest_name(k, known);
     throw ConfigError("unknown key 'model." + k + "' for plugin " + plugin_,
-                      (near.empty() ? std::string() : "did you mean 'model." + near + "'? ") + "known keys: " +
-                          join_names(known) + " (plugins/" + plugin_ + "/default.json)");
+                      (near.empty() ? std::string() : "did you mean 'model." + near + "'? ") +
+                          "known keys: " + join_names(known) + " (plugins/" + plugin_ + "/default.json)");
   }
 }
 

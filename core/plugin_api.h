@@ -21,8 +21,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "core/order.h"
@@ -41,9 +41,12 @@ enum class Paradigm { kAutoregressive, kAnyOrder, kMaskedDiffusionEncoder };
 
 inline const char* to_string(Paradigm p) {
   switch (p) {
-    case Paradigm::kAutoregressive: return "autoregressive";
-    case Paradigm::kAnyOrder: return "any_order";
-    case Paradigm::kMaskedDiffusionEncoder: return "masked_diffusion_encoder";
+    case Paradigm::kAutoregressive:
+      return "autoregressive";
+    case Paradigm::kAnyOrder:
+      return "any_order";
+    case Paradigm::kMaskedDiffusionEncoder:
+      return "masked_diffusion_encoder";
   }
   return "?";
 }
@@ -63,17 +66,17 @@ struct Capabilities {
 };
 
 struct PluginInfo {
-  std::string name;      // "gpt": also the folder, the library suffix and model.plugin in configs
-  std::string version;   // semver "MAJOR.MINOR.PATCH": MINOR+ when numbers it produces may change,
-                         // MAJOR+ when its checkpoints cannot be read any more
+  std::string name;     // "gpt": also the folder, the library suffix and model.plugin in configs
+  std::string version;  // semver "MAJOR.MINOR.PATCH": MINOR+ when numbers it produces may change,
+                        // MAJOR+ when its checkpoints cannot be read any more
   Paradigm paradigm;
-  std::string summary;   // one line for `aobench list`
+  std::string summary;  // one line for `aobench list`
   Capabilities capabilities;
 };
 
 struct ParamGroup {
   std::vector<torch::Tensor> params;
-  bool decay = true;     // AdamW weight decay applies to this group
+  bool decay = true;  // AdamW weight decay applies to this group
 };
 
 // One training micro-batch. tokens are 1024-style windows straight from the token file.
@@ -84,35 +87,35 @@ struct TrainBatch {
 };
 
 struct LossOutput {
-  torch::Tensor loss;                       // scalar, differentiable, mean per token
-  std::map<std::string, double> metrics;    // extra scalars to log (e.g. "mask_rate")
+  torch::Tensor loss;                     // scalar, differentiable, mean per token
+  std::map<std::string, double> metrics;  // extra scalars to log (e.g. "mask_rate")
 };
 
 // Per-token log-likelihoods of a chain-rule factorisation (exact) or of a bound.
 struct NllOutput {
-  torch::Tensor nll;     // (B, T) float64: −log p of the k-th token in generation order σ
-  torch::Tensor scored;  // (B, T) bool: entries the model can score (false e.g. for a GPT's first token)
-  bool is_bound = false; // true when nll is an upper bound (diffusion ELBO)
+  torch::Tensor nll;      // (B, T) float64: −log p of the k-th token in generation order σ
+  torch::Tensor scored;   // (B, T) bool: entries the model can score (false e.g. for a GPT's first token)
+  bool is_bound = false;  // true when nll is an upper bound (diffusion ELBO)
 };
 
 struct SampleRequest {
   int64_t batch_size = 1;
   int64_t length = 1024;
-  int64_t steps = 1024;          // network calls / sampling steps (AR ignores it unless it parallelises)
+  int64_t steps = 1024;  // network calls / sampling steps (AR ignores it unless it parallelises)
   double temperature = 1.0;
   double top_p = 1.0;
   uint64_t seed = 0;
-  bool float64_sampling = true;  // categorical draws in float64 (false = legacy float32 Gumbel path)
-  std::string schedule = "linear"; // per-step token counts for any-order samplers
+  bool float64_sampling = true;          // categorical draws in float64 (false = legacy float32 Gumbel path)
+  std::string schedule = "linear";       // per-step token counts for any-order samplers
   std::string counts = "deterministic";  // any-order: the reference's integer counts, or "bernoulli" (Lemma 1)
-  torch::Tensor prompt;          // optional (B, L) int64 ids; −1 = free position (prompting / infill)
+  torch::Tensor prompt;                  // optional (B, L) int64 ids; −1 = free position (prompting / infill)
   torch::Device device = torch::kCPU;
 };
 
 struct SampleOutput {
-  torch::Tensor tokens;              // (B, L) int64 ids in [0, vocab)
-  int64_t network_calls = 0;         // NFE actually made (caching samplers report fewer than steps)
-  torch::Tensor order;               // (B, L) int64 generation order σ (any-order samplers), else undefined
+  torch::Tensor tokens;       // (B, L) int64 ids in [0, vocab)
+  int64_t network_calls = 0;  // NFE actually made (caching samplers report fewer than steps)
+  torch::Tensor order;        // (B, L) int64 generation order σ (any-order samplers), else undefined
 };
 
 class ModelPlugin {
@@ -138,8 +141,8 @@ class ModelPlugin {
   virtual std::vector<ParamGroup> param_groups();
   // Forward+backward FLOPs per token at context T for MFU (6N + 12·L·d·T convention, N without lookups).
   virtual double flops_per_token(int64_t T) const = 0;
-  virtual int64_t vocab_size() const = 0;       // ids a sample may contain: [0, vocab_size)
-  virtual int64_t block_size() const = 0;       // longest sequence loss / log_prob / sample accept
+  virtual int64_t vocab_size() const = 0;  // ids a sample may contain: [0, vocab_size)
+  virtual int64_t block_size() const = 0;  // longest sequence loss / log_prob / sample accept
 
   // Training loss under the harness's order (decoder-only) or the plugin's noise process (encoder): a
   // scalar mean per token the caller backpropagates. Draw all randomness from `gen` (CPU).
@@ -149,8 +152,7 @@ class ModelPlugin {
   // result is −log p(x_σ(k) | x_σ(<k)). Decoder-only plugins do one causal forward; encoder-only
   // plugins mask σ(≥k) and make one network call per k (batched). Without capabilities.any_order only
   // the identity order is served (PluginError otherwise). Called under NoGradGuard and eval().
-  virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order,
-                             at::Generator& gen) = 0;
+  virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) = 0;
 
   // capabilities.elbo: diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence:
   // (B, T) float64 whose row sums are the per-sequence NLL bounds, is_bound = true. Default: PluginError.
@@ -161,13 +163,11 @@ class ModelPlugin {
   //   targets (N, S) int64     target position of each slot: slot 0 (the start slot) predicts targets[:,0],
   //                            slot k ≥ 1 (reading ctx token k−1) predicts targets[:,k].
   // Returns (N, S, V) float32 log-probabilities. ctx_tokens[:, S−1] is never read. Default: PluginError.
-  virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens,
-                                        const torch::Tensor& ctx_positions,
+  virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                         const torch::Tensor& targets);
   // The last slot's row of chain_log_probs only: (N, V) float32. Ensembles need nothing else, and the
   // head over every slot would dominate their cost. Default: chain_log_probs(...)[:, S−1].
-  virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens,
-                                             const torch::Tensor& ctx_positions,
+  virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                              const torch::Tensor& targets);
 
   // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device.
@@ -244,18 +244,18 @@ inline nlohmann::json plugin_default_config() { return nlohmann::json::parse(aob
 }  // namespace aobench
 
 // Export macro: one per plugin library, after the class. The four C symbols are the whole ABI.
-#define AOBENCH_PLUGIN(PluginClass)                                                         \
-  extern "C" const char* aobench_plugin_default_json();                                     \
-  extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_version() { \
-    return ::aobench::kPluginApiVersion;                                                    \
-  }                                                                                         \
-  extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_fingerprint() { \
-    static const std::string fp = ::aobench::build_fingerprint();                           \
-    return fp.c_str();                                                                      \
-  }                                                                                         \
-  extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_default_config() { \
-    return aobench_plugin_default_json();                                                   \
-  }                                                                                         \
+#define AOBENCH_PLUGIN(PluginClass)                                                                   \
+  extern "C" const char* aobench_plugin_default_json();                                               \
+  extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_version() {           \
+    return ::aobench::kPluginApiVersion;                                                              \
+  }                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_fingerprint() {        \
+    static const std::string fp = ::aobench::build_fingerprint();                                     \
+    return fp.c_str();                                                                                \
+  }                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_default_config() {     \
+    return aobench_plugin_default_json();                                                             \
+  }                                                                                                   \
   extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() { \
-    return new PluginClass();                                                               \
+    return new PluginClass();                                                                         \
   }

@@ -21,22 +21,29 @@ std::string format_duration(double seconds) {
     return buf;
   }
   const int64_t t = static_cast<int64_t>(seconds + 0.5);
-  if (t < 60) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
-  else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60),
-                                   static_cast<long long>(t % 60));
-  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600),
-                     static_cast<long long>(t % 3600 / 60));
+  if (t < 60)
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
+  else if (t < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600),
+                  static_cast<long long>(t % 3600 / 60));
   return buf;
 }
 
 std::string format_count(double n) {
   char buf[64];
   const double a = std::abs(n);
-  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
-  else if (a >= 100 || n == std::floor(n)) std::snprintf(buf, sizeof buf, "%.0f", n);
-  else std::snprintf(buf, sizeof buf, "%.3g", n);
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (a >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  else if (a >= 100 || n == std::floor(n))
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g", n);
   return buf;
 }
 
@@ -102,7 +109,7 @@ std::string Progress::status() const {
 void Progress::maybe_print() {
   const double gap = opt_.live ? 0.1 : opt_.interval_s;
   const double t = now();
-  std::unique_lock<std::mutex> lock(print_mutex_, std::try_to_lock);   // a busy printer: skip, never wait
+  std::unique_lock<std::mutex> lock(print_mutex_, std::try_to_lock);  // a busy printer: skip, never wait
   if (!lock.owns_lock() || finished_ || t - last_print_ < gap) return;
   last_print_ = t;
   if (opt_.live) {

@@ -30,8 +30,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assume
 // otherwise make us allocate gigabytes).
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;
 
-const std::string kHint = "the file is corrupt or not a safetensors file; re-create it (checkpoints are "
-                          "rewritten by the next save, HF weights can be re-downloaded)";
+const std::string kHint =
+    "the file is corrupt or not a safetensors file; re-create it (checkpoints are "
+    "rewritten by the next save, HF weights can be re-downloaded)";
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg, const std::string& hint = kHint) {
   throw CheckpointError("safetensors '" + path + "': " + msg, hint);
@@ -44,11 +45,11 @@ struct DtypeInfo {
 };
 
 const std::vector<DtypeInfo>& dtypes() {
-  static const std::vector<DtypeInfo> table = {
-      {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
-      {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
-      {"I16", torch::kInt16, 2}, {"I8", torch::kInt8, 1}, {"U8", torch::kUInt8, 1},
-      {"BOOL", torch::kBool, 1}};
+  static const std::vector<DtypeInfo> table = {{"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4},
+                                               {"F16", torch::kFloat16, 2}, {"BF16", torch::kBFloat16, 2},
+                                               {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
+                                               {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},
+                                               {"U8", torch::kUInt8, 1},    {"BOOL", torch::kBool, 1}};
   return table;
 }
 
@@ -76,8 +77,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   const auto& jd = j.at("dtype");
   if (!jd.is_string()) fail(path, where + "\"dtype\" is not a string");
   const std::string dname = jd.get<std::string>();
-  auto it = std::find_if(dtypes().begin(), dtypes().end(),
-                         [&](const DtypeInfo& d) { return dname == d.name; });
+  auto it = std::find_if(dtypes().begin(), dtypes().end(), [&](const DtypeInfo& d) { return dname == d.name; });
   if (it == dtypes().end())
     fail(path, where + "unsupported dtype \"" + dname + "\"", "supported dtypes: " + supported_names());
   e.dtype = *it;
@@ -86,8 +86,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!js.is_array()) fail(path, where + "\"shape\" is not an array");
   uint64_t numel = 1;
   for (const auto& d : js) {
-    if (!d.is_number_unsigned())
-      fail(path, where + "shape entry " + d.dump() + " is not a non-negative integer");
+    if (!d.is_number_unsigned()) fail(path, where + "shape entry " + d.dump() + " is not a non-negative integer");
     const uint64_t v = d.get<uint64_t>();
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         (v != 0 && numel > std::numeric_limits<uint64_t>::max() / v))
@@ -102,8 +101,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   e.end = jo[1].get<uint64_t>();
   if (e.end < e.begin) fail(path, where + "data_offsets " + jo.dump() + " end before begin");
   const uint64_t esize = static_cast<uint64_t>(e.dtype.size);
-  if (numel > std::numeric_limits<uint64_t>::max() / esize)
-    fail(path, where + "shape " + js.dump() + " overflows");
+  if (numel > std::numeric_limits<uint64_t>::max() / esize) fail(path, where + "shape " + js.dump() + " overflows");
   if (numel * esize != e.end - e.begin)
     fail(path, where + "shape " + js.dump() + " of " + dname + " needs " + std::to_string(numel * esize) +
                    " bytes but data_offsets " + jo.dump() + " span " + std::to_string(e.end - e.begin));
@@ -174,8 +172,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   if (header_len > kMaxHeaderBytes)
     fail(path, "header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
   if (header_len > file_size - 8)
-    fail(path, "header length " + std::to_string(header_len) + " exceeds the file size " +
-                   std::to_string(file_size));
+    fail(path, "header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(file_size));
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) fail(path, "short read of the header");
@@ -223,16 +220,14 @@ SafetensorsFile read_safetensors(const std::string& path) {
   uint64_t cursor = 0;
   for (const Entry* e : by_offset) {
     if (e->begin < cursor)
-      fail(path, "tensor '" + e->name + "': data_offsets [" + std::to_string(e->begin) + ", " +
-                     std::to_string(e->end) + "] overlap the previous tensor (ends at " +
-                     std::to_string(cursor) + ")");
+      fail(path, "tensor '" + e->name + "': data_offsets [" + std::to_string(e->begin) + ", " + std::to_string(e->end) +
+                     "] overlap the previous tensor (ends at " + std::to_string(cursor) + ")");
     if (e->begin > cursor)
       fail(path, "tensor '" + e->name + "': gap before data_offsets begin " + std::to_string(e->begin) +
                      " (previous tensor ends at " + std::to_string(cursor) + ")");
     if (e->end > data_size)
       fail(path, "tensor '" + e->name + "': data_offsets end " + std::to_string(e->end) +
-                     " is beyond the data region of " + std::to_string(data_size) +
-                     " bytes (file truncated?)");
+                     " is beyond the data region of " + std::to_string(data_size) + " bytes (file truncated?)");
     cursor = e->end;
   }
   if (cursor != data_size)
@@ -264,10 +259,8 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
   std::vector<torch::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, t0] : tensors) {
-    if (name == "__metadata__")
-      fail(path, "a tensor may not be called \"__metadata__\"", "rename the tensor");
-    if (!t0.defined())
-      fail(path, "tensor '" + name + "': undefined tensor", "skip undefined tensors when saving");
+    if (name == "__metadata__") fail(path, "a tensor may not be called \"__metadata__\"", "rename the tensor");
+    if (!t0.defined()) fail(path, "tensor '" + name + "': undefined tensor", "skip undefined tensors when saving");
     const auto type = t0.scalar_type();  // not captured directly: C++17 lambdas cannot capture bindings
     auto it = std::find_if(dtypes().begin(), dtypes().end(), [&](const DtypeInfo& d) { return d.type == type; });
     if (it == dtypes().end())

@@ -13,8 +13,8 @@ namespace aobench {
 using TensorMap = std::map<std::string, torch::Tensor>;
 
 struct SafetensorsFile {
-  TensorMap tensors;                              // CPU tensors, owning their memory
-  std::map<std::string, std::string> metadata;    // "__metadata__" (string → string)
+  TensorMap tensors;                            // CPU tensors, owning their memory
+  std::map<std::string, std::string> metadata;  // "__metadata__" (string → string)
 };
 
 // Reads a whole file. Supported dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL.

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "datasets/detokenizers.h"
 #include "core/errors.h"
+#include "datasets/detokenizers.h"
 
 namespace aobench {
 
@@ -32,8 +32,8 @@ class Rule {
     std::string out(out_len, '\0');
     const uint32_t opts = PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_OVERFLOW_LENGTH;
     auto run = [&]() {
-      return pcre2_substitute(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, opts, md,
-                              nullptr, reinterpret_cast<PCRE2_SPTR>(replacement_.data()), replacement_.size(),
+      return pcre2_substitute(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, opts, md, nullptr,
+                              reinterpret_cast<PCRE2_SPTR>(replacement_.data()), replacement_.size(),
                               reinterpret_cast<PCRE2_UCHAR*>(&out[0]), &out_len);
     };
     int rc = run();
@@ -58,8 +58,7 @@ class Rule {
 // Python str.strip(): code points with str.isspace() at either end.
 bool is_py_space(uint32_t cp) {
   return (cp >= 9 && cp <= 13) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 // Decodes the code point starting at byte i (valid UTF-8 assumed; an invalid byte counts as itself).
@@ -194,8 +193,7 @@ std::string detokenize(const std::string& dataset, const std::string& text) {
   if (dataset == "ptb") return ptb_detokenize(text);
   if (dataset == "lm1b") return lm1b_detokenize(text);
   if (dataset == "lambada") return lambada_detokenize(text);
-  throw ConfigError("no detokenizer for dataset '" + dataset + "'",
-                    "choose one of: wikitext, ptb, lm1b, lambada");
+  throw ConfigError("no detokenizer for dataset '" + dataset + "'", "choose one of: wikitext, ptb, lm1b, lambada");
 }
 
 }  // namespace aobench

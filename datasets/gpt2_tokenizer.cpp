@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
 #include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
-#include "core/errors.h"
 
 namespace aobench {
 
@@ -68,8 +68,7 @@ std::string unicode_to_bytes(const std::string& s, const std::unordered_map<std:
   return out;
 }
 
-const char* kGpt2Pattern =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const char* kGpt2Pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 std::atomic<uint64_t> g_tokenizer_serial{1};
 
@@ -88,8 +87,7 @@ class Gpt2Tokenizer : public Tokenizer {
     try {
       ef >> enc;
     } catch (const std::exception& e) {
-      throw DataError(enc_path + ": invalid JSON (" + e.what() + ")",
-                      "re-copy encoder.json from shared/data/gpt2");
+      throw DataError(enc_path + ": invalid JSON (" + e.what() + ")", "re-copy encoder.json from shared/data/gpt2");
     }
     decoder_.resize(enc.size());
     for (auto it = enc.begin(); it != enc.end(); ++it) {
@@ -106,8 +104,7 @@ class Gpt2Tokenizer : public Tokenizer {
     for (int b = 0; b < 256; ++b) {
       auto it = encoder_.find(std::string(1, static_cast<char>(b)));
       if (it == encoder_.end())
-        throw DataError(enc_path + ": byte " + std::to_string(b) + " has no token",
-                        "use GPT-2's encoder.json");
+        throw DataError(enc_path + ": byte " + std::to_string(b) + " has no token", "use GPT-2's encoder.json");
       byte_id_[b] = it->second;
     }
 
@@ -122,8 +119,7 @@ class Gpt2Tokenizer : public Tokenizer {
       if (line.empty()) continue;
       const size_t sp = line.find(' ');
       if (sp == std::string::npos)
-        throw DataError(bpe_path + ": merge line " + std::to_string(merges + 2) + " has no space",
-                        "corrupt file");
+        throw DataError(bpe_path + ": merge line " + std::to_string(merges + 2) + " has no space", "corrupt file");
       std::string a = unicode_to_bytes(line.substr(0, sp), u2b, bpe_path);
       std::string b = unicode_to_bytes(line.substr(sp + 1), u2b, bpe_path);
       auto ia = encoder_.find(a), ib = encoder_.find(b), iab = encoder_.find(a + b);
@@ -254,12 +250,12 @@ class Gpt2Tokenizer : public Tokenizer {
       auto it = pairs_.find((static_cast<uint64_t>(id[left]) << 32) | id[next[left]]);
       return it == pairs_.end() ? kNone : it->second;
     };
-    std::vector<uint64_t> initial;   // every adjacent byte pair that merges, heapified at once (O(n))
+    std::vector<uint64_t> initial;  // every adjacent byte pair that merges, heapified at once (O(n))
     initial.reserve(n);
     for (uint32_t i = 0; i + 1 < n; ++i)
       if ((pair_rank[i] = rank_of(i)) != kNone) initial.push_back(static_cast<uint64_t>(pair_rank[i]) << 32 | i);
     std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>> heap(std::greater<uint64_t>(),
-                                                                                   std::move(initial));
+                                                                                      std::move(initial));
     auto update = [&](uint32_t left) {
       if (left == kEnd) return;
       pair_rank[left] = rank_of(left);
@@ -269,10 +265,10 @@ class Gpt2Tokenizer : public Tokenizer {
       const uint64_t top = heap.top();
       heap.pop();
       const uint32_t rank = static_cast<uint32_t>(top >> 32), left = static_cast<uint32_t>(top);
-      if (pair_rank[left] != rank) continue;   // stale: that pair has changed (or its left part is gone)
+      if (pair_rank[left] != rank) continue;  // stale: that pair has changed (or its left part is gone)
       const uint32_t right = next[left];
-      id[left] = rank;   // the rank is the merged token's id
-      pair_rank[right] = kNone;   // `right` is gone
+      id[left] = rank;           // the rank is the merged token's id
+      pair_rank[right] = kNone;  // `right` is gone
       next[left] = next[right];
       if (next[right] != kEnd) prev[next[right]] = left;
       update(prev[left]);
@@ -324,7 +320,7 @@ std::string find_gpt2_dir(const std::string& vocab_dir) {
     return fs::is_regular_file(d / "encoder.json") && fs::is_regular_file(d / "vocab.bpe");
   };
   std::vector<std::string> tried;
-  if (!vocab_dir.empty()) {   // asked for by name: never a silent fallback to another vocabulary
+  if (!vocab_dir.empty()) {  // asked for by name: never a silent fallback to another vocabulary
     if (has(vocab_dir)) return vocab_dir;
     throw DataError("--vocab-dir " + vocab_dir + " lacks encoder.json or vocab.bpe",
                     "point --vocab-dir at the folder holding both GPT-2 files (e.g. ../shared/data/gpt2), or drop it");
@@ -333,20 +329,19 @@ std::string find_gpt2_dir(const std::string& vocab_dir) {
     if (has(g)) return g;
     tried.push_back(std::string(g) + " ($AOBENCH_GPT2_DIR)");
   }
-  if (const std::string d = shared_data_dir(); !d.empty()) {   // data_dir.h: one rule for binary and tests
+  if (const std::string d = shared_data_dir(); !d.empty()) {  // data_dir.h: one rule for binary and tests
     fs::path p = fs::path(d) / "gpt2";
     if (has(p)) return p.string();
     tried.push_back(p.string() + " (gpt2/ of the shared data folder " + shared_data_dir_rule() + ")");
   }
   std::string where;
   for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t;
-  throw DataError(
-      "gpt2 tokenizer: encoder.json / vocab.bpe not found" +
-          (where.empty() ? " (no --vocab-dir, no $AOBENCH_GPT2_DIR, and no shared data folder at " +
-                           shared_data_dir_rule() + ")"
-                     : " in " + where),
-      "set AOBENCH_GPT2_DIR to the folder holding encoder.json and vocab.bpe, or AOBENCH_DATA_DIR "
-      "to ../shared/data");
+  throw DataError("gpt2 tokenizer: encoder.json / vocab.bpe not found" +
+                      (where.empty() ? " (no --vocab-dir, no $AOBENCH_GPT2_DIR, and no shared data folder at " +
+                                           shared_data_dir_rule() + ")"
+                                     : " in " + where),
+                  "set AOBENCH_GPT2_DIR to the folder holding encoder.json and vocab.bpe, or AOBENCH_DATA_DIR "
+                  "to ../shared/data");
 }
 
 }  // namespace

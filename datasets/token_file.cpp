@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -29,8 +29,8 @@ const char* kRegenHint =
 
 }  // namespace
 
-void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int32_t vocab_size,
-                      int32_t window, int32_t eos) {
+void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int32_t vocab_size, int32_t window,
+                      int32_t eos) {
   bool small = true;
   for (uint32_t t : tokens)
     if (t >= 65536) {
@@ -65,8 +65,7 @@ void write_token_file(const std::string& path, const std::vector<uint32_t>& toke
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    throw DataError("cannot write " + path + ": " + std::strerror(errno),
-                    "check free disk space and permissions");
+    throw DataError("cannot write " + path + ": " + std::strerror(errno), "check free disk space and permissions");
   }
 }
 
@@ -165,9 +164,8 @@ uint32_t TokenFile::at(int64_t i) const {
 
 torch::Tensor TokenFile::slice(int64_t start, int64_t len) const {
   if (start < 0 || len < 0 || start + len > header_.count)
-    throw DataError("token file " + path_ + ": slice [" + std::to_string(start) + ", " +
-                        std::to_string(start + len) + ") is outside the " + std::to_string(header_.count) +
-                        " tokens",
+    throw DataError("token file " + path_ + ": slice [" + std::to_string(start) + ", " + std::to_string(start + len) +
+                        ") is outside the " + std::to_string(header_.count) + " tokens",
                     "use a shorter window or a larger file");
   auto out = torch::empty({len}, torch::kInt64);
   int64_t* o = out.data_ptr<int64_t>();
@@ -224,8 +222,7 @@ void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::strin
 BatchSampler::BatchSampler(std::shared_ptr<TokenFile> file, int64_t T, uint64_t seed, int rank, int world)
     : file_(std::move(file)), T_(T), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)) {
   if (T <= 0)
-    throw ConfigError("BatchSampler: window length " + std::to_string(T) + " must be > 0",
-                      "set a positive block size");
+    throw ConfigError("BatchSampler: window length " + std::to_string(T) + " must be > 0", "set a positive block size");
   if (world <= 0 || rank < 0 || rank >= world)
     throw ConfigError("BatchSampler: rank " + std::to_string(rank) + " of world " + std::to_string(world),
                       "rank must be in [0, world)");
@@ -237,8 +234,7 @@ BatchSampler::BatchSampler(std::shared_ptr<TokenFile> file, int64_t T, uint64_t 
     throw DataError("token file " + file_->path() + " has " + std::to_string(N) +
                         " tokens: too few for windows "
                         "of " +
-                        std::to_string(T) + " tokens in shard " + std::to_string(rank) + " of " +
-                        std::to_string(world),
+                        std::to_string(T) + " tokens in shard " + std::to_string(rank) + " of " + std::to_string(world),
                     "use more training data, a shorter block size or fewer ranks");
 }
 

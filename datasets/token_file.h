@@ -49,10 +49,10 @@ class TokenFile {
   std::string path_;
   TokenFileHeader header_;
   bool raw_ = false;
-  const uint8_t* data_ = nullptr;   // first token
+  const uint8_t* data_ = nullptr;  // first token
   void* map_ = nullptr;
   size_t map_size_ = 0;
-  int width_ = 2;                   // bytes per token
+  int width_ = 2;  // bytes per token
 };
 
 // Every id of `file` must be < vocab_size (the model's) and < the header's vocab_size when it has one;
@@ -66,13 +66,14 @@ void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::strin
 class BatchSampler {
  public:
   BatchSampler(std::shared_ptr<TokenFile> file, int64_t T, uint64_t seed, int rank = 0, int world = 1);
-  torch::Tensor next(int64_t B);            // (B, T) int64 CPU
-  torch::Tensor get_state() const;          // generator state, for checkpoints
+  torch::Tensor next(int64_t B);    // (B, T) int64 CPU
+  torch::Tensor get_state() const;  // generator state, for checkpoints
   void set_state(const torch::Tensor& s);
+
  private:
   std::shared_ptr<TokenFile> file_;
   int64_t T_;
-  int64_t lo_, hi_;                         // window starts drawn from [lo_, hi_)
+  int64_t lo_, hi_;  // window starts drawn from [lo_, hi_)
   at::Generator gen_;
 };
 

@@ -12,11 +12,11 @@ namespace aobench {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual std::string name() const = 0;                 // "gpt2" | "bytes"
-  virtual int32_t vocab_size() const = 0;               // gpt2: 50257, bytes: 257
-  virtual int32_t eos_id() const = 0;                   // gpt2: 50256, bytes: 256
-  virtual std::vector<uint32_t> encode(const std::string& text) const = 0;   // no special tokens parsed
-  virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;    // EOS → "<|endoftext|>"
+  virtual std::string name() const = 0;                                     // "gpt2" | "bytes"
+  virtual int32_t vocab_size() const = 0;                                   // gpt2: 50257, bytes: 257
+  virtual int32_t eos_id() const = 0;                                       // gpt2: 50256, bytes: 256
+  virtual std::vector<uint32_t> encode(const std::string& text) const = 0;  // no special tokens parsed
+  virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;   // EOS → "<|endoftext|>"
 };
 
 // "gpt2" looks for encoder.json + vocab.bpe in `vocab_dir`, else $AOBENCH_GPT2_DIR, else gpt2/ of the

@@ -1,4 +1,4 @@
-// Implements: training checkpoints (see checkpoint.h; DESIGN.md §3, issue G): atomic step_<N>
+// Implements: training checkpoints (see checkpoint.h; DESIGN.md §3): atomic step_<N>
 // directories with a state.json sidecar holding format_version and the SHA-256 of every file, verified
 // on load; a small FIPS 180-4 SHA-256 lives here because OpenSSL is not a dependency.
 #include "harness/checkpoint.h"
@@ -15,11 +15,11 @@
 #include <sstream>
 
 #include "core/config.h"
-#include "datasets/token_file.h"
-#include "harness/resolve_config.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "datasets/token_file.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -50,7 +50,8 @@ class Sha256 {
     update(len, 8);
     std::ostringstream out;
     for (uint32_t w : h_)
-      for (int s = 24; s >= 0; s -= 8) out << "0123456789abcdef"[(w >> (s + 4)) & 15] << "0123456789abcdef"[(w >> s) & 15];
+      for (int s = 24; s >= 0; s -= 8)
+        out << "0123456789abcdef"[(w >> (s + 4)) & 15] << "0123456789abcdef"[(w >> s) & 15];
     return out.str();
   }
 
@@ -112,7 +113,7 @@ int64_t step_of(const std::string& name) {
   if (name.rfind("step_", 0) != 0 || name.size() == 5) return -1;
   const std::string digits = name.substr(5);
   if (!std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
-  if (digits.size() > 18)   // beyond what int64 holds for sure: refuse by name, never std::stoll's "stoll"
+  if (digits.size() > 18)  // beyond what int64 holds for sure: refuse by name, never std::stoll's "stoll"
     throw CheckpointError("checkpoint folder '" + name + "' has a step number too large for a 64-bit integer",
                           "remove or rename that folder; aobench writes checkpoints/step_<N>");
   return std::stoll(digits);
@@ -175,7 +176,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, Checkpoint
 
   if (fs::exists(final_dir)) remove_tree(final_dir);  // re-saving a step (e.g. resumed then stopped)
   if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
-    throw CheckpointError("cannot rename '" + tmp.string() + "' to '" + final_dir.string() + "': " + std::strerror(errno));
+    throw CheckpointError("cannot rename '" + tmp.string() + "' to '" + final_dir.string() +
+                          "': " + std::strerror(errno));
   fsync_path(root);
   write_file_atomic((root / "latest").string(), name + "\n");
 
@@ -205,8 +207,9 @@ CheckpointData load_checkpoint(const std::string& checkpoint_dir) {
   CheckpointData data;
   {
     std::ifstream in(state_path);
-    if (!in) throw CheckpointError("checkpoint '" + checkpoint_dir + "' has no state.json",
-                                   "the directory is not a complete checkpoint");
+    if (!in)
+      throw CheckpointError("checkpoint '" + checkpoint_dir + "' has no state.json",
+                            "the directory is not a complete checkpoint");
     try {
       data.state = json::parse(in);
     } catch (const json::parse_error& e) {
@@ -224,13 +227,16 @@ CheckpointData load_checkpoint(const std::string& checkpoint_dir) {
     const std::string file = (dir / it.key()).string();
     const std::string got = sha256_file(file);
     if (got != it.value().get<std::string>())
-      throw CheckpointError("checksum mismatch for '" + file + "': expected sha256 " +
-                                it.value().get<std::string>() + ", file has " + got,
+      throw CheckpointError("checksum mismatch for '" + file + "': expected sha256 " + it.value().get<std::string>() +
+                                ", file has " + got,
                             "the file is corrupt or was modified; resume from an older checkpoint");
     TensorMap tensors = read_safetensors(file).tensors;
-    if (it.key() == "model.safetensors") data.model = std::move(tensors);
-    else if (it.key() == "ema.safetensors") data.ema = std::move(tensors);
-    else if (it.key() == "optim.safetensors") data.optimizer = std::move(tensors);
+    if (it.key() == "model.safetensors")
+      data.model = std::move(tensors);
+    else if (it.key() == "ema.safetensors")
+      data.ema = std::move(tensors);
+    else if (it.key() == "optim.safetensors")
+      data.optimizer = std::move(tensors);
   }
   return data;
 }
@@ -250,8 +256,10 @@ void load_module_state(torch::nn::Module& module, const TensorMap& tensors, cons
   for (auto& b : module.named_buffers()) targets[b.key()] = b.value();
   for (const auto& [name, t] : targets) {
     auto it = tensors.find(name);
-    if (it == tensors.end()) missing.push_back(name);
-    else if (it->second.sizes() != t.sizes()) mis_shaped.push_back(name);
+    if (it == tensors.end())
+      missing.push_back(name);
+    else if (it->second.sizes() != t.sizes())
+      mis_shaped.push_back(name);
   }
   for (const auto& kv : tensors)
     if (!targets.count(kv.first)) unexpected.push_back(kv.first);
@@ -304,8 +312,9 @@ LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch:
 LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device) {
   if (!fs::is_regular_file(fs::path(folder) / "config.json") ||
       !fs::is_regular_file(fs::path(folder) / "model.safetensors"))
-    throw CheckpointError("'" + folder + "' is not a Hugging Face GPT-2 folder (needs config.json and "
-                          "model.safetensors)",
+    throw CheckpointError("'" + folder +
+                              "' is not a Hugging Face GPT-2 folder (needs config.json and "
+                              "model.safetensors)",
                           "pass the folder written by save_pretrained(..., safe_serialization=True)");
   LoadedModel out;
   // The flavour only fills keys the folder's config.json does not set (dropout, bias, start_token).
@@ -315,7 +324,7 @@ LoadedModel load_hf_gpt2(const std::string& folder, torch::Device device) {
   out.model = PluginRegistry::instance().create("gpt");
   out.model->configure(out.config.at("model"));
   out.config["model"] = out.model->resolved_model_config(out.config.at("model"));
-  out.config["model"]["flavour"] = "hf";   // recorded as what it is: no gpt flavour, the folder's shape
+  out.config["model"]["flavour"] = "hf";  // recorded as what it is: no gpt flavour, the folder's shape
   out.model->build(device);
   out.model->module().eval();
   return out;
@@ -361,7 +370,7 @@ json encode_rng_state(const BatchSampler& sampler, const at::Generator& order, t
 void restore_rng_state(const json& rng, BatchSampler& sampler, at::Generator& order, torch::Device device) {
   sampler.set_state(from_hex(rng.at("data").get<std::string>(), "data"));
   order.set_state(from_hex(rng.at("order").get<std::string>(), "order"));
-  at::Generator cpu_default = at::detail::getDefaultCPUGenerator();   // shares the global generator state
+  at::Generator cpu_default = at::detail::getDefaultCPUGenerator();  // shares the global generator state
   cpu_default.set_state(from_hex(rng.at("torch_cpu").get<std::string>(), "torch_cpu"));
   if (device.is_cuda() && rng.contains("cuda")) {
     at::Generator cuda_default = at::globalContext().defaultGenerator(device);

@@ -1,4 +1,4 @@
-// Implements: training checkpoints (DESIGN.md §3, issue G): one directory per checkpoint,
+// Implements: training checkpoints (DESIGN.md §3): one directory per checkpoint,
 //   <run>/checkpoints/step_<N>/model.safetensors   module() parameters and buffers (raw weights)
 //                               ema.safetensors     EMA shadow weights (when EMA is on)
 //                               optim.safetensors   AdamW moments and per-parameter step counts
@@ -23,10 +23,10 @@ class ModelPlugin;
 inline constexpr int kCheckpointFormatVersion = 1;
 
 struct CheckpointData {
-  nlohmann::json state;     // state.json contents (see above)
-  TensorMap model;          // module() named parameters + buffers
-  TensorMap ema;            // empty when EMA is off
-  TensorMap optimizer;      // "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step"
+  nlohmann::json state;  // state.json contents (see above)
+  TensorMap model;       // module() named parameters + buffers
+  TensorMap ema;         // empty when EMA is off
+  TensorMap optimizer;   // "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step"
 };
 
 // Writes <run_dir>/checkpoints/step_<step> atomically: files go to checkpoints/.tmp_step_<step>, are
@@ -69,6 +69,6 @@ void restore_rng_state(const nlohmann::json& rng, BatchSampler& sampler, at::Gen
 
 // Copies tensors into module() by name; throws CheckpointError listing missing/unexpected/mis-shaped names.
 void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin);
-TensorMap module_state(const torch::nn::Module& module);   // named parameters + buffers, CPU copies
+TensorMap module_state(const torch::nn::Module& module);  // named parameters + buffers, CPU copies
 
 }  // namespace aobench

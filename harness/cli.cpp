@@ -3,10 +3,10 @@
 
 #include <iostream>
 
-#include "harness/commands.h"
 #include "core/config.h"
-#include "harness/resolve_config.h"
 #include "core/errors.h"
+#include "harness/commands.h"
+#include "harness/resolve_config.h"
 
 namespace aobench {
 
@@ -20,8 +20,8 @@ bool parse_options(const std::string& usage, po::options_description& desc, cons
   desc.add_options()("help,h", "show this help");
   try {
     // No prefix guessing: `--resum` must be an error, not --resume.
-    auto parser = po::command_line_parser(args).options(desc).style(
-        po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
+    auto parser = po::command_line_parser(args).options(desc).style(po::command_line_style::default_style &
+                                                                    ~po::command_line_style::allow_guessing);
     if (positional) parser.positional(*positional);
     po::store(parser.run(), vm);
     if (vm.count("help")) {
@@ -36,9 +36,9 @@ bool parse_options(const std::string& usage, po::options_description& desc, cons
 }
 
 void add_config_options(po::options_description& desc) {
-  desc.add_options()
-      ("config,c", po::value<std::string>(), "experiment/config JSON file")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override one key: --set train.max_iters=200 (repeatable)");
+  desc.add_options()("config,c", po::value<std::string>(), "experiment/config JSON file")(
+      "set,s", po::value<std::vector<std::string>>()->composing(),
+      "override one key: --set train.max_iters=200 (repeatable)");
 }
 
 nlohmann::json config_from_options(const po::variables_map& vm) {
@@ -50,8 +50,9 @@ nlohmann::json config_from_options(const po::variables_map& vm) {
     // An experiment file (configs/quickstart.json, configs/experiments/*) holds several jobs: not a config.
     if (experiment.is_object() && experiment.contains("jobs"))
       throw ConfigError("'" + origin + "' is an experiment file (it has \"jobs\"), not a training config",
-                        "use `aobench run " + origin + "` to prepare, train, evaluate and report every job "
-                        "(--set train.max_iters=N applies to all of them)");
+                        "use `aobench run " + origin +
+                            "` to prepare, train, evaluate and report every job "
+                            "(--set train.max_iters=N applies to all of them)");
   }
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/errors.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "core/errors.h"
 #include "harness/registry.h"
 #include "reports/gbench.h"
 #include "reports/results.h"
@@ -32,12 +32,11 @@ std::vector<std::string> metric_keys(const Results& r) {
 
 int cmd_compare(const std::vector<std::string>& args) {
   po::options_description desc("compare options");
-  desc.add_options()
-      ("base", po::value<std::string>()->required(), "baseline results.json")
-      ("new", po::value<std::string>()->required(), "new results.json")
-      ("threshold", po::value<double>()->default_value(0.02), "relative change tolerated (0.02 = 2%)")
-      ("metrics", po::value<std::string>()->default_value(""),
-       "comma-separated metric names or globs (ppl, 'nll*', wikitext2/ppl, all); default: all but throughput");
+  desc.add_options()("base", po::value<std::string>()->required(), "baseline results.json")(
+      "new", po::value<std::string>()->required(), "new results.json")(
+      "threshold", po::value<double>()->default_value(0.02), "relative change tolerated (0.02 = 2%)")(
+      "metrics", po::value<std::string>()->default_value(""),
+      "comma-separated metric names or globs (ppl, 'nll*', wikitext2/ppl, all); default: all but throughput");
   po::positional_options_description pos;
   pos.add("base", 1).add("new", 1);
   po::variables_map vm;
@@ -45,7 +44,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   const double threshold = vm["threshold"].as<double>();
   if (!(threshold >= 0)) throw ConfigError("--threshold must be ≥ 0", "example: --threshold 0.02");
   const std::string base_path = vm["base"].as<std::string>(), new_path = vm["new"].as<std::string>();
-  const Results base = load_results_or_gbench(base_path);      // results.json or Google Benchmark JSON
+  const Results base = load_results_or_gbench(base_path);  // results.json or Google Benchmark JSON
   const Results current = load_results_or_gbench(new_path);
   std::vector<std::string> patterns;
   std::stringstream list(vm["metrics"].as<std::string>());
@@ -78,7 +77,6 @@ int cmd_compare(const std::vector<std::string>& args) {
 
 }  // namespace
 
-AOBENCH_COMMAND("compare", kUsage, "regression check of two results.json files (exit 1 past a threshold)",
-                cmd_compare);
+AOBENCH_COMMAND("compare", kUsage, "regression check of two results.json files (exit 1 past a threshold)", cmd_compare);
 
 }  // namespace aobench

@@ -5,24 +5,24 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
-#include "datasets/token_file.h"
-#include "harness/checkpoint.h"
-#include "harness/cli.h"
-#include "harness/commands.h"
 #include "core/config.h"
 #include "core/config_types.h"
 #include "core/device.h"
 #include "core/env_info.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "core/safetensors.h"
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
 #include "harness/run_dir.h"
 #include "harness/run_record.h"
 #include "harness/tasks.h"
-#include "core/safetensors.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 
@@ -62,32 +62,36 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
   MetricValue ppl{r.ppl, r.ppl * r.stderr_, r.sequences, r.is_bound, false, r.protocol, params("ppl")};
   run.metrics[prefix + "ppl" + suf] = ppl;
   if (std::isfinite(r.bits_per_byte)) {
-    MetricValue bpb{r.bits_per_byte, r.nll > 0 ? r.bits_per_byte / r.nll * r.stderr_ : 0.0, r.sequences,
-                    r.is_bound, false,
-                    r.protocol + (r.bpb_estimate ? "; bytes pro-rated to the scored tokens (estimate)" : ""),
-                    params("bpb")};
+    MetricValue bpb{
+        r.bits_per_byte, r.nll > 0 ? r.bits_per_byte / r.nll * r.stderr_ : 0.0,
+        r.sequences,     r.is_bound,
+        false,           r.protocol + (r.bpb_estimate ? "; bytes pro-rated to the scored tokens (estimate)" : ""),
+        params("bpb")};
     run.metrics[prefix + "bpb" + suf] = bpb;
   }
-  MetricValue tps{r.tok_per_s, std::nullopt, 0, false, true,
-                  r.protocol + "; wall " + std::to_string(r.wall_s) + " s", params("eval_tok_s")};
+  MetricValue tps{
+      r.tok_per_s,         std::nullopt, 0, false, true, r.protocol + "; wall " + std::to_string(r.wall_s) + " s",
+      params("eval_tok_s")};
   run.metrics[prefix + "eval_tok_s" + suf] = tps;
 }
 
 void print_table(const std::vector<LikelihoodResult>& rows) {
-  std::cout << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right
-            << std::setw(10) << "nll" << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb"
-            << std::setw(6) << "n" << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11)
-            << "tok/s" << std::setw(10) << "wall s" << "\n";
+  std::cout << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right << std::setw(10)
+            << "nll" << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb" << std::setw(6) << "n"
+            << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11) << "tok/s" << std::setw(10)
+            << "wall s"
+            << "\n";
   for (const auto& r : rows) {
     std::ostringstream windows;
     windows << r.windows_used << "/" << r.windows_total;
-    std::cout << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r))
-              << std::right << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9)
-              << r.stderr_ << std::setprecision(2) << std::setw(11) << r.ppl
-              << std::setprecision(3) << std::setw(8) << r.bits_per_byte << std::setw(6) << r.sequences
-              << std::setw(10) << r.tokens << std::setw(10) << windows.str() << std::setprecision(0)
-              << std::setw(11) << r.tok_per_s << std::setprecision(1) << std::setw(10) << r.wall_s << "\n"
-              << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
+    std::cout << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r)) << std::right
+              << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9) << r.stderr_
+              << std::setprecision(2) << std::setw(11) << r.ppl << std::setprecision(3) << std::setw(8)
+              << r.bits_per_byte << std::setw(6) << r.sequences << std::setw(10) << r.tokens << std::setw(10)
+              << windows.str() << std::setprecision(0) << std::setw(11) << r.tok_per_s << std::setprecision(1)
+              << std::setw(10) << r.wall_s << "\n"
+              << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol
+              << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
     std::cout.unsetf(std::ios::fixed);
   }
 }
@@ -144,12 +148,12 @@ void run_eval(const EvalTask& task) {
 
   if (task.throughput) {
     TokenFile file(datasets[0].second);
-    check_token_ids(file, model.vocab_size(), "model " + get_string(config, "model.plugin") + "/" +
-                                                  get_string(config, "model.flavour"));
+    check_token_ids(file, model.vocab_size(),
+                    "model " + get_string(config, "model.plugin") + "/" + get_string(config, "model.flavour"));
     const double tps = l2r_throughput(model, file, options, device, /*warmup=*/3, /*iters=*/10);
-    std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps << " tok/s (L2R log_prob forward, B="
-              << options.batch_size << ", T=" << model.block_size() << ", " << device.str()
-              << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
+    std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps
+              << " tok/s (L2R log_prob forward, B=" << options.batch_size << ", T=" << model.block_size() << ", "
+              << device.str() << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
     return;
   }
 
@@ -198,15 +202,15 @@ namespace {
 
 int cmd_eval(const std::vector<std::string>& args) {
   po::options_description desc("eval options");
-  desc.add_options()
-      ("run", po::value<std::string>(), "run directory (has checkpoints/)")
-      ("hf", po::value<std::string>(), "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
-                                       "run; results go to runs/hf/<folder name>/ unless --out")
-      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
-      ("data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")
-      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")
-      ("throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
+  desc.add_options()("run", po::value<std::string>(), "run directory (has checkpoints/)")(
+      "hf", po::value<std::string>(),
+      "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
+      "run; results go to runs/hf/<folder name>/ unless --out")("checkpoint", po::value<std::string>(),
+                                                                "a checkpoint directory (default: the run's latest)")(
+      "data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")(
+      "out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")(
+      "throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   EvalTask task;
@@ -218,7 +222,8 @@ int cmd_eval(const std::vector<std::string>& args) {
     for (const auto& d : vm["data"].as<std::vector<std::string>>()) {
       const auto eq = d.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == d.size() || d.substr(0, eq).find('/') != std::string::npos)
-        throw ConfigError("--data '" + d + "' is not NAME=PATH.bin", "example: --data wikitext2=data/wt2.bin "
+        throw ConfigError("--data '" + d + "' is not NAME=PATH.bin",
+                          "example: --data wikitext2=data/wt2.bin "
                           "(NAME without '/')");
       for (const auto& [name, path] : task.datasets)
         if (name == d.substr(0, eq))

@@ -17,18 +17,18 @@
 #include <set>
 #include <tuple>
 
-#include "harness/checkpoint.h"
-#include "harness/cli.h"
-#include "harness/commands.h"
-#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/resolve_config.h"
 #include "core/device.h"
 #include "core/env_info.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
+#include "harness/tasks.h"
 #include "metrics/generation.h"
 #include "reports/results.h"
 
@@ -53,17 +53,20 @@ Judge load_judge(const std::string& path, torch::Device device) {
   if (fs::exists(p / "config.resolved.json") || fs::exists(p / "checkpoints") || fs::exists(p / "state.json")) {
     LoadedModel loaded = load_model_for_eval(path, device, /*prefer_ema=*/true);
     if (loaded.model->info().name != "gpt")
-      throw ConfigError("--judge '" + path + "' is a " + loaded.model->info().name + " run; the judge must be a "
-                        "left-to-right gpt model", "pass a gpt run or a Hugging Face GPT-2 folder");
+      throw ConfigError("--judge '" + path + "' is a " + loaded.model->info().name +
+                            " run; the judge must be a "
+                            "left-to-right gpt model",
+                        "pass a gpt run or a Hugging Face GPT-2 folder");
     j.model = std::move(loaded.model);
-    j.description = "aobench gpt run " + path + " step " + std::to_string(loaded.step) +
-                    (loaded.ema_weights ? " (EMA)" : "");
+    j.description =
+        "aobench gpt run " + path + " step " + std::to_string(loaded.step) + (loaded.ema_weights ? " (EMA)" : "");
   } else if (fs::exists(p / "config.json")) {
     if (!fs::exists(p / "model.safetensors"))
       throw ConfigError("--judge '" + path + "' has config.json but no model.safetensors",
                         "download the safetensors weights of the GPT-2 model into the folder");
-    nlohmann::json patch = {{"model", {{"plugin", "gpt"}, {"flavour", "small"}, {"init_from_hf", path},
-                                       {"bias", true}, {"start_token", false}}}};
+    nlohmann::json patch = {
+        {"model",
+         {{"plugin", "gpt"}, {"flavour", "small"}, {"init_from_hf", path}, {"bias", true}, {"start_token", false}}}};
     const nlohmann::json config = resolve_config(patch, {}, "--judge " + path);
     j.model = PluginRegistry::instance().create("gpt");
     j.model->configure(config.at("model"));
@@ -147,13 +150,14 @@ void run_genppl(const GenpplTask& task) {
   for (const auto& [key, g] : groups)
     for (const auto& s : g.samples)
       if (static_cast<int64_t>(s.size()) > model.block_size())
-        throw DataError("'" + samples_path + "' has a " + std::to_string(s.size()) + "-token sample, longer than the "
-                        "judge's context " + std::to_string(model.block_size()),
+        throw DataError("'" + samples_path + "' has a " + std::to_string(s.size()) +
+                            "-token sample, longer than the "
+                            "judge's context " +
+                            std::to_string(model.block_size()),
                         "sample at most the judge's context (sample.length)");
   std::cout << "genppl: " << n << " sample(s) from " << samples_path << ", judge " << judge.description << " on "
             << device.str() << " (float32)\n";
-  std::printf("%-26s %6s %16s %12s %16s %8s\n", "protocol", "n", "ppl (mean ± se)", "corpus ppl", "entropy",
-              "tokens");
+  std::printf("%-26s %6s %16s %12s %16s %8s\n", "protocol", "n", "ppl (mean ± se)", "corpus ppl", "entropy", "tokens");
 
   RunResults run;
   for (const auto& [key, g] : groups) {
@@ -168,19 +172,19 @@ void run_genppl(const GenpplTask& task) {
                   "judge %s; %zu samples of %zu tokens, %lld steps, top-p %g, temperature %g; first token "
                   "unscored, float32, no BOS; ppl = mean ± stderr of per-sample exp(mean NLL), corpus = exp(Σ nats / "
                   "Σ tokens), entropy = mean unigram entropy of a sample (nats)",
-                  judge.description.c_str(), g.samples.size(), g.samples.front().size(),
-                  static_cast<long long>(steps), top_p, temperature);
+                  judge.description.c_str(), g.samples.size(), g.samples.front().size(), static_cast<long long>(steps),
+                  top_p, temperature);
     const int64_t count = static_cast<int64_t>(g.samples.size());
-    auto params = [&](const char* family) {   // the protocol as fields; `name` stays the key
+    auto params = [&](const char* family) {  // the protocol as fields; `name` stays the key
       MetricParams p;
       p.family = family;
       p.steps = steps, p.top_p = top_p, p.temperature = temperature;
       return p;
     };
-    run.metrics[name + "/genppl"] = {summary.ppl.mean, summary.ppl.stderr_, summary.ppl.n, false, false, protocol,
-                                     params("genppl")};
-    run.metrics[name + "/genppl_corpus"] = {summary.corpus_ppl, std::nullopt, count, false, false, protocol,
-                                            params("genppl_corpus")};
+    run.metrics[name + "/genppl"] = {summary.ppl.mean, summary.ppl.stderr_, summary.ppl.n, false, false,
+                                     protocol,         params("genppl")};
+    run.metrics[name + "/genppl_corpus"] = {summary.corpus_ppl, std::nullopt,           count, false, false,
+                                            protocol,           params("genppl_corpus")};
     run.metrics[name + "/entropy"] = {summary.entropy.mean, summary.entropy.stderr_, count, false, true, protocol,
                                       params("entropy")};
   }
@@ -206,11 +210,10 @@ namespace {
 
 int cmd_genppl(const std::vector<std::string>& args) {
   po::options_description desc("genppl options");
-  desc.add_options()
-      ("samples", po::value<std::string>()->required(), "JSONL written by aobench sample")
-      ("judge", po::value<std::string>()->required(), "Hugging Face GPT-2 folder or aobench gpt run")
-      ("run", po::value<std::string>(), "run directory whose results.json receives the numbers")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a genppl.* key (repeatable)");
+  desc.add_options()("samples", po::value<std::string>()->required(), "JSONL written by aobench sample")(
+      "judge", po::value<std::string>()->required(), "Hugging Face GPT-2 folder or aobench gpt run")(
+      "run", po::value<std::string>(), "run directory whose results.json receives the numbers")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a genppl.* key (repeatable)");
   po::positional_options_description pos;
   pos.add("samples", 1);
   po::variables_map vm;

@@ -15,14 +15,14 @@
 #include <lzma.h>
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
+#include "core/progress.h"
 #include "datasets/detokenizers.h"
 #include "datasets/packing.h"
 #include "datasets/token_file.h"
 #include "datasets/tokenizer.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "core/errors.h"
-#include "core/progress.h"
 
 namespace aobench {
 
@@ -90,8 +90,7 @@ std::vector<std::string> split_lines(const std::string& text, bool keep_newline)
 }
 
 bool only_space(const std::string& s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
 }
 
 // Documents separated by lines that are exactly `sep`. The newline before a separator belongs to it
@@ -142,9 +141,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs, c
       }
       std::sort(sub.begin(), sub.end());
       if (sub.empty())
-        throw DataError(
-            "input directory " + in + " holds no usable files",
-            format == "fortune" ? "fortune reads files whose names have no '.'" : "check --input");
+        throw DataError("input directory " + in + " holds no usable files",
+                        format == "fortune" ? "fortune reads files whose names have no '.'" : "check --input");
       files.insert(files.end(), sub.begin(), sub.end());
     } else if (fs::is_regular_file(in)) {
       files.push_back(in);
@@ -206,8 +204,8 @@ std::vector<std::string> read_rows(const std::string& path, const std::string& f
 }
 
 // Encodes every row on all cores. Rows are handed out in chunks through an atomic counter.
-std::vector<std::vector<uint32_t>> encode_rows(const Tokenizer& tok, const std::vector<std::string>& rows,
-                                               int threads, Progress& progress) {
+std::vector<std::vector<uint32_t>> encode_rows(const Tokenizer& tok, const std::vector<std::string>& rows, int threads,
+                                               Progress& progress) {
   std::vector<std::vector<uint32_t>> out(rows.size());
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 16;
@@ -236,9 +234,8 @@ struct Written {
 };
 
 Written write_split(const std::string& out_path, const std::vector<std::string>& rows,
-                    const std::vector<std::vector<uint32_t>>& ids, const Tokenizer& tok,
-                    const PackOptions& pack, const std::string& format,
-                    const std::vector<std::string>& inputs) {
+                    const std::vector<std::vector<uint32_t>>& ids, const Tokenizer& tok, const PackOptions& pack,
+                    const std::string& format, const std::vector<std::string>& inputs) {
   Written w;
   w.rows = static_cast<int64_t>(rows.size());
   for (const auto& r : rows) w.bytes += static_cast<int64_t>(r.size());
@@ -276,7 +273,7 @@ int cmd_prepare(const std::vector<std::string>& args) {
       "input", po::value<std::vector<std::string>>()->required()->composing(),
       "input file or directory "
       "(repeatable; .xz files are decompressed)")("output", po::value<std::string>()->required(),
-                                               "output .bin (a .bin.json sidecar is written too)")(
+                                                  "output .bin (a .bin.json sidecar is written too)")(
       "tokenizer", po::value<std::string>()->default_value("gpt2"), "gpt2 | bytes")(
       "vocab-dir", po::value<std::string>()->default_value(""), "GPT-2 encoder.json/vocab.bpe folder")(
       "packing", po::value<std::string>()->default_value("none"), "none | simple | reference")(
@@ -294,8 +291,7 @@ int cmd_prepare(const std::vector<std::string>& args) {
 
   const auto t0 = std::chrono::steady_clock::now();
   const std::string format = vm["format"].as<std::string>();
-  const std::vector<std::string> known = {"text", "lines", "jsonl",   "wikitext",
-                                          "ptb",  "lm1b",  "lambada", "fortune"};
+  const std::vector<std::string> known = {"text", "lines", "jsonl", "wikitext", "ptb", "lm1b", "lambada", "fortune"};
   if (std::find(known.begin(), known.end(), format) == known.end())
     throw ConfigError("unknown --format '" + format + "'", std::string("choose one of: ") + kFormats);
   PackOptions pack;
@@ -358,8 +354,7 @@ int cmd_prepare(const std::vector<std::string>& args) {
   if (!val_out.empty()) {
     n_val = static_cast<size_t>(std::llround(val_fraction * static_cast<double>(rows.size())));
     n_val = std::max<size_t>(1, std::min(n_val, rows.size() - 1));
-    if (rows.size() < 2)
-      throw DataError("only one row: cannot split off a validation set", "drop --val-output");
+    if (rows.size() < 2) throw DataError("only one row: cannot split off a validation set", "drop --val-output");
   }
   const size_t n_train = rows.size() - n_val;
   std::vector<std::string> val_rows(std::make_move_iterator(rows.begin() + n_train),
@@ -379,25 +374,24 @@ int cmd_prepare(const std::vector<std::string>& args) {
   char line[512];
   std::snprintf(line, sizeof line, "prepare: %s/%s/%s %lld rows, %.2f MB -> %lld tokens (%lld windows) in %s",
                 format.c_str(), tok->name().c_str(), pack.mode.c_str(), static_cast<long long>(w.rows),
-                static_cast<double>(w.bytes) / 1e6, static_cast<long long>(w.tokens),
-                static_cast<long long>(w.windows), out.c_str());
+                static_cast<double>(w.bytes) / 1e6, static_cast<long long>(w.tokens), static_cast<long long>(w.windows),
+                out.c_str());
   std::cout << line;
   if (!val_out.empty())
     std::cout << "; val " << wv.rows << " rows, " << wv.tokens << " tokens (" << wv.windows << " windows) in "
               << val_out;
-  std::snprintf(line, sizeof line, "; encode %.1f MB/s on %d threads, total %.2f s\n",
-                enc_s > 0 ? mb / enc_s : 0.0, threads, all_s);
+  std::snprintf(line, sizeof line, "; encode %.1f MB/s on %d threads, total %.2f s\n", enc_s > 0 ? mb / enc_s : 0.0,
+                threads, all_s);
   std::cout << line;
   return 0;
 }
 
 }  // namespace
 
-AOBENCH_COMMAND(
-    "prepare",
-    "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
-    "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] "
-    "[--max-rows N]",
-    "text datasets -> packed token files (.bin + .bin.json)", cmd_prepare);
+AOBENCH_COMMAND("prepare",
+                "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
+                "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] "
+                "[--max-rows N]",
+                "text datasets -> packed token files (.bin + .bin.json)", cmd_prepare);
 
 }  // namespace aobench

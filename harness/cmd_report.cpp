@@ -1,4 +1,4 @@
-// Implements: `aobench report DIR` (DESIGN.md §4, style.md §10 lesson 14): collects a run directory or
+// Implements: `aobench report DIR` (DESIGN.md §4): collects a run directory or
 // an experiment directory (every subdirectory that is a run) into one results schema and renders it to
 // DIR/report/{results.json, summary.md, results.csv, results.tex, loss_{val,train}.{png,svg}, index.html}.
 #include <filesystem>
@@ -21,7 +21,7 @@ std::string ReportTask::command_line() const { return dir; }
 
 void run_report(const ReportTask& task) {
   Results results = collect_results(task.dir);
-  attach_experiment_record(results, task.dir);   // <dir>/experiment.json of `aobench run`: the findings to judge
+  attach_experiment_record(results, task.dir);  // <dir>/experiment.json of `aobench run`: the findings to judge
   const std::string out = (std::filesystem::path(task.dir) / "report").string();
   write_report(results, out);
   std::cout << "report: " << results.runs.size() << " run(s) → " << out << "/index.html\n";

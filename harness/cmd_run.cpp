@@ -11,19 +11,19 @@
 #include <iostream>
 #include <set>
 
+#include "core/config.h"
+#include "core/errors.h"
+#include "core/progress.h"
+#include "core/safetensors.h"
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "harness/experiment_tiers.h"
-#include "core/config.h"
-#include "harness/resolve_config.h"
-#include "core/errors.h"
-#include "core/progress.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
 #include "harness/run_dir.h"
 #include "harness/run_generation.h"
 #include "harness/tasks.h"
-#include "core/safetensors.h"
 #include "harness/trainer.h"
 #include "reports/results.h"
 
@@ -55,14 +55,15 @@ const json& section(const json& exp, const char* key, json::value_t type, const 
   if (!exp.contains(key)) return type == json::value_t::array ? empty_array : empty_object;
   const json& v = exp[key];
   if (v.type() != type)
-    throw ConfigError(origin + ": '" + key + "' must be " +
-                      (type == json::value_t::array ? "a list" : "an object") + ", got " + brief(v));
+    throw ConfigError(origin + ": '" + key + "' must be " + (type == json::value_t::array ? "a list" : "an object") +
+                      ", got " + brief(v));
   return v;
 }
 
 std::string str_field(const json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
-    throw ConfigError(where + " needs a non-empty string \"" + key + "\"", "see the comment in configs/quickstart.json");
+    throw ConfigError(where + " needs a non-empty string \"" + key + "\"",
+                      "see the comment in configs/quickstart.json");
   return j[key].get<std::string>();
 }
 
@@ -117,10 +118,9 @@ bool mode_applies(const json& mode, const std::string& name) {
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("run options");
-  desc.add_options()
-      ("experiment", po::value<std::string>()->required(), "experiment JSON file")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")
-      ("force", po::bool_switch(), "redo prepared data, training and evals even when finished");
+  desc.add_options()("experiment", po::value<std::string>()->required(), "experiment JSON file")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")(
+      "force", po::bool_switch(), "redo prepared data, training and evals even when finished");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
@@ -132,8 +132,8 @@ int cmd_run(const std::vector<std::string>& args) {
 
   json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
-  exp = apply_tier(exp, take_tier_setting(sets), origin);   // --set tier=NAME (harness/experiment_tiers.h)
-  exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs of another file
+  exp = apply_tier(exp, take_tier_setting(sets), origin);  // --set tier=NAME (harness/experiment_tiers.h)
+  exp = experiment_with_base(exp, origin);                 // "base": out_dir, prepare, common, jobs of another file
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
                                "generation", "tier", "findings", "deviations"}
@@ -141,7 +141,7 @@ int cmd_run(const std::vector<std::string>& args) {
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
                         "generation, tier, tiers, findings, deviations");
-  const json record = experiment_record(exp, origin);   // tier and findings: the verdicts of the report
+  const json record = experiment_record(exp, origin);  // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
   const json& common = section(exp, "common", json::value_t::object, origin);
@@ -180,7 +180,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   fs::create_directories(out_dir);
   const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
-  write_experiment_record(out_dir.string(), record);   // <out_dir>/experiment.json, for `aobench report`
+  write_experiment_record(out_dir.string(), record);  // <out_dir>/experiment.json, for `aobench report`
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
@@ -192,14 +192,15 @@ int cmd_run(const std::vector<std::string>& args) {
     for (const auto& mode : modes)
       if (job.contains("name") && job["name"].is_string() && mode_applies(mode, job["name"].get<std::string>()))
         ++n_steps;
-  Progress::Options quiet;   // no lines of its own: the runner prints status() with each step
+  Progress::Options quiet;  // no lines of its own: the runner prints status() with each step
   quiet.interval_s = 1e300;
   Progress progress("run " + origin, static_cast<int64_t>(n_steps), "steps", quiet);
   auto step_line = [&](const std::string& what) {
     std::cout << "run [" << progress.status() << ", " << format_duration(progress.elapsed()) << " elapsed]: " << what
-              << "\n" << std::flush;
+              << "\n"
+              << std::flush;
   };
-  int64_t skipped = 0;   // steps finished by an earlier invocation
+  int64_t skipped = 0;  // steps finished by an earlier invocation
   for (size_t i = 0; i < prepare.size(); ++i) {
     if (run_prepare(prepare[i], i, origin, force)) {
       progress.advance();
@@ -233,14 +234,15 @@ int cmd_run(const std::vector<std::string>& args) {
                 << "be checked (--force retrains)\n";
       continue;
     }
-    const auto changed = config_differences(done["config"], config, {"description", "expected"}, "finished job",
-                                            "experiment now");
+    const auto changed =
+        config_differences(done["config"], config, {"description", "expected"}, "finished job", "experiment now");
     if (changed.empty()) continue;
     std::string list;
     for (const auto& c : changed) list += "\n  " + c;
     throw ConfigError(origin + ": job " + name + " finished with another config than the experiment gives now:" + list,
-                      "remove " + (out_dir / name).string() + " to retrain this job, pass --force to redo every "
-                      "job, or undo the change");
+                      "remove " + (out_dir / name).string() +
+                          " to retrain this job, pass --force to redo every "
+                          "job, or undo the change");
   }
 
   int64_t trained = 0, evaluated = 0;
@@ -275,7 +277,7 @@ int cmd_run(const std::vector<std::string>& args) {
       if (!mode_applies(mode, name)) continue;
       EvalTask eval_task;
       eval_task.run_dir = job_dir.string();
-      json used = json::object();   // the datasets this mode evaluates: part of what makes an eval "done"
+      json used = json::object();  // the datasets this mode evaluates: part of what makes an eval "done"
       for (auto d = datasets.begin(); d != datasets.end(); ++d) {
         if (mode.contains("datasets") &&
             std::find(mode["datasets"].begin(), mode["datasets"].end(), json(d.key())) == mode["datasets"].end())
@@ -316,8 +318,8 @@ int cmd_run(const std::vector<std::string>& args) {
   // The run's summary: the report's headline table, then what this invocation did.
   const fs::path report = out_dir / "report";
   std::cout << "\n" << render_headline_text(Results::load((report / "results.json").string()));
-  std::cout << "run: done in " << format_duration(progress.elapsed()) << ": " << trained << " trainings, "
-            << evaluated << " evals; " << skipped << " of " << n_steps << " steps finished earlier; report at "
+  std::cout << "run: done in " << format_duration(progress.elapsed()) << ": " << trained << " trainings, " << evaluated
+            << " evals; " << skipped << " of " << n_steps << " steps finished earlier; report at "
             << (report / "index.html").string() << "\n";
   return 0;
 }

@@ -12,17 +12,17 @@
 #include <iostream>
 #include <sstream>
 
-#include "datasets/tokenizer.h"
-#include "harness/checkpoint.h"
-#include "harness/cli.h"
-#include "harness/commands.h"
-#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "core/safetensors.h"
+#include "datasets/tokenizer.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/tasks.h"
 #include "metrics/generation.h"
 
 namespace aobench {
@@ -96,19 +96,19 @@ void run_sample(const SampleTask& task) {
   }
 
   const std::string protocol = genppl_dataset(opt.steps, opt.top_p, opt.temperature);
-  const std::string out = !task.out.empty() ? task.out
-                                            : (fs::path(run_dir) / "samples" /
-                                               (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
+  const std::string out =
+      !task.out.empty()
+          ? task.out
+          : (fs::path(run_dir) / "samples" / (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
   if (fs::exists(out))
     throw ConfigError("'" + out + "' exists; aobench sample never overwrites samples",
                       "remove it, or pass --out / another --set sample.seed=N");
 
   const bool bf16 = use_bf16_autocast(TrainConfig::from_json(config).dtype, device);
-  std::cerr << "sample: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "")
-            << ", " << info.name << " on " << device.str() << (bf16 ? " (bf16 autocast)" : "") << ", "
-            << opt.num_samples << " sample(s)" << (prompts.empty() ? "" : " per prompt") << " × " << opt.length
-            << " tokens, " << opt.steps << " steps, top-p " << opt.top_p << ", temperature " << opt.temperature
-            << "\n";
+  std::cerr << "sample: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "") << ", "
+            << info.name << " on " << device.str() << (bf16 ? " (bf16 autocast)" : "") << ", " << opt.num_samples
+            << " sample(s)" << (prompts.empty() ? "" : " per prompt") << " × " << opt.length << " tokens, " << opt.steps
+            << " steps, top-p " << opt.top_p << ", temperature " << opt.temperature << "\n";
 
   const nlohmann::json settings = opt.to_json();
   const std::vector<const Prompt*> rounds = prompts.empty() ? std::vector<const Prompt*>{nullptr} : [&] {
@@ -169,12 +169,11 @@ namespace {
 
 int cmd_sample(const std::vector<std::string>& args) {
   po::options_description desc("sample options");
-  desc.add_options()
-      ("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")
-      ("checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")
-      ("prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")
-      ("out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
+  desc.add_options()("run", po::value<std::string>()->required(), "run directory (has checkpoints/)")(
+      "checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")(
+      "prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")(
+      "out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   SampleTask task;

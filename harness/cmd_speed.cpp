@@ -10,18 +10,18 @@
 #include <filesystem>
 #include <iostream>
 
-#include "harness/checkpoint.h"
-#include "harness/cli.h"
-#include "harness/commands.h"
-#include "harness/tasks.h"
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/resolve_config.h"
 #include "core/device.h"
 #include "core/env_info.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "harness/checkpoint.h"
+#include "harness/cli.h"
+#include "harness/commands.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
+#include "harness/tasks.h"
 #include "metrics/generation.h"
 #include "reports/results.h"
 
@@ -67,8 +67,7 @@ void run_speed(const SpeedTask& task) {
   } else {
     bool has_plugin = false;
     for (const auto& s : sets) has_plugin |= s.rfind("model.plugin=", 0) == 0;
-    if (!has_plugin)
-      throw ConfigError("aobench speed needs --run RUN_DIR or --set model.plugin=P", kUsage);
+    if (!has_plugin) throw ConfigError("aobench speed needs --run RUN_DIR or --set model.plugin=P", kUsage);
     config = resolve_config(nlohmann::json::object(), sets, "--set");
     const TrainConfig train = TrainConfig::from_json(config);
     device = select_device(train.device);
@@ -87,9 +86,9 @@ void run_speed(const SpeedTask& task) {
                       "set speed.length ≤ " + std::to_string(model.block_size()) + " or time a larger flavour");
   const bool bf16 = use_bf16_autocast(TrainConfig::from_json(config).dtype, device);
   const std::string dev_name = device_name(device);
-  std::cout << "speed: " << name << " (" << model.info().name << ", " << to_string(model.info().paradigm)
-            << ") on " << dev_name << (bf16 ? ", bf16 autocast" : ", fp32") << ", batch " << speed.batch_size
-            << " × " << speed.length << " tokens, top-p " << sample.top_p << ", temperature " << sample.temperature
+  std::cout << "speed: " << name << " (" << model.info().name << ", " << to_string(model.info().paradigm) << ") on "
+            << dev_name << (bf16 ? ", bf16 autocast" : ", fp32") << ", batch " << speed.batch_size << " × "
+            << speed.length << " tokens, top-p " << sample.top_p << ", temperature " << sample.temperature
             << (sample.float64 ? ", float64 draws" : ", float32 draws") << ", " << speed.warmup << " warm-up + "
             << speed.repeats << " timed call(s) per steps value\n";
   std::printf("%8s %12s %10s %14s %8s\n", "steps", "mean s", "sd s", "tokens/s", "calls");
@@ -122,18 +121,17 @@ void run_speed(const SpeedTask& task) {
                   static_cast<long long>(speed.warmup), static_cast<long long>(speed.repeats), t.mean, t.sd,
                   device.is_cuda() ? "CUDA events" : "steady_clock", dev_name.c_str());
     const double se = t.sd / std::sqrt(static_cast<double>(t.seconds.size()));
-    MetricParams params;   // the protocol as fields; speed_dataset(steps) stays the key
+    MetricParams params;  // the protocol as fields; speed_dataset(steps) stays the key
     params.steps = steps;
     params.family = "gen_s";
-    run.metrics[speed_dataset(steps) + "/gen_s"] = {t.mean, se, static_cast<int64_t>(t.seconds.size()), false, false,
-                                                    protocol, params};
+    run.metrics[speed_dataset(steps) + "/gen_s"] = {
+        t.mean, se, static_cast<int64_t>(t.seconds.size()), false, false, protocol, params};
     params.family = "gen_tok_s";
-    run.metrics[speed_dataset(steps) + "/gen_tok_s"] = {tok_s, tok_s * se / t.mean,
-                                                        static_cast<int64_t>(t.seconds.size()), false, true, protocol,
-                                                        params};
+    run.metrics[speed_dataset(steps) + "/gen_tok_s"] = {
+        tok_s, tok_s * se / t.mean, static_cast<int64_t>(t.seconds.size()), false, true, protocol, params};
   }
 
-  const std::string out = !task.out.empty()     ? task.out
+  const std::string out = !task.out.empty()       ? task.out
                           : !task.run_dir.empty() ? (fs::path(task.run_dir) / "results.json").string()
                                                   : "speed_" + name + ".json";
   Results results;
@@ -150,12 +148,12 @@ namespace {
 
 int cmd_speed(const std::vector<std::string>& args) {
   po::options_description desc("speed options");
-  desc.add_options()
-      ("run", po::value<std::string>(), "run directory to time (its weights, EMA when sample.ema)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(),
-       "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")
-      ("out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json, or "
-                                        "speed_<plugin>_<flavour>.json)");
+  desc.add_options()("run", po::value<std::string>(), "run directory to time (its weights, EMA when sample.ema)")(
+      "set,s", po::value<std::vector<std::string>>()->composing(),
+      "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")(
+      "out", po::value<std::string>(),
+      "results file to merge into (default RUN_DIR/results.json, or "
+      "speed_<plugin>_<flavour>.json)");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   SpeedTask task;

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
+#include "core/errors.h"
 #include "datasets/tokenizer.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
-#include "core/config.h"
-#include "core/errors.h"
 
 namespace aobench {
 
@@ -41,8 +41,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   std::vector<uint32_t> ids;
   for (const auto& v : j) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > UINT32_MAX)
-      throw DataError("tokenize --decode: '" + brief(v) + "' is not a token id",
-                      "ids are non-negative integers");
+      throw DataError("tokenize --decode: '" + brief(v) + "' is not a token id", "ids are non-negative integers");
     ids.push_back(v.get<uint32_t>());
   }
   std::cout << tok->decode(ids);

@@ -9,8 +9,8 @@ namespace aobench {
 
 struct Command {
   std::string name;
-  std::string usage;    // one line: "aobench train --config F [--set k=v]..."
-  std::string summary;  // one line for `aobench --help`
+  std::string usage;                                             // one line: "aobench train --config F [--set k=v]..."
+  std::string summary;                                           // one line for `aobench --help`
   std::function<int(const std::vector<std::string>& args)> run;  // args exclude the command name
 };
 

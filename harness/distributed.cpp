@@ -25,9 +25,9 @@ static int env_int(const char* name, int fallback, int lo) {
   char* end = nullptr;
   const long x = std::strtol(v, &end, 10);
   if (*end != '\0' || x < lo || x > 1 << 20)
-    throw ConfigError(std::string("environment variable ") + name + "='" + v + "' is not a valid integer ≥ " +
-                          std::to_string(lo),
-                      "launch with torchrun, which sets RANK, WORLD_SIZE and LOCAL_RANK");
+    throw ConfigError(
+        std::string("environment variable ") + name + "='" + v + "' is not a valid integer ≥ " + std::to_string(lo),
+        "launch with torchrun, which sets RANK, WORLD_SIZE and LOCAL_RANK");
   return int(x);
 }
 
@@ -42,8 +42,7 @@ DistEnv dist_env_from_environment() {
   if (const char* a = std::getenv("MASTER_ADDR")) env.master_addr = a;
   env.master_port = env_int("MASTER_PORT", 0, 0);
   if (env.master_port > 65535)
-    throw ConfigError("environment variable MASTER_PORT=" + std::to_string(env.master_port) +
-                          " is not a TCP port",
+    throw ConfigError("environment variable MASTER_PORT=" + std::to_string(env.master_port) + " is not a TCP port",
                       "use a port in 1..65535");
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   env.agent_store = agent && std::string(agent) == "True";
@@ -67,9 +66,9 @@ torch::Device rank_device(const std::string& spec, const DistEnv& env, const std
                       "use \"cuda\" or \"auto\": each rank takes cuda:LOCAL_RANK");
   const int n = int(torch::cuda::device_count());
   if (env.local_rank >= n)
-    throw ConfigError("LOCAL_RANK=" + std::to_string(env.local_rank) + " but only " + std::to_string(n) +
-                          " CUDA devices are visible",
-                      "launch at most one process per GPU (torchrun --nproc_per_node ≤ GPU count)");
+    throw ConfigError(
+        "LOCAL_RANK=" + std::to_string(env.local_rank) + " but only " + std::to_string(n) + " CUDA devices are visible",
+        "launch at most one process per GPU (torchrun --nproc_per_node ≤ GPU count)");
   return torch::Device(torch::kCUDA, c10::DeviceIndex(env.local_rank));
 }
 
@@ -79,11 +78,11 @@ struct DataParallel::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg;
   torch::Device device;
   int rank = 0, world = 1;
-  int64_t gathers = 0;   // numbers the store keys of successive gather_to_main calls
+  int64_t gathers = 0;  // numbers the store keys of successive gather_to_main calls
 
   void allreduce_sum(torch::Tensor& t) {
     std::vector<torch::Tensor> v{t};
-    pg->allreduce(v)->wait();   // orders the current stream after the NCCL op
+    pg->allreduce(v)->wait();  // orders the current stream after the NCCL op
   }
 };
 
@@ -98,7 +97,7 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(en
   impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0});
   c10d::TCPStoreOptions opts;
   opts.port = uint16_t(env.master_port);
-  opts.isServer = env.rank == 0 && !env.agent_store;   // torchrun's agent may already serve MASTER_PORT
+  opts.isServer = env.rank == 0 && !env.agent_store;  // torchrun's agent may already serve MASTER_PORT
   opts.numWorkers = size_t(env.world);
   opts.multiTenant = true;
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
@@ -110,10 +109,11 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(en
 DataParallel::~DataParallel() {
   if (!impl_) return;
   try {
-    if (std::uncaught_exceptions() > 0) impl_->pg->abort();   // peers may be stuck in a collective
-    else impl_->pg->shutdown();
-  } catch (...) {
-  }
+    if (std::uncaught_exceptions() > 0)
+      impl_->pg->abort();  // peers may be stuck in a collective
+    else
+      impl_->pg->shutdown();
+  } catch (...) {}
 }
 
 void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>& tensors) {
@@ -121,8 +121,8 @@ void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>& tensors
   torch::NoGradGuard no_grad;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (const auto& t : tensors) {
-    TORCH_CHECK(t.is_contiguous() && t.device() == impl_->device,
-                "broadcast_from_main: tensor not contiguous on ", impl_->device);
+    TORCH_CHECK(t.is_contiguous() && t.device() == impl_->device, "broadcast_from_main: tensor not contiguous on ",
+                impl_->device);
     std::vector<torch::Tensor> v{t.detach()};
     works.push_back(impl_->pg->broadcast(v));
   }
@@ -203,10 +203,10 @@ void DataParallel::barrier() {
   if (!impl_) return;
   auto t = torch::zeros({1}, torch::TensorOptions().device(impl_->device));
   impl_->allreduce_sum(t);
-  (void)t.item<float>();   // waits for the collective itself, not just stream order
+  (void)t.item<float>();  // waits for the collective itself, not just stream order
 }
 
-#else   // no NCCL: rank_device() has already refused world > 1, so the group is never active.
+#else  // no NCCL: rank_device() has already refused world > 1, so the group is never active.
 struct DataParallel::Impl {};
 DataParallel::DataParallel(const DistEnv& env, torch::Device) : world_(env.world) {
   if (env.world > 1)

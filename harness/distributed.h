@@ -17,7 +17,7 @@ struct DistEnv {
   int local_rank = 0;
   std::string master_addr;
   int master_port = 0;
-  bool agent_store = false;   // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the TCPStore
+  bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the TCPStore
   bool is_main() const { return rank == 0; }
 };
 
@@ -27,8 +27,7 @@ DistEnv dist_env_from_environment();
 // This rank's device. world == 1: exactly select_device(spec). world > 1: cuda:LOCAL_RANK; ConfigError when
 // `spec` resolves to the CPU (no Gloo in this build), names another index, or LOCAL_RANK has no GPU, and
 // when this build has no NCCL process group.
-torch::Device rank_device(const std::string& spec, const DistEnv& env,
-                          const std::string& key = "train.device");
+torch::Device rank_device(const std::string& spec, const DistEnv& env, const std::string& key = "train.device");
 
 // The data-parallel group. Inactive (every call a no-op returning its input) when world == 1.
 class DataParallel {
@@ -36,7 +35,7 @@ class DataParallel {
   // world > 1: sets the current CUDA device, connects the TCPStore (rank 0 serves it unless torchrun's
   // agent does) and creates a ProcessGroupNCCL with default options.
   DataParallel(const DistEnv& env, torch::Device device);
-  ~DataParallel();   // shuts the group down (aborts it when unwinding from an exception)
+  ~DataParallel();  // shuts the group down (aborts it when unwinding from an exception)
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 

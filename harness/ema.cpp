@@ -7,9 +7,7 @@
 
 namespace aobench {
 
-double ema_decay_at(double decay, int64_t n) {
-  return std::min(decay, (1.0 + double(n)) / (10.0 + double(n)));
-}
+double ema_decay_at(double decay, int64_t n) { return std::min(decay, (1.0 + double(n)) / (10.0 + double(n))); }
 
 Ema::Ema(torch::nn::Module& module, double decay) : module_(module), decay_(decay) {
   torch::NoGradGuard no_grad;

@@ -27,7 +27,7 @@ class Ema {
 
   int64_t num_updates() const { return n_; }
   double decay() const { return decay_; }
-  TensorMap state() const;   // name → fp32 CPU shadow
+  TensorMap state() const;  // name → fp32 CPU shadow
   // Restores shadows (by parameter name) and the update count; throws CheckpointError on a mismatch.
   void load_state(const TensorMap& shadows, int64_t num_updates, const std::string& origin);
 

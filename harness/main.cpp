@@ -12,15 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/commands.h"
 #include "core/errors.h"
+#include "harness/commands.h"
 
 int main(int argc, char** argv) {
   auto& table = aobench::command_table();
   std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   auto usage = [&](std::ostream& out) {
     out << "usage: aobench <command> [options]   (aobench <command> --help for its options)\n\ncommands:\n";
-    for (const auto& c : table) out << "  " << c.name << std::string(10 - std::min<size_t>(9, c.name.size()), ' ') << c.summary << "\n";
+    for (const auto& c : table)
+      out << "  " << c.name << std::string(10 - std::min<size_t>(9, c.name.size()), ' ') << c.summary << "\n";
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage(argc < 2 ? std::cerr : std::cout);
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
     } catch (const c10::Error& e) {
       std::cerr << "error: " << e.what_without_backtrace() << "\n";
       return 1;
-    } catch (const nlohmann::json::exception& e) {   // a JSON value of an unexpected shape somewhere
+    } catch (const nlohmann::json::exception& e) {  // a JSON value of an unexpected shape somewhere
       std::cerr << "error: unexpected JSON content: " << e.what() << "\n"
                 << "HINT: a config, experiment or results file holds a value of another type than expected\n";
       return 2;

@@ -35,8 +35,8 @@ torch::Tensor AdamW::grad_norm() const {
   for (const auto& p : all_)
     if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty())
-    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(all_.empty() ? torch::kCPU
-                                                                                                : all_[0].device()));
+    return torch::zeros(
+        {}, torch::TensorOptions().dtype(torch::kFloat32).device(all_.empty() ? torch::kCPU : all_[0].device()));
   // Per-tensor norms in one multi-tensor launch, then the norm of the n norms (clip_grad_norm_'s recipe).
   return at::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads, 2)), 2).to(torch::kFloat32);
 }
@@ -60,7 +60,7 @@ void AdamW::step(double lr, double max_norm, const torch::Tensor& norm, const to
     steps.push_back(slots_[i].step);
   }
   if (stepped_.empty()) return;
-  torch::_foreach_add_(steps, 1.0);   // counted even when skipped; undo_step_count() takes it back
+  torch::_foreach_add_(steps, 1.0);  // counted even when skipped; undo_step_count() takes it back
 
   if (fused_) {
     // The kernel divides each gradient by grad_scale: 1 / clip factor = max((norm + 1e-6) / max_norm, 1).
@@ -119,12 +119,11 @@ void AdamW::undo_step_count() {
 }
 
 TensorMap AdamW::state(const std::vector<std::string>& names) const {
-  TORCH_CHECK(names.size() == all_.size(), "AdamW::state: ", names.size(), " names for ", all_.size(),
-              " parameters");
+  TORCH_CHECK(names.size() == all_.size(), "AdamW::state: ", names.size(), " names for ", all_.size(), " parameters");
   TensorMap out;
   for (size_t i = 0; i < all_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (!s.step.defined()) continue;   // never stepped (e.g. no gradient yet)
+    if (!s.step.defined()) continue;  // never stepped (e.g. no gradient yet)
     out[names[i] + ".exp_avg"] = s.exp_avg.detach().to(torch::kCPU).clone();
     out[names[i] + ".exp_avg_sq"] = s.exp_avg_sq.detach().to(torch::kCPU).clone();
     out[names[i] + ".step"] = torch::tensor(static_cast<int64_t>(std::llround(s.step.item<double>())), torch::kInt64);

@@ -30,7 +30,7 @@ class AdamW {
 
   // Every parameter, group by group (the order of the groups given).
   const std::vector<torch::Tensor>& params() const { return all_; }
-  void zero_grad();   // gradients set to none
+  void zero_grad();  // gradients set to none
 
   // ‖(∇θ₁, …, ∇θₙ)‖₂ over every defined gradient, float32 0-dim on the parameters' device (no host sync).
   torch::Tensor grad_norm() const;
@@ -54,14 +54,14 @@ class AdamW {
 
  private:
   struct Slot {
-    torch::Tensor exp_avg, exp_avg_sq, step;   // step: float32 0-dim on the device (what the fused kernel reads)
+    torch::Tensor exp_avg, exp_avg_sq, step;  // step: float32 0-dim on the device (what the fused kernel reads)
   };
   void init_slot(size_t i);
 
   std::vector<AdamWGroup> groups_;
   std::vector<torch::Tensor> all_;
-  std::vector<Slot> slots_;        // one per params() entry; undefined until first stepped
-  std::vector<size_t> stepped_;    // indices stepped by the last step() (for undo_step_count)
+  std::vector<Slot> slots_;      // one per params() entry; undefined until first stepped
+  std::vector<size_t> stepped_;  // indices stepped by the last step() (for undo_step_count)
   double beta1_, beta2_, eps_;
   bool fused_;
 };

@@ -33,22 +33,23 @@ PluginLibrary load_plugin_library(const std::string& path) {
                           ", this harness has API version " + std::to_string(kPluginApiVersion),
                       "rebuild the plugin against this harness's core/plugin_api.h");
   if (!lib->has("aobench_plugin_fingerprint"))
-    throw PluginError("plugin '" + path + "' has no aobench_plugin_fingerprint symbol, so its compiler and LibTorch "
-                      "cannot be checked against the harness's [" + build_fingerprint() + "]",
+    throw PluginError("plugin '" + path +
+                          "' has no aobench_plugin_fingerprint symbol, so its compiler and LibTorch "
+                          "cannot be checked against the harness's [" +
+                          build_fingerprint() + "]",
                       "rebuild it with the AOBENCH_PLUGIN(YourClass) macro of this harness's plugin_api.h");
   {
     const char* raw = lib->get<const char*()>("aobench_plugin_fingerprint")();
     const std::string fp = raw ? raw : "(null)";
     if (fp != build_fingerprint())
-      throw PluginError("plugin '" + path + "' was built with [" + fp + "], the harness with [" +
-                            build_fingerprint() + "]",
-                        "rebuild plugin and harness with the same compiler and LibTorch");
+      throw PluginError(
+          "plugin '" + path + "' was built with [" + fp + "], the harness with [" + build_fingerprint() + "]",
+          "rebuild plugin and harness with the same compiler and LibTorch");
   }
   if (!lib->has("aobench_plugin_default_config"))
     throw PluginError("plugin '" + path + "' has no aobench_plugin_default_config symbol (its default.json)",
                       "rebuild it with the AOBENCH_PLUGIN(YourClass) macro of this harness's plugin_api.h");
-  return {lib->get<ModelPlugin*()>("aobench_create_plugin"),
-          lib->get<const char*()>("aobench_plugin_default_config")};
+  return {lib->get<ModelPlugin*()>("aobench_create_plugin"), lib->get<const char*()>("aobench_plugin_default_config")};
 }
 
 // create() of the library at `path`; a library whose factory returns null is refused by name.
@@ -88,8 +89,7 @@ void PluginRegistry::scan() {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string f = e.path().filename().string();
-      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so")
-        files.push_back(e.path());
+      if (f.rfind("libaobench_", 0) == 0 && e.path().extension() == ".so") files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
@@ -108,9 +108,7 @@ const std::vector<PluginEntry>& PluginRegistry::plugins() {
   return entries_;
 }
 
-std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) {
-  return create_from(entry(name).path);
-}
+std::unique_ptr<ModelPlugin> PluginRegistry::create(const std::string& name) { return create_from(entry(name).path); }
 
 const PluginEntry& PluginRegistry::entry(const std::string& name) {
   for (const auto& e : plugins())
@@ -130,8 +128,9 @@ nlohmann::json flavour_defaults(const std::string& plugin, const std::string& fl
     std::vector<std::string> names;
     for (auto it = flavours.begin(); it != flavours.end(); ++it) names.push_back(it.key());
     const std::string near = closest_name(flavour, names);
-    throw ConfigError("plugin '" + plugin + "' has no flavour '" + flavour + "' (model.flavour)",
-                      (near.empty() ? std::string() : "did you mean '" + near + "'? ") + "flavours: " + join_names(names));
+    throw ConfigError(
+        "plugin '" + plugin + "' has no flavour '" + flavour + "' (model.flavour)",
+        (near.empty() ? std::string() : "did you mean '" + near + "'? ") + "flavours: " + join_names(names));
   }
   nlohmann::json m = flavours[flavour];
   m["plugin"] = plugin;

@@ -1,4 +1,4 @@
-// Implements: plugin discovery and loading (DESIGN.md §3, style.md lessons 1–3).
+// Implements: plugin discovery and loading (DESIGN.md §3).
 // Scans the plugin directory (next to the binary, or AOBENCH_PLUGIN_PATH, ':'-separated) for
 // libaobench_<name>.so, checks the API version and build fingerprint before anything else, and keeps
 // every library loaded until process exit (models must never outlive their code).
@@ -15,7 +15,7 @@
 namespace aobench {
 
 struct PluginEntry {
-  std::string name;     // from the file name libaobench_<name>.so
+  std::string name;  // from the file name libaobench_<name>.so
   std::string path;
   PluginInfo info;
   const char* (*default_config)();  // the library's default.json text (aobench_plugin_default_config)

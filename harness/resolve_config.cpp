@@ -36,12 +36,11 @@ std::string config_summary(const json& config, const std::string& full_path) {
   const bool has_model = config.contains("model") && config["model"].is_object();
   const json& m = has_model ? config["model"] : base_config()["model"];
   const std::string plugin = m.contains("plugin") && m["plugin"].is_string() ? m["plugin"].get<std::string>() : "";
-  const std::string flavour =
-      m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
+  const std::string flavour = m.contains("flavour") && m["flavour"].is_string() ? m["flavour"].get<std::string>() : "";
   json defaults = base_config();
   try {
     defaults["model"] = flavour_defaults(plugin, flavour);
-  } catch (const std::exception&) {   // no such plugin here: every model key counts as changed
+  } catch (const std::exception&) {  // no such plugin here: every model key counts as changed
   }
   std::vector<std::pair<std::string, json>> leaves, default_leaves;
   flatten_config(config, "", leaves);

@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/env_info.h"
@@ -55,8 +55,8 @@ DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wai
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  const std::string me = "pid " + std::to_string(::getpid()) + " (" + what + ") on " + host + " since " +
-                         utc_timestamp() + "\n";
+  const std::string me =
+      "pid " + std::to_string(::getpid()) + " (" + what + ") on " + host + " since " + utc_timestamp() + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
     std::cerr << "warning: cannot record the holder in '" << lock_path << "': " << std::strerror(errno) << "\n";
 }
@@ -68,8 +68,9 @@ DirLock::~DirLock() {
 RunDir::RunDir(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   fs::create_directories(fs::path(path_) / "checkpoints", ec);
-  if (ec) throw ConfigError("cannot create run directory '" + path_ + "': " + ec.message(),
-                            "check train.out_dir and its permissions");
+  if (ec)
+    throw ConfigError("cannot create run directory '" + path_ + "': " + ec.message(),
+                      "check train.out_dir and its permissions");
 }
 
 void RunDir::write_config(const nlohmann::json& resolved) const {

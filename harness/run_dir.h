@@ -27,12 +27,12 @@ class DirLock {
 
 class RunDir {
  public:
-  explicit RunDir(std::string path);   // creates <path> and <path>/checkpoints
+  explicit RunDir(std::string path);  // creates <path> and <path>/checkpoints
   const std::string& path() const { return path_; }
   std::string metrics_path() const { return path_ + "/metrics.jsonl"; }
 
-  void write_config(const nlohmann::json& resolved) const;    // config.resolved.json, atomically
-  void append_metrics(const nlohmann::json& line) const;      // one line, flushed
+  void write_config(const nlohmann::json& resolved) const;  // config.resolved.json, atomically
+  void append_metrics(const nlohmann::json& line) const;    // one line, flushed
   // Keeps only lines whose "step" ≤ step (resume: later lines would duplicate the curve). step < 0 empties.
   void truncate_metrics_after(int64_t step) const;
 

@@ -104,9 +104,10 @@ void run_generation_stages(const json& generation, const std::string& job, const
     json c = base_config();
     merge_strict(c, {{"sample", patch}}, "generation.settings");
     const SampleConfig o = SampleConfig::from_json(c);
-    const std::string samples = (fs::path(job_dir) / "samples" /
-                                 (genppl_dataset(o.steps, o.top_p, o.temperature) + "_seed" +
-                                  std::to_string(o.seed) + ".jsonl")).string();
+    const std::string samples =
+        (fs::path(job_dir) / "samples" /
+         (genppl_dataset(o.steps, o.top_p, o.temperature) + "_seed" + std::to_string(o.seed) + ".jsonl"))
+            .string();
     // `aobench sample` writes the file atomically: one that exists is complete (a killed genppl re-runs).
     if (!fs::exists(samples)) {
       SampleTask sample;

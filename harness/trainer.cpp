@@ -40,11 +40,18 @@ namespace {
 constexpr uint64_t kEvalSeed = 1234;  // validation batches and orders are the same at every evaluation
 // Keys a --resume may change without --resume-with-changes: how long to run and what to log or keep, not
 // what is trained (the data, batch, schedule and model stay the checkpoint's).
-const std::vector<std::string> kResumableKeys = {
-    "train.max_iters", "train.max_seconds", "train.out_dir", "train.log_interval", "train.eval_interval",
-    "train.eval_iters", "train.checkpoint_interval", "train.keep_checkpoints", "eval", "sample",
-    "description", "expected"};
-
+const std::vector<std::string> kResumableKeys = {"train.max_iters",
+                                                 "train.max_seconds",
+                                                 "train.out_dir",
+                                                 "train.log_interval",
+                                                 "train.eval_interval",
+                                                 "train.eval_iters",
+                                                 "train.checkpoint_interval",
+                                                 "train.keep_checkpoints",
+                                                 "eval",
+                                                 "sample",
+                                                 "description",
+                                                 "expected"};
 
 // ---------------------------------------------------------------------------------------------------
 // Signals: the first only sets a flag (the loop finishes its step, checkpoints and returns) and says so;
@@ -62,7 +69,8 @@ extern "C" void on_signal(int sig) {
 }
 
 struct SignalGuard {
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   SignalGuard() {
     g_signal = 0;
     struct sigaction sa {};
@@ -106,7 +114,8 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
       if (!d.empty()) return d;
     }
     for (auto it = b.begin(); it != b.end(); ++it)
-      if (!a.contains(it.key())) return path + "." + it.key() + ": absent (checkpoint) vs " + it.value().dump() + " (config)";
+      if (!a.contains(it.key()))
+        return path + "." + it.key() + ": absent (checkpoint) vs " + it.value().dump() + " (config)";
     return "";
   }
   if (a != b) return path + ": " + a.dump() + " (checkpoint) vs " + b.dump() + " (config)";
@@ -191,13 +200,13 @@ class Trainer {
   bool stop_requested(TrainLogger& log);
   torch::nn::Module& net() { return model_->module(); }
 
-  nlohmann::json config_;   // model section replaced by the plugin's resolved one
+  nlohmann::json config_;  // model section replaced by the plugin's resolved one
   const TrainConfig hp_;
   const DataConfig data_;
   const DistEnv dist_;
   const bool main_rank_;
-  const torch::Device device_;   // cuda:LOCAL_RANK when world > 1
-  DataParallel dp_;              // inactive (no-op) when world == 1
+  const torch::Device device_;  // cuda:LOCAL_RANK when world > 1
+  DataParallel dp_;             // inactive (no-op) when world == 1
   const bool debug_ddp_, bf16_, resume_;
   std::string plugin_name_, flavour_;
   std::unique_ptr<ModelPlugin> model_;
@@ -206,16 +215,16 @@ class Trainer {
   bool decoder_ = true;
   std::shared_ptr<TokenFile> train_file_, val_file_;
   std::unique_ptr<BatchSampler> sampler_;
-  at::Generator gen_;   // one CPU generator for orders and the plugin's noise; the sampler owns the data one
+  at::Generator gen_;  // one CPU generator for orders and the plugin's noise; the sampler owns the data one
   std::unique_ptr<AdamW> optimizer_;
   std::vector<std::string> param_names_;
   std::unique_ptr<Ema> ema_;
   std::unique_ptr<RunDir> run_;
-  std::unique_ptr<DirLock> lock_;   // one writer per run directory; rank 0 writes for all ranks
+  std::unique_ptr<DirLock> lock_;  // one writer per run directory; rank 0 writes for all ranks
   int64_t step_ = 0, tokens_seen_ = 0, nan_skips_ = 0, start_step_ = 0;
-  double time_offset_ = 0;          // wall seconds of earlier (resumed) segments
-  bool nothing_to_train_ = false;   // resumed at train.max_iters
-  bool stop_signal_ = false;        // agreed over ranks: every rank leaves the loop at the same step
+  double time_offset_ = 0;         // wall seconds of earlier (resumed) segments
+  bool nothing_to_train_ = false;  // resumed at train.max_iters
+  bool stop_signal_ = false;       // agreed over ranks: every rank leaves the loop at the same step
 };
 
 Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow_config_changes)
@@ -263,20 +272,20 @@ void Trainer::build_model() {
   flavour_ = get_string(config_, "model.flavour");
   model_ = PluginRegistry::instance().create(plugin_name_);
   model_->configure(config_.at("model"));
-  config_["model"] = model_->resolved_model_config(config_.at("model"));   // e.g. the shape of init_from_hf
+  config_["model"] = model_->resolved_model_config(config_.at("model"));  // e.g. the shape of init_from_hf
   try {
     model_->build(device_);
-  } catch (const c10::Error& e) {   // e.g. model.block_size=1e9: the allocator's message names no key
+  } catch (const c10::Error& e) {  // e.g. model.block_size=1e9: the allocator's message names no key
     std::string what = e.what_without_backtrace();
     what = what.substr(0, what.find('\n'));
     std::string sizes;
     for (auto it = config_.at("model").begin(); it != config_.at("model").end(); ++it)
       if (it.value().is_number_integer()) sizes += (sizes.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
-    throw ConfigError("cannot build model " + plugin_name_ + "/" + flavour_ + " on " + device_.str() + " (" + sizes +
-                          "): " + what,
-                      "the model does not fit in memory; lower model.block_size, n_embd, n_layer or vocab_size");
+    throw ConfigError(
+        "cannot build model " + plugin_name_ + "/" + flavour_ + " on " + device_.str() + " (" + sizes + "): " + what,
+        "the model does not fit in memory; lower model.block_size, n_embd, n_layer or vocab_size");
   }
-  dp_.broadcast_from_main(module_tensors(net()));   // ranks were initialised with different seeds
+  dp_.broadcast_from_main(module_tensors(net()));  // ranks were initialised with different seeds
   info_ = model_->info();
   T_ = model_->block_size();
   B_ = hp_.batch_size;
@@ -367,7 +376,7 @@ void Trainer::resume_from_checkpoint(bool allow_config_changes) {
   if (per_rank || main_rank_) restore_rng_state(rng, *sampler_, gen_, device_);
   dp_.broadcast_from_main(module_tensors(net()));
   if (st.contains("extra_state")) model_->load_extra_state(st["extra_state"]);
-  if (step_ >= hp_.max_iters) {   // nothing to train: the checkpoint, config and metrics stay as they are
+  if (step_ >= hp_.max_iters) {  // nothing to train: the checkpoint, config and metrics stay as they are
     if (main_rank_)
       std::cout << "checkpoint " << *ckpt << " is at step " << step_ << ", train.max_iters = " << hp_.max_iters
                 << ": nothing to train, nothing written\n";
@@ -382,8 +391,8 @@ TrainBatch Trainer::draw_batch(BatchSampler& sampler, at::Generator& gen) {
   TrainBatch batch;
   // Pinned host copy: the upload queues behind the running step instead of waiting for it.
   batch.tokens = device_.is_cuda() ? sampler.next(B_).pin_memory().to(device_, /*non_blocking=*/true)
-                                   : sampler.next(B_);                  // (B, T)
-  if (decoder_) batch.order = hp_.order.draw(B_, T_, gen, device_);     // (B, T)
+                                   : sampler.next(B_);               // (B, T)
+  if (decoder_) batch.order = hp_.order.draw(B_, T_, gen, device_);  // (B, T)
   return batch;
 }
 
@@ -402,7 +411,7 @@ StepStats Trainer::train_step(double lr) {
       AutocastGuard ac(bf16_);
       out = model_->loss(batch, gen_);
     }
-    (out.loss / double(accum)).backward();   // mean over micro-batches (spec-ao-gpt §2.2)
+    (out.loss / double(accum)).backward();  // mean over micro-batches (spec-ao-gpt §2.2)
     loss_sum += out.loss.detach().to(torch::kFloat64) / double(accum);
     for (const auto& [k, v] : out.metrics) s.extra[k] += v / double(accum);
   }
@@ -420,11 +429,11 @@ StepStats Trainer::train_step(double lr) {
                 << std::flush;
     size_t i = 1;
     for (auto& kv : s.extra) kv.second = scalars[i++];
-    loss_sum.fill_(scalars[0]);   // the rank mean decides the skip on every rank alike
+    loss_sum.fill_(scalars[0]);  // the rank mean decides the skip on every rank alike
   }
   // Global-norm clipping (the logged norm is the pre-clip one; grad_clip 0 = measure only) and the AdamW
   // update, skipped on the device when the loss or the norm is not finite (no update made).
-  const torch::Tensor stats = torch::stack({loss_sum, optimizer_->grad_norm().to(torch::kFloat64)});   // (2)
+  const torch::Tensor stats = torch::stack({loss_sum, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
   optimizer_->step(lr, hp_.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
   const torch::Tensor stats_host = stats.to(torch::kCPU);
   s.loss = stats_host[0].item<double>();
@@ -489,10 +498,17 @@ std::string Trainer::checkpoint(double elapsed) {
   data.model = module_state(net());
   if (ema_) data.ema = ema_->state();
   data.optimizer = optimizer_->state(param_names_);
-  data.state = {{"plugin", plugin_name_}, {"flavour", flavour_}, {"plugin_version", info_.version},
-                {"tokens", tokens_seen_}, {"time_s", elapsed}, {"nan_skips", nan_skips_},
-                {"ema_updates", ema_ ? ema_->num_updates() : 0}, {"ema_decay", hp_.ema}, {"rng", rng},
-                {"extra_state", model_->extra_state()}, {"config", config_}};
+  data.state = {{"plugin", plugin_name_},
+                {"flavour", flavour_},
+                {"plugin_version", info_.version},
+                {"tokens", tokens_seen_},
+                {"time_s", elapsed},
+                {"nan_skips", nan_skips_},
+                {"ema_updates", ema_ ? ema_->num_updates() : 0},
+                {"ema_decay", hp_.ema},
+                {"rng", rng},
+                {"extra_state", model_->extra_state()},
+                {"config", config_}};
   if (dp_.active()) {
     data.state["world_size"] = dist_.world;
     for (const auto& r : rank_rngs) data.state["rng_ranks"].push_back(nlohmann::json::parse(r));
@@ -525,11 +541,11 @@ TrainSummary Trainer::run() {
   summary.steps = step_;
   summary.final_val_loss = std::nan("");
   if (nothing_to_train_) return summary;
-  if (resume_ && main_rank_)   // earlier segments' validation losses count for "best"
+  if (resume_ && main_rank_)  // earlier segments' validation losses count for "best"
     std::tie(summary.best_val_loss, summary.best_val_step) = best_logged_val(run_->metrics_path());
-  auto record_val = [&](double v) {   // final and best validation loss for the summary line
+  auto record_val = [&](double v) {  // final and best validation loss for the summary line
     summary.final_val_loss = v;
-    if (std::isfinite(v) && !(v >= summary.best_val_loss)) {   // best is NaN before the first
+    if (std::isfinite(v) && !(v >= summary.best_val_loss)) {  // best is NaN before the first
       summary.best_val_loss = v;
       summary.best_val_step = step_;
     }
@@ -546,8 +562,10 @@ TrainSummary Trainer::run() {
   while (step_ < hp_.max_iters) {
     const double lr = learning_rate_at(hp_, step_);
     const StepStats s = train_step(lr);
-    if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm)) apply_nan_policy(s, log);   // no update made
-    else if (ema_) ema_->update();
+    if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm))
+      apply_nan_policy(s, log);  // no update made
+    else if (ema_)
+      ema_->update();
     ++step_;
     tokens_seen_ += tokens_per_step;
     summary.final_train_loss = s.loss;
@@ -579,7 +597,7 @@ TrainSummary Trainer::run() {
   for (const auto& p : net().parameters()) summary.params += p.numel();
   if (interrupted) {
     summary.interrupted = true;
-    summary.signal = g_signal != 0 ? int(g_signal) : SIGTERM;   // a peer rank was signalled
+    summary.signal = g_signal != 0 ? int(g_signal) : SIGTERM;  // a peer rank was signalled
     if (main_rank_)
       std::cout << "interrupted at step " << step_ << "; checkpoint written to " << ckpt_dir
                 << "; resume with: aobench train --config " << run_->path() << "/config.resolved.json --resume\n";
@@ -587,9 +605,10 @@ TrainSummary Trainer::run() {
     std::cout << "done: " << summary_line(summary) << "; checkpoint " << ckpt_dir << "\n";
   }
   if (debug_ddp_)
-    std::cout << "ddp-debug rank " << dist_.rank << "/" << dist_.world << " final parameters: "
-              << parameter_checksum(net()) << "\n" << std::flush;
-  dp_.barrier();   // no rank exits (tearing down NCCL) while a peer is still in a collective
+    std::cout << "ddp-debug rank " << dist_.rank << "/" << dist_.world
+              << " final parameters: " << parameter_checksum(net()) << "\n"
+              << std::flush;
+  dp_.barrier();  // no rank exits (tearing down NCCL) while a peer is still in a collective
   return summary;
 }
 

@@ -13,17 +13,17 @@ namespace aobench {
 
 struct TrainSummary {
   std::string run_dir;
-  int64_t steps = 0;             // optimizer steps completed (total, including resumed ones)
-  double final_train_loss = 0;   // last logged training loss
-  double final_val_loss = 0;     // last validation loss (NaN when no validation data)
-  bool interrupted = false;      // stopped by a signal after writing a checkpoint
-  int signal = 0;                // SIGINT / SIGTERM when interrupted (exit code 128 + signal)
-  int64_t nan_skips = 0;         // batches skipped under train.nan_policy = "skip"
-  double best_val_loss = std::nan("");   // lowest validation loss of the run (resumed segments included)
-  int64_t best_val_step = -1;            // its step
-  int64_t tokens = 0;                    // tokens trained on (all ranks, all segments)
-  int64_t params = 0;                    // parameter count of the model
-  double wall_s = 0;                     // training wall time, resumed segments included
+  int64_t steps = 0;                    // optimizer steps completed (total, including resumed ones)
+  double final_train_loss = 0;          // last logged training loss
+  double final_val_loss = 0;            // last validation loss (NaN when no validation data)
+  bool interrupted = false;             // stopped by a signal after writing a checkpoint
+  int signal = 0;                       // SIGINT / SIGTERM when interrupted (exit code 128 + signal)
+  int64_t nan_skips = 0;                // batches skipped under train.nan_policy = "skip"
+  double best_val_loss = std::nan("");  // lowest validation loss of the run (resumed segments included)
+  int64_t best_val_step = -1;           // its step
+  int64_t tokens = 0;                   // tokens trained on (all ranks, all segments)
+  int64_t params = 0;                   // parameter count of the model
+  double wall_s = 0;                    // training wall time, resumed segments included
 };
 
 // "300 steps, 614400 tokens (614.4k) in 41s; val loss best 2.3100 (step 200), final 2.3500; 1.23M

@@ -69,8 +69,7 @@ double BigUInt::log10() const {
 }
 
 static void check_n(int64_t n) {
-  if (n < 1 || n >= kBase)
-    throw ConfigError("conditional counts need 1 <= n < 10^9, got " + std::to_string(n));
+  if (n < 1 || n >= kBase) throw ConfigError("conditional counts need 1 <= n < 10^9, got " + std::to_string(n));
 }
 
 BigUInt order_invariant_conditionals(int64_t n) {
@@ -103,8 +102,7 @@ std::string conditionals_table_markdown(const std::vector<int64_t>& ns) {
   char buf[128];
   for (int64_t n : ns) {
     const auto inv = order_invariant_conditionals(n), dep = order_dependent_conditionals(n);
-    std::snprintf(buf, sizeof(buf), "| %.3f | %.3f | %.3f |", inv.log10(), dep.log10(),
-                  dep.log10() - inv.log10());
+    std::snprintf(buf, sizeof(buf), "| %.3f | %.3f | %.3f |", inv.log10(), dep.log10(), dep.log10() - inv.log10());
     out << "| " << n << " | " << show(inv) << " | " << show(dep) << " " << buf << "\n";
   }
   return out.str();

@@ -31,7 +31,6 @@ BigUInt order_dependent_conditionals(int64_t n);
 
 // Markdown table for `ns` (default {1..8, 16, 64, 1024}): exact values up to 30 digits, else 10^x,
 // plus log10 of both and of their ratio.
-std::string conditionals_table_markdown(const std::vector<int64_t>& ns = {1, 2, 3, 4, 5, 6, 7, 8, 16, 64,
-                                                                          1024});
+std::string conditionals_table_markdown(const std::vector<int64_t>& ns = {1, 2, 3, 4, 5, 6, 7, 8, 16, 64, 1024});
 
 }  // namespace aobench

@@ -14,37 +14,34 @@
 
 namespace aobench {
 
-EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& tokens,
-                                      const torch::Tensor& base_order, const EnsembleOptions& options,
-                                      at::Generator& gen) {
+EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& tokens, const torch::Tensor& base_order,
+                                      const EnsembleOptions& options, at::Generator& gen) {
   torch::NoGradGuard no_grad;
   TORCH_CHECK(tokens.dim() == 2 && tokens.sizes() == base_order.sizes(), "ensemble: tokens ", tokens.sizes(),
               " and base_order ", base_order.sizes(), " must both be (N, T)");
-  if (options.sizes.empty())
-    throw ConfigError("ensemble sizes are empty", "set eval.ensemble, e.g. [1, 2, 4]");
+  if (options.sizes.empty()) throw ConfigError("ensemble sizes are empty", "set eval.ensemble, e.g. [1, 2, 4]");
   for (int64_t m : options.sizes)
     if (m < 1) throw ConfigError("ensemble size " + std::to_string(m) + " must be >= 1", "set eval.ensemble");
   const int64_t N = tokens.size(0), T = tokens.size(1);
   const int64_t M = *std::max_element(options.sizes.begin(), options.sizes.end());
   if (options.positions < 0 || options.positions > T)
-    throw ConfigError("ensemble positions " + std::to_string(options.positions) +
-                          " must lie in [0, T=" + std::to_string(T) + "]",
-                      "0 evaluates every step");
+    throw ConfigError(
+        "ensemble positions " + std::to_string(options.positions) + " must lie in [0, T=" + std::to_string(T) + "]",
+        "0 evaluates every step");
   const auto dev = tokens.device();
   const auto tok_cpu = tokens.to(torch::kCPU, torch::kLong);
   const auto ord_cpu = base_order.to(torch::kCPU, torch::kLong);
-  const auto x_sigma = tok_cpu.gather(1, ord_cpu);  // (N, T) tokens in generation order
+  const auto x_sigma = tok_cpu.gather(1, ord_cpu);                        // (N, T) tokens in generation order
   const int64_t budget = std::max<int64_t>(1, options.max_batch_tokens);  // slots per network call
 
   // Member 0: the un-reshuffled chain, full rows. ell (N, M, T) float64. The full (rows, T, V) output
   // is capped at 2^28 floats (1 GiB) per call.
   auto ell = torch::full({N, M, T}, std::numeric_limits<double>::quiet_NaN(), torch::kFloat64);
-  const int64_t rows_per_call =
-      std::max<int64_t>(1, std::min(budget, (int64_t{1} << 28) / model.vocab_size()) / T);
+  const int64_t rows_per_call = std::max<int64_t>(1, std::min(budget, (int64_t{1} << 28) / model.vocab_size()) / T);
   for (int64_t r0 = 0; r0 < N; r0 += rows_per_call) {
     const int64_t r = std::min(rows_per_call, N - r0);
     auto xs = x_sigma.narrow(0, r0, r), os = ord_cpu.narrow(0, r0, r);
-    auto lp = model.chain_log_probs(xs.to(dev), os.to(dev), os.to(dev));  // (r, T, V)
+    auto lp = model.chain_log_probs(xs.to(dev), os.to(dev), os.to(dev));                             // (r, T, V)
     auto l0 = -lp.gather(2, xs.to(dev).unsqueeze(-1)).squeeze(-1).to(torch::kCPU, torch::kFloat64);  // (r, T)
     ell.narrow(0, r0, r).select(1, 0).copy_(l0);
   }
@@ -71,7 +68,7 @@ EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& t
       if (eval_acc[n][k]) seqs.push_back(n);
     if (seqs.empty()) continue;
     const int64_t S = static_cast<int64_t>(seqs.size());
-    auto seq_idx = torch::tensor(seqs, torch::kLong);                                 // (S)
+    auto seq_idx = torch::tensor(seqs, torch::kLong);  // (S)
     // (S, M−1, k) uniform permutations of the context indices 0..k−1, then the target index k.
     auto perm = torch::rand({S, M - 1, k}, gen, torch::kFloat64).argsort(int64_t{2});
     auto idx = torch::cat({perm, torch::full({S, M - 1, 1}, k, torch::kLong)}, 2).view({S, -1});
@@ -97,8 +94,7 @@ EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& t
   for (int64_t m : options.sizes) {
     // −log((1/m) Σ_{j<m} exp(−ℓ_j)) = log m − logsumexp(−ℓ), float64.
     auto nll = std::log(static_cast<double>(m)) - torch::logsumexp(-ell.narrow(1, 0, m), 1);  // (N, T)
-    res.nll.push_back(
-        torch::where(evaluated, nll, torch::full_like(nll, std::numeric_limits<double>::quiet_NaN())));
+    res.nll.push_back(torch::where(evaluated, nll, torch::full_like(nll, std::numeric_limits<double>::quiet_NaN())));
   }
   return res;
 }

@@ -12,9 +12,9 @@
 #include <fstream>
 #include <map>
 
-#include "datasets/tokenizer.h"
 #include "core/config.h"
 #include "core/errors.h"
+#include "datasets/tokenizer.h"
 #include "metrics/likelihood.h"
 
 namespace aobench {
@@ -83,7 +83,8 @@ std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& t
     const std::string hint = "each line is {\"ids\": [id or -1 or null, ...]} or {\"text\": \"...\"}";
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw DataError(where + " is not a JSON object", hint);
-    if (j.contains("ids") == j.contains("text")) throw DataError(where + " needs exactly one of \"ids\" and \"text\"", hint);
+    if (j.contains("ids") == j.contains("text"))
+      throw DataError(where + " needs exactly one of \"ids\" and \"text\"", hint);
     Prompt p;
     p.line = line_no;
     if (j.contains("text")) {
@@ -97,15 +98,15 @@ std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& t
         } else if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab) {
           p.ids.push_back(v.get<int64_t>());
         } else {
-          throw DataError(where + ": id " + v.dump() + " is outside the model's vocabulary [0, " +
-                              std::to_string(vocab) + ")",
-                          "free positions are -1 or null; ids come from the run's tokenizer");
+          throw DataError(
+              where + ": id " + v.dump() + " is outside the model's vocabulary [0, " + std::to_string(vocab) + ")",
+              "free positions are -1 or null; ids come from the run's tokenizer");
         }
       }
     }
     if (static_cast<int64_t>(p.ids.size()) > length)
-      throw DataError(where + ": the prompt has " + std::to_string(p.ids.size()) + " tokens, more than sample.length = " +
-                          std::to_string(length),
+      throw DataError(where + ": the prompt has " + std::to_string(p.ids.size()) +
+                          " tokens, more than sample.length = " + std::to_string(length),
                       "shorten the prompt or raise sample.length (at most the model's block_size)");
     p.ids.resize(length, -1);
     prompts.push_back(std::move(p));
@@ -122,8 +123,9 @@ void check_prompt_capabilities(const Prompt& prompt, const PluginInfo& info, con
     if (prompt.ids[i] < 0) {
       seen_free = true;
     } else if (!c.prefix_prompt) {
-      throw ConfigError(origin + " line " + std::to_string(prompt.line) + ": plugin '" + info.name +
-                            "' takes no prompt", "sample it without --prompt-file");
+      throw ConfigError(
+          origin + " line " + std::to_string(prompt.line) + ": plugin '" + info.name + "' takes no prompt",
+          "sample it without --prompt-file");
     } else if (seen_free) {
       throw ConfigError(origin + " line " + std::to_string(prompt.line) + ": position " + std::to_string(i) +
                             " is given after a free position: infilling needs an any-order or diffusion model",
@@ -214,8 +216,7 @@ std::string genppl_dataset(int64_t steps, double top_p, double temperature) {
 
 std::string speed_dataset(int64_t steps) { return "speed_s" + std::to_string(steps); }
 
-GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup,
-                                 int64_t repeats) {
+GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup, int64_t repeats) {
   GenerationTiming t;
   const torch::Device dev = request.device;
   for (int64_t i = 0; i < warmup; ++i) model.sample(request);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/config_types.h"
 #include "core/plugin_api.h"
@@ -92,10 +92,9 @@ std::string speed_dataset(int64_t steps);
 // is synchronised around each call and CUDA devices are timed with CUDA events.
 struct GenerationTiming {
   std::vector<double> seconds;
-  double mean = 0, sd = 0;   // sd with n − 1 (0 for one repeat)
+  double mean = 0, sd = 0;  // sd with n − 1 (0 for one repeat)
   int64_t network_calls = 0;
 };
-GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup,
-                                 int64_t repeats);
+GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup, int64_t repeats);
 
 }  // namespace aobench

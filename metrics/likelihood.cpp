@@ -8,13 +8,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "datasets/token_file.h"
 #include "core/config.h"
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/order.h"
 #include "core/plugin_api.h"
 #include "core/progress.h"
+#include "datasets/token_file.h"
 #include "metrics/ensemble.h"
 #include "metrics/stats.h"
 
@@ -75,12 +75,25 @@ DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_pa
 }
 
 nlohmann::json LikelihoodResult::to_json() const {
-  nlohmann::json j = {{"dataset", dataset}, {"metric", metric}, {"mode", mode}, {"nll", nll},
-                      {"stderr", stderr_}, {"ppl", ppl}, {"tokens", tokens}, {"sequences", sequences},
-                      {"windows_used", windows_used}, {"windows_total", windows_total}, {"orders", orders},
-                      {"ensemble_size", ensemble_size}, {"positions", positions}, {"mc_steps", mc_steps},
-                      {"is_bound", is_bound}, {"protocol", protocol}, {"tok_per_s", tok_per_s},
-                      {"wall_s", wall_s}, {"bpb_estimate", bpb_estimate}};
+  nlohmann::json j = {{"dataset", dataset},
+                      {"metric", metric},
+                      {"mode", mode},
+                      {"nll", nll},
+                      {"stderr", stderr_},
+                      {"ppl", ppl},
+                      {"tokens", tokens},
+                      {"sequences", sequences},
+                      {"windows_used", windows_used},
+                      {"windows_total", windows_total},
+                      {"orders", orders},
+                      {"ensemble_size", ensemble_size},
+                      {"positions", positions},
+                      {"mc_steps", mc_steps},
+                      {"is_bound", is_bound},
+                      {"protocol", protocol},
+                      {"tok_per_s", tok_per_s},
+                      {"wall_s", wall_s},
+                      {"bpb_estimate", bpb_estimate}};
   j["bits_per_byte"] = std::isfinite(bits_per_byte) ? nlohmann::json(bits_per_byte) : nlohmann::json();
   return j;
 }
@@ -90,7 +103,7 @@ std::vector<std::pair<double, int64_t>> nll_row_sums(const torch::Tensor& nll, c
   TORCH_CHECK(nll.dim() == 2 && scored.sizes() == nll.sizes(), "nll_row_sums: nll (B, T) and scored (B, T) ",
               "must match, got ", nll.sizes(), " and ", scored.sizes());
   auto mask = scored.to(torch::kCPU, torch::kBool).clone();  // (B, T)
-  auto values = nll.to(torch::kCPU, torch::kFloat64);         // (B, T)
+  auto values = nll.to(torch::kCPU, torch::kFloat64);        // (B, T)
   if (skip_first) {
     mask.select(1, 0).fill_(false);
   } else if (require_first && !mask.select(1, 0).all().item<bool>()) {
@@ -99,7 +112,7 @@ std::vector<std::pair<double, int64_t>> nll_row_sums(const torch::Tensor& nll, c
   }
   // Unscored entries may hold NaN (ensemble subsampling): zero them before summing.
   auto sums = torch::where(mask, values, torch::zeros_like(values)).sum(1);  // (B,) float64
-  auto counts = mask.sum(1);                                                  // (B,) int64
+  auto counts = mask.sum(1);                                                 // (B,) int64
   TORCH_CHECK(torch::isfinite(sums).all().item<bool>(), "non-finite NLL among scored tokens");
   std::vector<std::pair<double, int64_t>> out;
   auto s = sums.accessor<double, 1>();
@@ -136,8 +149,8 @@ void finish_result(const NllTotals& totals, int64_t orders, int64_t file_tokens,
   out.stderr_ = stderr_of(totals.seq_nll);
   // bits/byte = total nats / ln 2 / bytes, with the file's bytes pro-rated to the scored tokens.
   if (file_bytes > 0 && file_tokens > 0 && out.tokens > 0) {
-    const double bytes = static_cast<double>(file_bytes) * static_cast<double>(out.tokens) /
-                         static_cast<double>(file_tokens);
+    const double bytes =
+        static_cast<double>(file_bytes) * static_cast<double>(out.tokens) / static_cast<double>(file_tokens);
     out.bits_per_byte = out.nll * static_cast<double>(out.tokens) / std::log(2.0) / bytes;
     out.bpb_estimate = out.tokens != file_tokens;
   } else {
@@ -145,9 +158,8 @@ void finish_result(const NllTotals& totals, int64_t orders, int64_t file_tokens,
   }
 }
 
-std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const TokenFile& file,
-                                                  const DatasetInfo& info, const EvalOptions& o,
-                                                  torch::Device device) {
+std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const TokenFile& file, const DatasetInfo& info,
+                                                  const EvalOptions& o, torch::Device device) {
   const int64_t T = model.block_size();
   // A mode the model does not declare is refused before any data is read.
   const PluginInfo plugin = model.info();
@@ -163,7 +175,8 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
   const auto starts = eval_window_starts(file, T);
   if (starts.empty())
     throw DataError("'" + file.path() + "' has " + std::to_string(file.size()) + " tokens, fewer than one " +
-                        std::to_string(T) + "-token window", "prepare the dataset with a matching window");
+                        std::to_string(T) + "-token window",
+                    "prepare the dataset with a matching window");
   size_t n_windows = starts.size();
   if (o.max_batches > 0) n_windows = std::min<size_t>(n_windows, static_cast<size_t>(o.max_batches * o.batch_size));
   const bool is_ensemble = o.mode == "ensemble";
@@ -207,8 +220,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
       // The ELBO bounds the joint NLL of all T tokens; its per-token terms without position 0 would bound
       // nothing (not the NLL of the other T−1 tokens). So a bound row scores every position, whatever
       // eval.first_token says, and its protocol says so.
-      totals[0].add_sequences({nll_row_sums(out.nll, out.scored, /*skip_first=*/!out.is_bound && o.skip_first,
-                                            true)});
+      totals[0].add_sequences({nll_row_sums(out.nll, out.scored, /*skip_first=*/!out.is_bound && o.skip_first, true)});
       network_tokens += B * T * o.mc_steps;
     } else {
       auto base = random_order.draw(B, T, gen, device);  // (B, T) one random base order per sequence

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/config_types.h"
 
@@ -21,7 +21,7 @@ class TokenFile;
 
 // The eval section (core/config_types.h EvalConfig) and the autocast decision for the device.
 struct EvalOptions : EvalConfig {
-  bool autocast_bf16 = false;          // bf16 autocast for the network (CUDA, dtype auto)
+  bool autocast_bf16 = false;  // bf16 autocast for the network (CUDA, dtype auto)
 
   EvalOptions() = default;
   EvalOptions(const EvalConfig& eval, bool autocast_bf16) : EvalConfig(eval), autocast_bf16(autocast_bf16) {}
@@ -29,9 +29,9 @@ struct EvalOptions : EvalConfig {
 
 // What the token file stands for: from the prepare sidecar (<file>.json), used for bits per byte.
 struct DatasetInfo {
-  std::string name;          // "wikitext2"
-  int64_t bytes = 0;         // UTF-8 bytes of the text the whole file encodes (0 = unknown)
-  std::string packing;       // sidecar "packing" ("reference", "rows", ...); "" = unknown
+  std::string name;     // "wikitext2"
+  int64_t bytes = 0;    // UTF-8 bytes of the text the whole file encodes (0 = unknown)
+  std::string packing;  // sidecar "packing" ("reference", "rows", ...); "" = unknown
 };
 // Reads "<bin_path>.json" when present; missing file → bytes 0, packing "".
 DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_path);
@@ -39,23 +39,23 @@ DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_pa
 // One reported likelihood number.
 struct LikelihoodResult {
   std::string dataset;
-  std::string metric = "nll";      // "nll" (l2r/random), "nll_M<m>" (ensemble), "nelbo" (elbo)
+  std::string metric = "nll";  // "nll" (l2r/random), "nll_M<m>" (ensemble), "nelbo" (elbo)
   std::string mode;
-  double nll = 0;                  // nats per scored token (total nats / tokens)
-  double stderr_ = 0;              // standard error over sequences of the per-sequence mean NLL
-  double ppl = 0;                  // exp(nll)
-  double bits_per_byte = 0;        // NaN when the byte count is unknown
-  bool bpb_estimate = false;       // bytes pro-rated to the scored tokens (a subset of the file)
-  int64_t tokens = 0;              // tokens scored (per order)
-  int64_t sequences = 0;           // n for the stderr
+  double nll = 0;             // nats per scored token (total nats / tokens)
+  double stderr_ = 0;         // standard error over sequences of the per-sequence mean NLL
+  double ppl = 0;             // exp(nll)
+  double bits_per_byte = 0;   // NaN when the byte count is unknown
+  bool bpb_estimate = false;  // bytes pro-rated to the scored tokens (a subset of the file)
+  int64_t tokens = 0;         // tokens scored (per order)
+  int64_t sequences = 0;      // n for the stderr
   int64_t windows_used = 0, windows_total = 0;
-  int64_t orders = 0;              // K (random), 1 otherwise
-  int64_t ensemble_size = 0;       // M (ensemble)
-  int64_t positions = 0;           // ensemble positions per sequence (0 = all)
-  int64_t mc_steps = 0;            // elbo
+  int64_t orders = 0;         // K (random), 1 otherwise
+  int64_t ensemble_size = 0;  // M (ensemble)
+  int64_t positions = 0;      // ensemble positions per sequence (0 = all)
+  int64_t mc_steps = 0;       // elbo
   bool is_bound = false;
-  std::string protocol;            // "l2r exact; first token skipped; 1024-token windows; reference packing"
-  double tok_per_s = 0;            // tokens through the network per second
+  std::string protocol;  // "l2r exact; first token skipped; 1024-token windows; reference packing"
+  double tok_per_s = 0;  // tokens through the network per second
   double wall_s = 0;
   nlohmann::json to_json() const;
 };
@@ -69,9 +69,9 @@ std::vector<std::pair<double, int64_t>> nll_row_sums(const torch::Tensor& nll, c
 
 // Accumulates rows (one sequence × K orders) into the reported numbers.
 struct NllTotals {
-  double nats = 0;                 // float64 sum over all sequences and orders
-  int64_t tokens = 0;              // over all sequences and orders
-  std::vector<double> seq_nll;     // per sequence: mean over its orders of nats/token
+  double nats = 0;              // float64 sum over all sequences and orders
+  int64_t tokens = 0;           // over all sequences and orders
+  std::vector<double> seq_nll;  // per sequence: mean over its orders of nats/token
   // rows[k][b]: sums of order k for sequence b (all K entries for one batch of sequences).
   void add_sequences(const std::vector<std::vector<std::pair<double, int64_t>>>& rows_per_order);
 };
@@ -81,13 +81,12 @@ void finish_result(const NllTotals& totals, int64_t orders, int64_t file_tokens,
 
 // Evaluates `model` (already in eval mode on `device`) on `file` in non-overlapping windows of
 // model.block_size(). One result for l2r/random/elbo, one per ensemble size for ensemble.
-std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const TokenFile& file,
-                                                  const DatasetInfo& info, const EvalOptions& options,
-                                                  torch::Device device);
+std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const TokenFile& file, const DatasetInfo& info,
+                                                  const EvalOptions& options, torch::Device device);
 
 // L2R forward throughput (tokens/s) of log_prob on batches of `file`: `warmup` untimed calls, then
 // `iters` timed ones with a device sync before each clock read.
-double l2r_throughput(ModelPlugin& model, const TokenFile& file, const EvalOptions& options,
-                      torch::Device device, int64_t warmup, int64_t iters);
+double l2r_throughput(ModelPlugin& model, const TokenFile& file, const EvalOptions& options, torch::Device device,
+                      int64_t warmup, int64_t iters);
 
 }  // namespace aobench

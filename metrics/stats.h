@@ -8,11 +8,11 @@ namespace aobench {
 
 struct MeanStderr {
   double mean = 0;
-  double stderr_ = 0;   // sample std (n − 1) / sqrt(n); 0 when n < 2
+  double stderr_ = 0;  // sample std (n − 1) / sqrt(n); 0 when n < 2
   int64_t n = 0;
 };
 
-double mean_of(const std::vector<double>& xs);                 // 0 for an empty vector
+double mean_of(const std::vector<double>& xs);  // 0 for an empty vector
 // Standard error of the mean with the unbiased (n − 1) variance; 0 when fewer than two values.
 double stderr_of(const std::vector<double>& xs);
 MeanStderr mean_stderr(const std::vector<double>& xs);

@@ -21,11 +21,20 @@ std::string esc(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -34,8 +43,10 @@ std::string esc(const std::string& s) {
 std::string fmt(double v) {
   if (!std::isfinite(v)) return "nan";
   char buf[64];
-  if (std::abs(v) >= 1e4) std::snprintf(buf, sizeof(buf), "%.0f", v);
-  else std::snprintf(buf, sizeof(buf), "%.4g", v);
+  if (std::abs(v) >= 1e4)
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else
+    std::snprintf(buf, sizeof(buf), "%.4g", v);
   return buf;
 }
 
@@ -84,10 +95,9 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
   h << "<h2>Runs</h2>\n<table><tr><th>run</th><th>plugin</th><th>flavour</th><th>paradigm</th><th>params</th>"
     << "<th>steps</th><th>tokens</th><th>train FLOPs</th></tr>\n";
   for (const auto& [name, run] : r.runs)
-    h << "<tr><td>" << esc(name) << "</td><td>" << esc(run.plugin) << "</td><td>" << esc(run.flavour)
-      << "</td><td>" << esc(run.paradigm) << "</td><td class=num>" << run.params << "</td><td class=num>"
-      << run.steps << "</td><td class=num>" << run.tokens << "</td><td class=num>" << flops_text(run.train_flops)
-      << "</td></tr>\n";
+    h << "<tr><td>" << esc(name) << "</td><td>" << esc(run.plugin) << "</td><td>" << esc(run.flavour) << "</td><td>"
+      << esc(run.paradigm) << "</td><td class=num>" << run.params << "</td><td class=num>" << run.steps
+      << "</td><td class=num>" << run.tokens << "</td><td class=num>" << flops_text(run.train_flops) << "</td></tr>\n";
   h << "</table>\n";
   // One table per metric family, as in summary.md.
   std::map<std::string, std::set<std::string>> fam_datasets;
@@ -147,9 +157,9 @@ void write_report(const Results& r, const std::string& out_dir) {
   fs::create_directories(out_dir);
   const fs::path dir(out_dir);
   r.save((dir / "results.json").string());
-  const FindingsReport findings = render_findings(r);   // verdicts lead when the experiment names findings
+  const FindingsReport findings = render_findings(r);  // verdicts lead when the experiment names findings
   std::string md = render_markdown(r);
-  md.insert(md.find("\n\n") + 2, findings.markdown);   // after the title
+  md.insert(md.find("\n\n") + 2, findings.markdown);  // after the title
   write_file_atomic((dir / "summary.md").string(), md);
   write_file_atomic((dir / "results.csv").string(), render_csv(r));
   write_file_atomic((dir / "results.tex").string(), findings.latex + render_latex(r));

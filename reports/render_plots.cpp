@@ -26,8 +26,10 @@ namespace {
 std::string gp_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "''";
-    else out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    if (c == '\'')
+      out += "''";
+    else
+      out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
   }
   return out + "'";
 }
@@ -75,8 +77,10 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
   for (size_t i = 0; i < runs.size(); ++i)
     plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
             " with yerrorlines lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
-  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
-     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+     << plot << "\n"
+     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+     << plot << "\n"
      << "unset output\n";
   gp.close();
   run_gnuplot(out_dir, name, have_gnuplot, images);
@@ -92,8 +96,10 @@ void write_block_plot(const std::string& out_dir, const std::string& name, const
   for (size_t i = 0; i < runs.size(); ++i)
     plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
             " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
-  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
-     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+     << plot << "\n"
+     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+     << plot << "\n"
      << "unset output\n";
   gp.close();
   run_gnuplot(out_dir, name, have_gnuplot, images);
@@ -119,8 +125,10 @@ void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot
     fs::remove(fs::path(out_dir) / (name + ".dat"));
     return;
   }
-  write_block_plot(out_dir, name, "set xlabel \"tokens seen\"\nset ylabel \"validation loss (nats/token)\"\n"
-                   "set format x \"%.1s%c\"\nset key top right\n", runs, have_gnuplot, images);
+  write_block_plot(out_dir, name,
+                   "set xlabel \"tokens seen\"\nset ylabel \"validation loss (nats/token)\"\n"
+                   "set format x \"%.1s%c\"\nset key top right\n",
+                   runs, have_gnuplot, images);
 }
 
 // Perplexity against context-order ensemble size M (log2 x axis), one line per run and dataset: the
@@ -148,8 +156,10 @@ void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnupl
     fs::remove(fs::path(out_dir) / (name + ".dat"));
     return;
   }
-  write_block_plot(out_dir, name, "set logscale x 2\nset xlabel \"ensemble size M\"\nset ylabel \"perplexity\"\n"
-                   "set key top right\n", lines, have_gnuplot, images);
+  write_block_plot(out_dir, name,
+                   "set logscale x 2\nset xlabel \"ensemble size M\"\nset ylabel \"perplexity\"\n"
+                   "set key top right\n",
+                   lines, have_gnuplot, images);
 }
 
 }  // namespace
@@ -160,8 +170,8 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
   const bool have_gnuplot = run_program({"gnuplot", "--version"}, &version) == 0;
   if (!have_gnuplot)
     std::cerr << "warning: gnuplot not found; skipping plots (install gnuplot-nox, see scripts/setup.sh)\n";
-  for (const auto& [curve, title] : std::vector<std::pair<std::string, std::string>>{
-           {"loss/val", "validation loss"}, {"loss/train", "training loss"}}) {
+  for (const auto& [curve, title] : std::vector<std::pair<std::string, std::string>>{{"loss/val", "validation loss"},
+                                                                                     {"loss/train", "training loss"}}) {
     std::string name = curve;
     name[name.find('/')] = '_';
     std::vector<std::string> runs;
@@ -184,8 +194,10 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
     for (size_t i = 0; i < runs.size(); ++i)
       plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
               " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
-    gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n" << plot << "\n"
-       << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n" << plot << "\n"
+    gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+       << plot << "\n"
+       << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+       << plot << "\n"
        << "unset output\n";
     gp.close();
     run_gnuplot(out_dir, name, have_gnuplot, images);

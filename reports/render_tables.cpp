@@ -1,4 +1,4 @@
-// Implements: the text renderers of the results schema (style.md §10 lesson 14: one schema, many
+// Implements: the text renderers of the results schema (one schema, many
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
 // table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
 #include <algorithm>
@@ -18,8 +18,10 @@ namespace {
 std::string fmt(double v) {
   if (!std::isfinite(v)) return "nan";
   char buf[64];
-  if (std::abs(v) >= 1e4) std::snprintf(buf, sizeof(buf), "%.0f", v);
-  else std::snprintf(buf, sizeof(buf), "%.4g", v);
+  if (std::abs(v) >= 1e4)
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else
+    std::snprintf(buf, sizeof(buf), "%.4g", v);
   return buf;
 }
 
@@ -89,14 +91,29 @@ std::string tex_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '_': out += "\\_"; break;
-      case '%': out += "\\%"; break;
-      case '&': out += "\\&"; break;
-      case '#': out += "\\#"; break;
-      case '$': out += "\\$"; break;
-      case '{': out += "\\{"; break;
-      case '}': out += "\\}"; break;
-      default: out += c;
+      case '_':
+        out += "\\_";
+        break;
+      case '%':
+        out += "\\%";
+        break;
+      case '&':
+        out += "\\&";
+        break;
+      case '#':
+        out += "\\#";
+        break;
+      case '$':
+        out += "\\$";
+        break;
+      case '{':
+        out += "\\{";
+        break;
+      case '}':
+        out += "\\}";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -130,7 +147,7 @@ std::string window_subset(const std::string& part) {
 // The perplexities a headline row may show, by the eval mode that measured them (MetricParams::mode).
 struct PerplexityKind {
   const char* mode;
-  const char* name;   // for the footnote of a row that falls back to another kind
+  const char* name;  // for the footnote of a row that falls back to another kind
 };
 constexpr PerplexityKind kL2R{"l2r", "exact L2R perplexity (ppl)"};
 constexpr PerplexityKind kAnyOrder{"random", "exact any-order perplexity (ppl_k<K>)"};
@@ -163,7 +180,7 @@ Headline headline_table(const Results& r) {
   std::set<std::string> datasets;
   int next_note = 1;
   for (const auto& [name, run] : r.runs) {
-    int64_t max_k = 0;   // any-order: the largest K evaluated
+    int64_t max_k = 0;  // any-order: the largest K evaluated
     for (const auto& [key, m] : run.metrics)
       if (m.params.family == "ppl" && m.params.mode == kAnyOrder.mode) max_k = std::max(max_k, m.params.orders);
     auto measures = [&](const MetricParams& p, const PerplexityKind* kind) {
@@ -183,11 +200,11 @@ Headline headline_table(const Results& r) {
         }
       if (chosen) break;
     }
-    if (!chosen) continue;   // no perplexity evaluated: not in the headline
+    if (!chosen) continue;  // no perplexity evaluated: not in the headline
     HeadlineRow row;
     row.run = name;
     row.metric = chosen_metric;
-    std::map<std::string, std::string> protocols;   // dataset → protocol without per-dataset parts
+    std::map<std::string, std::string> protocols;  // dataset → protocol without per-dataset parts
     std::vector<std::string> windows;
     bool subset = false;
     for (const auto& [key, m] : run.metrics) {
@@ -198,8 +215,10 @@ Headline headline_table(const Results& r) {
       std::vector<std::string> kept;
       std::string sub;
       for (const auto& part : split_protocol(m.protocol)) {
-        if (!window_subset(part).empty()) sub = window_subset(part);
-        else if (part.rfind("bytes pro-rated", 0) != 0) kept.push_back(part);
+        if (!window_subset(part).empty())
+          sub = window_subset(part);
+        else if (part.rfind("bytes pro-rated", 0) != 0)
+          kept.push_back(part);
       }
       protocols[dataset] = joined(kept, "; ");
       subset |= !sub.empty();
@@ -286,8 +305,8 @@ std::string render_markdown(const Results& r) {
   md << "| run | plugin | flavour | paradigm | params | steps | tokens | train FLOPs |\n"
      << "|---|---|---|---|---:|---:|---:|---:|\n";
   for (const auto& [name, run] : r.runs)
-    md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | "
-       << run.params << " | " << run.steps << " | " << run.tokens << " | " << flops_text(run.train_flops) << " |\n";
+    md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | " << run.params
+       << " | " << run.steps << " | " << run.tokens << " | " << flops_text(run.train_flops) << " |\n";
   const auto fams = families(r);
   // Ensemble sizes of one quantity side by side: family (ppl, nll, …) → M → (metric name, its table).
   std::map<std::string, std::map<int64_t, std::pair<std::string, const Family*>>> ensembles;
@@ -381,8 +400,8 @@ std::string render_csv(const Results& r) {
         se = b;
       }
       csv << csv_field(name) << "," << csv_field(run.plugin) << "," << csv_field(run.flavour) << ","
-          << csv_field(run.paradigm) << "," << csv_field(dataset) << "," << csv_field(metric) << "," << value
-          << "," << se << "," << m.n << "," << (m.is_bound ? "true" : "false") << ","
+          << csv_field(run.paradigm) << "," << csv_field(dataset) << "," << csv_field(metric) << "," << value << ","
+          << se << "," << m.n << "," << (m.is_bound ? "true" : "false") << ","
           << (m.higher_is_better ? "true" : "false") << "," << csv_field(m.protocol) << "\n";
     }
   return csv.str();

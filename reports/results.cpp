@@ -45,7 +45,7 @@ json read_json(const std::string& path) {
     return parse_json_limited(text.str(), "'" + path + "'", /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
     throw DataError("invalid JSON in '" + path + "': " + e.what(), "the file is damaged; regenerate it");
-  } catch (const ConfigError& e) {   // nested too deep
+  } catch (const ConfigError& e) {  // nested too deep
     throw DataError(e.what(), "the file is damaged; regenerate it");
   }
 }
@@ -77,16 +77,27 @@ MetricParams read_metric_params(const json& pj, const std::string& where, const 
                       "keys: family, mode, orders, ensemble, positions, steps, top_p, temperature");
     if (is_string ? !v.is_string() : is_count ? !v.is_number_integer() : !v.is_number())
       throw DataError(origin + ": '" + where + "." + k + "' must be " +
-                          (is_string ? "a string" : is_count ? "an integer" : "a number") + ", got " + brief(v),
+                          (is_string  ? "a string"
+                           : is_count ? "an integer"
+                                      : "a number") +
+                          ", got " + brief(v),
                       hint);
-    if (k == "family") p.family = v.get<std::string>();
-    else if (k == "mode") p.mode = v.get<std::string>();
-    else if (k == "orders") p.orders = v.get<int64_t>();
-    else if (k == "ensemble") p.ensemble = v.get<int64_t>();
-    else if (k == "positions") p.positions = v.get<int64_t>();
-    else if (k == "steps") p.steps = v.get<int64_t>();
-    else if (k == "top_p") p.top_p = v.get<double>();
-    else p.temperature = v.get<double>();
+    if (k == "family")
+      p.family = v.get<std::string>();
+    else if (k == "mode")
+      p.mode = v.get<std::string>();
+    else if (k == "orders")
+      p.orders = v.get<int64_t>();
+    else if (k == "ensemble")
+      p.ensemble = v.get<int64_t>();
+    else if (k == "positions")
+      p.positions = v.get<int64_t>();
+    else if (k == "steps")
+      p.steps = v.get<int64_t>();
+    else if (k == "top_p")
+      p.top_p = v.get<double>();
+    else
+      p.temperature = v.get<double>();
   }
   return p;
 }
@@ -158,11 +169,14 @@ MetricParams metric_params_from_legacy_name(const std::string& key) {
   std::smatch m;
   if (std::regex_match(metric, m, likelihood)) {
     p.family = m[1];
-    if (m[2].matched) p.mode = "random", p.orders = std::stoll(m[2]);
-    else if (m[3].matched) p.mode = "ensemble", p.ensemble = std::stoll(m[3]),
-                           p.positions = m[4].matched ? std::stoll(m[4]) : 0;
-    else if (m[5].matched) p.mode = "elbo";
-    else p.mode = "l2r";
+    if (m[2].matched)
+      p.mode = "random", p.orders = std::stoll(m[2]);
+    else if (m[3].matched)
+      p.mode = "ensemble", p.ensemble = std::stoll(m[3]), p.positions = m[4].matched ? std::stoll(m[4]) : 0;
+    else if (m[5].matched)
+      p.mode = "elbo";
+    else
+      p.mode = "l2r";
     return p;
   }
   p.family = metric;
@@ -186,8 +200,9 @@ json Results::to_json() const {
   for (const auto& [name, run] : runs) {
     json metrics = json::object();
     for (const auto& [key, m] : run.metrics) {
-      json mj = {{"value", m.value}, {"n", m.n}, {"is_bound", m.is_bound},
-                 {"higher_is_better", m.higher_is_better}, {"protocol", m.protocol}, {"params", m.params.to_json()}};
+      json mj = {{"value", m.value},       {"n", m.n},
+                 {"is_bound", m.is_bound}, {"higher_is_better", m.higher_is_better},
+                 {"protocol", m.protocol}, {"params", m.params.to_json()}};
       mj["stderr"] = m.stderr_ ? json(*m.stderr_) : json();
       metrics[key] = mj;
     }
@@ -197,9 +212,10 @@ json Results::to_json() const {
       for (const auto& [s, v] : c) pts.push_back({s, v});
       curves[key] = pts;
     }
-    runs_j[name] = {{"plugin", run.plugin}, {"flavour", run.flavour}, {"paradigm", run.paradigm},
-                    {"params", run.params}, {"steps", run.steps}, {"tokens", run.tokens},
-                    {"train_flops", run.train_flops}, {"config", run.config}, {"metrics", metrics}, {"curves", curves}};
+    runs_j[name] = {
+        {"plugin", run.plugin}, {"flavour", run.flavour}, {"paradigm", run.paradigm},       {"params", run.params},
+        {"steps", run.steps},   {"tokens", run.tokens},   {"train_flops", run.train_flops}, {"config", run.config},
+        {"metrics", metrics},   {"curves", curves}};
   }
   return {{"schema", kResultsSchema}, {"context", context}, {"runs", runs_j}};
 }
@@ -235,7 +251,7 @@ Results Results::from_json(const json& j, const std::string& origin) {
       const std::string mwhere = where + ".metrics." + m.key();
       need(mj, "value", mwhere, origin);
       MetricValue mv;
-      mv.value = number_field(mj, "value", mwhere, origin);   // null (NaN when written) reads back as NaN
+      mv.value = number_field(mj, "value", mwhere, origin);  // null (NaN when written) reads back as NaN
       if (mj.contains("stderr") && !mj["stderr"].is_null()) mv.stderr_ = number_field(mj, "stderr", mwhere, origin);
       mv.n = int_or(mj, "n");
       for (const char* flag : {"is_bound", "higher_is_better"})
@@ -263,7 +279,7 @@ Results Results::load(const std::string& path) {
   const json j = read_json(path);
   try {
     return from_json(j, path);
-  } catch (const json::exception& e) {   // a field of an unexpected type somewhere else
+  } catch (const json::exception& e) {  // a field of an unexpected type somewhere else
     throw DataError(path + ": unexpected content (" + e.what() + ")", "the file is damaged; regenerate it");
   }
 }
@@ -326,10 +342,14 @@ bool metric_matches(const std::string& key, const std::string& pattern) {
   auto glob = [](const std::string& s, const std::string& p) {
     size_t i = 0, j = 0, star = std::string::npos, mark = 0;
     while (i < s.size()) {
-      if (j < p.size() && p[j] == '*') star = j++, mark = i;
-      else if (j < p.size() && p[j] == s[i]) ++i, ++j;
-      else if (star != std::string::npos) j = star + 1, i = ++mark;
-      else return false;
+      if (j < p.size() && p[j] == '*')
+        star = j++, mark = i;
+      else if (j < p.size() && p[j] == s[i])
+        ++i, ++j;
+      else if (star != std::string::npos)
+        j = star + 1, i = ++mark;
+      else
+        return false;
     }
     while (j < p.size() && p[j] == '*') ++j;
     return j == p.size();
@@ -377,8 +397,9 @@ std::vector<CompareRow> compare_results(const Results& base, const Results& curr
 
 std::string render_compare(const std::vector<CompareRow>& rows, double threshold) {
   std::ostringstream out;
-  out << std::left << std::setw(24) << "run" << std::setw(28) << "metric" << std::right << std::setw(14)
-      << "base" << std::setw(14) << "new" << std::setw(10) << "delta" << "  verdict\n";
+  out << std::left << std::setw(24) << "run" << std::setw(28) << "metric" << std::right << std::setw(14) << "base"
+      << std::setw(14) << "new" << std::setw(10) << "delta"
+      << "  verdict\n";
   for (const auto& r : rows) {
     std::ostringstream delta;
     delta << std::showpos << std::fixed << std::setprecision(2) << 100 * r.rel_delta << "%";

@@ -1,5 +1,5 @@
-// Implements: the ONE results schema every number in aobench lands in (style.md §10 lesson 14;
-// DESIGN.md §2 reports/), and the renderers that read it. results.json:
+// Implements: the ONE results schema every number in aobench lands in (DESIGN.md §2
+// reports/), and the renderers that read it. results.json:
 //   {"schema": "aobench.results/1", "context": {git_commit, git_dirty, host, device, torch_version,
 //    cuda_version, dtype, date, aobench_version},
 //    "runs": {RUN: {"plugin", "flavour", "paradigm", "params", "steps", "tokens", "train_flops", "config": {...},
@@ -34,31 +34,31 @@ struct MetricParams {
   int64_t ensemble = 0;   // ensemble: M members
   int64_t positions = 0;  // ensemble: positions scored per sequence (0 = all)
   int64_t steps = 0;      // generation: sampling steps (genppl, speed)
-  std::optional<double> top_p{}, temperature{};   // generation: sampling settings (genppl)
+  std::optional<double> top_p{}, temperature{};  // generation: sampling settings (genppl)
 
   nlohmann::json to_json() const;
 };
 
 struct MetricValue {
   double value = 0;
-  std::optional<double> stderr_;    // absent when not measured
-  int64_t n = 0;                    // units behind the stderr (sequences, samples)
-  bool is_bound = false;            // an upper bound (diffusion ELBO): rendered "≤"
+  std::optional<double> stderr_;  // absent when not measured
+  int64_t n = 0;                  // units behind the stderr (sequences, samples)
+  bool is_bound = false;          // an upper bound (diffusion ELBO): rendered "≤"
   bool higher_is_better = false;
-  std::string protocol;             // one line: how it was measured
-  MetricParams params{};            // what was measured, as fields
+  std::string protocol;   // one line: how it was measured
+  MetricParams params{};  // what was measured, as fields
 };
 
 using Curve = std::vector<std::pair<double, double>>;  // (step, value)
 
 struct RunResults {
   std::string plugin, flavour, paradigm;
-  int64_t params = 0, steps = 0, tokens = 0;   // parameter count, optimizer steps, tokens trained on
-  double train_flops = 0;                      // forward+backward FLOPs of training (plugin flops_per_token ×
-                                               // tokens); 0 when unknown (an older file, a Hugging Face model)
+  int64_t params = 0, steps = 0, tokens = 0;  // parameter count, optimizer steps, tokens trained on
+  double train_flops = 0;                     // forward+backward FLOPs of training (plugin flops_per_token ×
+                                              // tokens); 0 when unknown (an older file, a Hugging Face model)
   nlohmann::json config = nlohmann::json::object();
-  std::map<std::string, MetricValue> metrics;   // "<dataset>/<metric>"
-  std::map<std::string, Curve> curves;          // "loss/train", "loss/val"
+  std::map<std::string, MetricValue> metrics;  // "<dataset>/<metric>"
+  std::map<std::string, Curve> curves;         // "loss/train", "loss/val"
 };
 
 struct Results {
@@ -70,8 +70,8 @@ struct Results {
   // without "params" (files written before they existed) get them from their names, once, here
   // (metric_params_from_legacy_name).
   static Results from_json(const nlohmann::json& j, const std::string& origin = "results.json");
-  static Results load(const std::string& path);   // DataError when unreadable or invalid
-  void save(const std::string& path) const;       // atomic (write_file_atomic)
+  static Results load(const std::string& path);  // DataError when unreadable or invalid
+  void save(const std::string& path) const;      // atomic (write_file_atomic)
   // Adds `other`'s runs; metrics/curves of a run present in both are overwritten key by key, and the
   // newer context wins when `other` has one.
   void merge(const Results& other);
@@ -97,20 +97,20 @@ Results collect_results(const std::string& dir);
 // so). Each row carries its protocol (exact or bound, order, first token, windows) and the windows
 // evaluated ("all" or a footnote listing the subsets); footnotes are numbered across rows.
 struct HeadlineRow {
-  std::string run, metric;      // metric family shown, e.g. "ppl_k1"
-  std::string protocol;         // how the cells were measured: "l2r exact", "ELBO upper bound, 16 MC steps"
-  std::string details;          // the rest of the protocol ("first token skipped; 1024-token windows; ...")
-  std::string windows;          // "all" | "subset"
-  std::map<std::string, const MetricValue*> cells;   // dataset → value
-  std::vector<std::pair<int, std::string>> notes;    // (footnote number, text)
-  std::string label() const;    // "sedd [1, 2]": the run with the numbers of its footnotes
+  std::string run, metric;  // metric family shown, e.g. "ppl_k1"
+  std::string protocol;     // how the cells were measured: "l2r exact", "ELBO upper bound, 16 MC steps"
+  std::string details;      // the rest of the protocol ("first token skipped; 1024-token windows; ...")
+  std::string windows;      // "all" | "subset"
+  std::map<std::string, const MetricValue*> cells;  // dataset → value
+  std::vector<std::pair<int, std::string>> notes;   // (footnote number, text)
+  std::string label() const;                        // "sedd [1, 2]": the run with the numbers of its footnotes
 };
 struct Headline {
   std::vector<std::string> datasets;
-  std::vector<HeadlineRow> rows;    // empty when no run has a perplexity
-  std::string shared_details;       // the rows' details when they all agree (printed once), else ""
+  std::vector<HeadlineRow> rows;  // empty when no run has a perplexity
+  std::string shared_details;     // the rows' details when they all agree (printed once), else ""
 };
-Headline headline_table(const Results& r);   // points into `r`: keep it alive
+Headline headline_table(const Results& r);  // points into `r`: keep it alive
 // The headline as fixed-width text for the terminal (`aobench run` ends with it); "" when empty.
 std::string render_headline_text(const Results& r);
 
@@ -119,7 +119,7 @@ std::string flops_text(double flops);
 
 // Renderers: Markdown (one table per metric family, rows = runs, columns = datasets, "≤" for bounds,
 // "± stderr", protocol notes under each table), flat CSV, LaTeX (booktabs, one table per family).
-std::string render_markdown(const Results& r);   // leads with the headline table
+std::string render_markdown(const Results& r);  // leads with the headline table
 std::string render_csv(const Results& r);
 std::string render_latex(const Results& r);
 // Writes <out_dir>/<name>.dat + .gp and runs gnuplot for loss_val / loss_train and gen_speed (aobench speed,
@@ -135,9 +135,9 @@ void write_report(const Results& r, const std::string& out_dir);
 // Regression check of NEW against BASE: relative delta per metric present in both.
 struct CompareRow {
   std::string run, metric;
-  double base = 0, current = 0, rel_delta = 0;   // (current − base) / |base|
+  double base = 0, current = 0, rel_delta = 0;  // (current − base) / |base|
   bool higher_is_better = false;
-  bool worse = false;                            // got worse by more than the threshold
+  bool worse = false;  // got worse by more than the threshold
 };
 // `metrics` selects what is compared: patterns ('*' matches any run of characters) tried against the
 // metric name ("ppl_k4", "eval_tok_s") and the full key ("wikitext2/ppl"); "all" takes everything. Empty:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Implements: issue G item 6 — AddressSanitizer + UndefinedBehaviorSanitizer run of the harness test suite.
+# Implements: AddressSanitizer + UndefinedBehaviorSanitizer run of the harness test suite.
 # Configures $AOBENCH_ASAN_BUILD_DIR (default build-asan) with -DAOBENCH_SANITIZE=ON, builds the aobench
 # binary, every plugin and aobench_tests (unit, conformance and integration tests), and runs aobench_tests
 # in two gtest shards. The per-plugin test_plugin_* binaries are not built here: they recompile every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU checks (issues A–C), run on the GPU machine from the repository root through the device tool:
+# GPU checks, run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 #                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
 #                                    plateau tiers

@@ -53,8 +53,8 @@ inline std::string shared_data_dir() {
   return !d.empty() && std::filesystem::is_directory(d) ? d : "";
 }
 
-#define AOBENCH_REQUIRE_DATA(var)                                                              \
-  const std::string var = ::aobench::testing::shared_data_dir();                               \
+#define AOBENCH_REQUIRE_DATA(var)                                \
+  const std::string var = ::aobench::testing::shared_data_dir(); \
   if (var.empty()) GTEST_SKIP() << "no shared data folder (" << ::aobench::shared_data_dir_rule() << "); skipping"
 
 // Runs the aobench binary with `args`; returns exit code, stdout+stderr in `output`.
@@ -100,8 +100,7 @@ inline pid_t spawn_aobench(const std::vector<std::string>& args, const std::stri
 }
 
 // Runs `aobench args...` to completion; the exit code, or −signal when the child died of a signal.
-inline int run_aobench_child(const std::vector<std::string>& args, std::string* out,
-                             const ChildOptions& options = {}) {
+inline int run_aobench_child(const std::vector<std::string>& args, std::string* out, const ChildOptions& options = {}) {
   TempDir tmp;
   const std::string log = tmp.file("out.txt");
   const pid_t pid = spawn_aobench(args, log, options);

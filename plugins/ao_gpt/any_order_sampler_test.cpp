@@ -56,7 +56,8 @@ TEST(AnyOrderSampler, OneTokenPerStepEqualsAncestralSamplingUnderItsOrder) {
   // Every permutation of {0, 1, 2} and every sequence: p(σ, x) = 1/6 · Π_k softmax(log p / T)[x_σ(k)].
   std::vector<std::vector<int64_t>> perms;
   std::vector<int64_t> s = {0, 1, 2};
-  do perms.push_back(s); while (std::next_permutation(s.begin(), s.end()));
+  do perms.push_back(s);
+  while (std::next_permutation(s.begin(), s.end()));
   std::vector<double> probs, observed(perms.size() * 27, 0.0);
   for (const auto& perm : perms) {
     auto order = torch::tensor(perm, torch::kLong).view({1, L}).expand({27, L}).contiguous();

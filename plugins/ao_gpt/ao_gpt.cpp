@@ -14,19 +14,18 @@
 #include "plugins/common/attention.h"
 #include "plugins/common/config_checks.h"
 #include "plugins/common/flops.h"
+#include "plugins/common/fused_norms.h"
+#include "plugins/common/fused_ops.h"
 #include "plugins/common/init.h"
 #include "plugins/common/kv_cache.h"
 #include "plugins/common/slots.h"
-#include "plugins/common/fused_ops.h"
-#include "plugins/common/fused_norms.h"
-
 
 namespace aobench {
 namespace {
 
 using common::KVCache;
-using common::Slots;
 using common::linear2d;
+using common::Slots;
 
 enum class Injection { kAdaLN, kInput, kEveryBlock, kPerBlock };
 
@@ -53,10 +52,8 @@ struct AttentionImpl : torch::nn::Module {
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // one head-dim weight shared by all heads
   int64_t n_head, n_embd;
   explicit AttentionImpl(const AoConfig& c) : n_head(c.n_head), n_embd(c.n_embd) {
-    c_attn = register_module("c_attn",
-                             torch::nn::Linear(torch::nn::LinearOptions(n_embd, 3 * n_embd).bias(c.bias)));
-    c_proj =
-        register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(n_embd, n_embd).bias(c.bias)));
+    c_attn = register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(n_embd, 3 * n_embd).bias(c.bias)));
+    c_proj = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(n_embd, n_embd).bias(c.bias)));
     q_norm = register_module("q_norm", RMSNorm(n_embd / n_head));
     k_norm = register_module("k_norm", RMSNorm(n_embd / n_head));
   }
@@ -76,10 +73,9 @@ TORCH_MODULE(Attention);
 struct MLPImpl : torch::nn::Module {
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
   explicit MLPImpl(const AoConfig& c) {
-    c_fc = register_module("c_fc",
-                           torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 4 * c.n_embd).bias(c.bias)));
-    c_proj = register_module(
-        "c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)));
+    c_fc = register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 4 * c.n_embd).bias(c.bias)));
+    c_proj =
+        register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)));
   }
   torch::Tensor forward(const torch::Tensor& x) {
     return linear2d(c_proj, torch::gelu(linear2d(c_fc, x)));  // exact erf GELU
@@ -101,8 +97,8 @@ struct BlockImpl : torch::nn::Module {
     ln_2 = register_module("ln_2", RMSNorm(c.n_embd));
     mlp = register_module("mlp", MLP(c));
     if (c.injection == Injection::kAdaLN)
-      adaLN = register_module(
-          "adaLN", torch::nn::Linear(torch::nn::LinearOptions(c.cond_dim, 6 * c.n_embd).bias(c.bias)));
+      adaLN =
+          register_module("adaLN", torch::nn::Linear(torch::nn::LinearOptions(c.cond_dim, 6 * c.n_embd).bias(c.bias)));
   }
 };
 TORCH_MODULE(Block);
@@ -131,8 +127,7 @@ struct AoGptImpl : torch::nn::Module {
     wte = register_module("wte", torch::nn::Embedding(c.padded_vocab(), d));
     wpe = register_module("wpe", torch::nn::Embedding(T + 1, d));  // row 0 = [None], row p+1 = position p
     if (c.injection != Injection::kPerBlock)
-      wtpe =
-          register_module("wtpe", torch::nn::Embedding(T, c.injection == Injection::kAdaLN ? c.cond_dim : d));
+      wtpe = register_module("wtpe", torch::nn::Embedding(T, c.injection == Injection::kAdaLN ? c.cond_dim : d));
     wnonee = register_parameter("wnonee", torch::zeros({1, d}));
     for (int64_t l = 0; l < c.n_layer; ++l) {
       if (c.injection == Injection::kPerBlock)
@@ -141,10 +136,9 @@ struct AoGptImpl : torch::nn::Module {
     }
     ln_f = register_module("ln_f", RMSNorm(d));
     if (c.injection == Injection::kAdaLN)
-      adaLN_final = register_module(
-          "adaLN_final", torch::nn::Linear(torch::nn::LinearOptions(c.cond_dim, 2 * d).bias(c.bias)));
-    lm_head = register_module("lm_head",
-                              torch::nn::Linear(torch::nn::LinearOptions(d, c.padded_vocab()).bias(c.bias)));
+      adaLN_final =
+          register_module("adaLN_final", torch::nn::Linear(torch::nn::LinearOptions(c.cond_dim, 2 * d).bias(c.bias)));
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, c.padded_vocab()).bias(c.bias)));
     init_weights();
   }
 
@@ -186,13 +180,11 @@ struct AoGptImpl : torch::nn::Module {
       return {torch::silu(torch::cat({wtpe->weight, none})),
               common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     }
-    return {torch::silu(target_embedding(wtpe, t)),
-            common::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+    return {torch::silu(target_embedding(wtpe, t)), common::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
-  torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                        int64_t n_last) {
+  torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     return linear2d(lm_head, hidden(s, cache, mask, n_last));
   }
 
@@ -200,8 +192,7 @@ struct AoGptImpl : torch::nn::Module {
   // The residual stream x (N, d) float32 runs through fused steps (fused_norms.h): each sub-layer's output
   // waits as `pending` (with its adaLN gate) and is added inside the next step, which also computes that
   // step's RMSNorm and modulation.
-  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                       int64_t n_last) {
+  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     const int64_t B = s.tokens.size(0), S = s.tokens.size(1), d = cfg.n_embd, N = B * S;
     auto drop = [&](const torch::Tensor& t) {
       return cfg.dropout > 0 ? torch::dropout(t, cfg.dropout, is_training()) : t;
@@ -225,8 +216,7 @@ struct AoGptImpl : torch::nn::Module {
       torch::Tensor gate_mlp;
       if (adaln) {
         // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
-        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones)
-                     .split_with_sizes({2 * d, d, 2 * d, d}, 1);
+        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones).split_with_sizes({2 * d, d, 2 * d, d}, 1);
         pre_attn = {pending_gate, m[0]};
         pre_mlp = {m[1], m[2]};
         gate_mlp = m[3];
@@ -257,8 +247,8 @@ struct AoGptImpl : torch::nn::Module {
       // [β | 1+γ]
       final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};
       if (n_last != S)
-        rows = common::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows,
-                                    rows.order.defined());
+        rows =
+            common::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows, rows.order.defined());
     }
     auto z = common::rms_step(last(x), last(pending), ln_f->weight, final_tables, rows, kNormEps).second;
     return z.view({B, n_last, d});
@@ -271,8 +261,7 @@ Injection parse_injection(const std::string& s) {
   if (s == "input") return Injection::kInput;
   if (s == "every_block") return Injection::kEveryBlock;
   if (s == "per_block") return Injection::kPerBlock;
-  throw ConfigError("'model.injection' = '" + s + "' is unknown",
-                    "use adaln | input | every_block | per_block");
+  throw ConfigError("'model.injection' = '" + s + "' is unknown", "use adaln | input | every_block | per_block");
 }
 
 class AoGptPlugin : public ModelPlugin {
@@ -322,8 +311,7 @@ class AoGptPlugin : public ModelPlugin {
   int64_t block_size() const override { return cfg_.block_size; }
 
   // Logits over the REAL vocabulary (padded ids cut, so they are never scored or sampled).
-  torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                       int64_t n_last) {
+  torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     return net_->forward(s, cache, mask, n_last).narrow(-1, 0, cfg_.vocab_size);
   }
 
@@ -344,7 +332,7 @@ class AoGptPlugin : public ModelPlugin {
     auto s = common::slots_for_order(tokens, order);
     auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, d)
     const int64_t N = z.size(0) * z.size(1);
-    z = z.reshape({N, z.size(-1)});                       // (N, d)
+    z = z.reshape({N, z.size(-1)});                      // (N, d)
     auto target = tokens.gather(1, order).reshape({N});  // (N) x_σ(k)
     auto nll = common::head_nll(z, net_->lm_head->weight, net_->lm_head->bias, target, cfg_.vocab_size);
     NllOutput out;

@@ -125,8 +125,7 @@ TEST(AoGpt, InjectionVariantsTrainAndDiffer) {
   const int64_t d = 64, T = 128, L = 2;
   EXPECT_EQ(counts["input"], counts["every_block"]);
   EXPECT_EQ(counts["per_block"] - counts["input"], (L - 1) * T * d);
-  EXPECT_EQ(counts["adaln"] - counts["input"],
-            T * 128 - T * d + L * (128 * 6 * d + 6 * d) + 128 * 2 * d + 2 * d);
+  EXPECT_EQ(counts["adaln"] - counts["input"], T * 128 - T * d + L * (128 * 6 * d + 6 * d) + 128 * 2 * d + 2 * d);
 }
 
 // With more slots than positions the adaLN modulations come from a per-position table, with fewer from
@@ -155,7 +154,7 @@ TEST(AoGpt, PositionTableEqualsPerSlotConditioning) {
 
 // Loss and parameter gradients of one float32 training step of `m` (on its device) for tokens / order (CPU).
 std::pair<double, std::map<std::string, torch::Tensor>> train_step_grads(ModelPlugin& m, const torch::Tensor& tokens,
-                                                                        const torch::Tensor& order) {
+                                                                         const torch::Tensor& order) {
   auto dev = m.module().parameters().front().device();
   auto g = at::make_generator<at::CPUGeneratorImpl>(6);
   m.module().zero_grad();
@@ -294,8 +293,7 @@ torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r) {
   auto dev_gen = common::make_generator(r.device, r.seed + 1);
   auto gen = torch::zeros({r.batch_size, r.length}, order.options());
   for (int64_t k = 0; k < r.length; ++k) {
-    auto lp =
-        m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
+    auto lp = m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
     auto x = common::draw_tokens(lp.narrow(1, k, 1), common::gumbel_max(r.temperature, r.top_p, r.float64_sampling),
                                  dev_gen);
     gen.narrow(1, k, 1).copy_(x);

@@ -48,8 +48,7 @@ torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, 
   auto given = request.prompt.to(torch::kCPU).ge(0);  // (B, L)
   auto counts = given.sum(1);
   *n_prompt = counts[0].item<int64_t>();
-  TORCH_CHECK(counts.eq(*n_prompt).all().item<bool>(),
-              "every prompt row must fix the same number of positions");
+  TORCH_CHECK(counts.eq(*n_prompt).all().item<bool>(), "every prompt row must fix the same number of positions");
   // Prompt positions get keys −L..−1 (left to right), free ones keys in [0, 1): one argsort orders both.
   auto pos = torch::arange(L, torch::kFloat64).unsqueeze(0) - L;  // (1, L)
   return torch::where(given, pos, free_keys).argsort(int64_t{1});
@@ -94,16 +93,14 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   KVCache cache;
   // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
   int64_t max_new = 0;
-  for (size_t i = 0; i < counts.size(); ++i)
-    max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
+  for (size_t i = 0; i < counts.size(); ++i) max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
   cache.capacity = L + 1 + max_new;
   if (capture_steps && dev.is_cuda()) cache.make_static(dev);
   // A static-cache step (S slots, `mask` (S, old + S) as below): keys at device-side slots, attention over
   // the first `span` slots; with S = 1 the shapes are static and the step is replayed from a CUDA graph.
   std::map<int64_t, StepGraph> graphs;
   Slots step_in;  // (B, 1) inputs of the captured steps, in fixed memory
-  auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new,
-                         int64_t S) {
+  auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new, int64_t S) {
     const int64_t old = cache.length(), span = cache.span_for(S);
     torch::Tensor logits;
     if (S == 1) {

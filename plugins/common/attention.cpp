@@ -7,9 +7,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
                      int64_t layer, const std::optional<torch::Tensor>& mask, double dropout,
                      std::optional<double> scale) {
   auto sdpa = [&](const torch::Tensor& keys, const torch::Tensor& values, const std::optional<torch::Tensor>& m,
-                  bool causal) {
-    return at::scaled_dot_product_attention(q, keys, values, m, dropout, causal, scale);
-  };
+                  bool causal) { return at::scaled_dot_product_attention(q, keys, values, m, dropout, causal, scale); };
   if (!cache) return mask ? sdpa(k, v, mask, false) : sdpa(k, v, std::nullopt, /*causal=*/true);
   if (static_cast<int64_t>(cache->k.size()) <= layer) {
     cache->k.resize(layer + 1);

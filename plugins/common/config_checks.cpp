@@ -7,8 +7,8 @@
 
 namespace aobench::common {
 
-void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
-                       int64_t n_head, double dropout) {
+void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd, int64_t n_head,
+                       double dropout) {
   for (auto [key, v] : sizes)
     if (v <= 0) throw ConfigError(std::string("'model.") + key + "' must be positive, got " + std::to_string(v));
   if (n_embd % n_head != 0)

@@ -8,7 +8,7 @@
 namespace aobench::common {
 
 // Every listed size positive, n_embd a multiple of n_head, dropout in [0, 1); ConfigError names "model.<key>".
-void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd,
-                       int64_t n_head, double dropout);
+void check_model_sizes(std::initializer_list<std::pair<const char*, int64_t>> sizes, int64_t n_embd, int64_t n_head,
+                       double dropout);
 
 }  // namespace aobench::common

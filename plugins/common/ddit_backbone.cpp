@@ -14,13 +14,12 @@ namespace F = torch::nn::functional;
 
 std::pair<torch::Tensor, torch::Tensor> RotaryCache::get(int64_t T, int64_t d, torch::ScalarType dtype,
                                                          torch::Device device) {
-  std::string key = std::to_string(T) + "/" + std::to_string(d) + "/" + c10::toString(dtype) + "/" +
-                    device.str();
+  std::string key = std::to_string(T) + "/" + std::to_string(d) + "/" + c10::toString(dtype) + "/" + device.str();
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   auto opt = torch::TensorOptions().dtype(torch::kFloat64);
   auto inv_freq = torch::pow(10000.0, -torch::arange(0, d, 2, opt) / double(d));  // (d/2)
-  auto angles = torch::outer(torch::arange(T, opt), inv_freq);                   // (T, d/2)
+  auto angles = torch::outer(torch::arange(T, opt), inv_freq);                    // (T, d/2)
   auto cos = torch::cat({angles, angles}, -1).cos();                              // (T, d)
   auto sin_signed = torch::cat({-angles, angles}, -1).sin();                      // (−sin, sin) (T, d)
   auto entry = std::make_pair(cos.to(device, dtype), sin_signed.to(device, dtype));
@@ -53,8 +52,7 @@ torch::Tensor DDiTLayerNormImpl::forward(const torch::Tensor& x) {
 
 // NeoX rotate-half x·cos + (−x2, x1)·sin on the two halves of the head dim, as three passes: the halves
 // swapped by one cat, the sign carried by sin± = (−sin, sin). x (.., T, d); cos, sin± (T, d).
-static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
-                                  const torch::Tensor& sin_signed) {
+static torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
   const int64_t h = x.size(-1) / 2;
   auto swapped = torch::cat({x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);  // (x2, x1)
   return torch::addcmul(x * cos, swapped, sin_signed);
@@ -92,8 +90,8 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
   auto qkv = linear2d(attn_qkv, a).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});  // (3, B, h, T, d)
   auto qk = apply_rotary(qkv.narrow(0, 0, 2), cos, sin);  // q and k in one set of passes (2, B, h, T, d)
   auto q = qk[0], k = qk[1], v = qkv[2];
-  auto o = at::scaled_dot_product_attention(q, k, v);                       // (B, h, T, d)
-  o = linear2d(attn_out, o.transpose(1, 2).reshape({B, T, H}));              // (B, T, H)
+  auto o = at::scaled_dot_product_attention(q, k, v);            // (B, h, T, d)
+  o = linear2d(attn_out, o.transpose(1, 2).reshape({B, T, H}));  // (B, T, H)
   if (drop) o = F::dropout(o, F::DropoutFuncOptions().p(cfg.dropout).training(true));
   x = cfg.time_cond ? torch::addcmul(x, mod[2], o) : x + o;
 
@@ -106,7 +104,7 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
 }
 
 torch::Tensor DDiTImpl::forward_fused(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,
-                                     const torch::Tensor& sin) {
+                                      const torch::Tensor& sin) {
   const int64_t B = x.size(0), T = x.size(1), H = cfg.n_embd, nh = cfg.n_head, d = H / nh;
   const int64_t L = static_cast<int64_t>(blocks->size());
   // adaLN vectors (B, H) each, column slices of one Linear output per block: shift/scale/gate of attention
@@ -124,13 +122,13 @@ torch::Tensor DDiTImpl::forward_fused(torch::Tensor x, const torch::Tensor& c, c
   const auto fin = split(final_adaLN, 2);
   auto block = [&](int64_t i) { return blocks[i]->as<DDiTBlockImpl>(); };
   torch::Tensor h;  // the next Linear's input: modulated LayerNorm of the stream x
-  std::tie(x, h) = add_layer_norm(x, {}, block(0)->norm1->weight, block(0)->norm1->bias, 1e-5,
-                                  {{}, mods[0][1], mods[0][0]});
+  std::tie(x, h) =
+      add_layer_norm(x, {}, block(0)->norm1->weight, block(0)->norm1->bias, 1e-5, {{}, mods[0][1], mods[0][0]});
   for (int64_t i = 0; i < L; ++i) {
     auto* b = block(i);
     const auto& m = mods[i];  // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
-    auto qkv = linear2d(b->attn_qkv, h).view({B, T, 3, nh, d});        // contiguous (B, T, 3, nh, d)
-    auto qk = rotary_qk(qkv, cos, sin);                                  // (2, B, T, nh, d)
+    auto qkv = linear2d(b->attn_qkv, h).view({B, T, 3, nh, d});  // contiguous (B, T, 3, nh, d)
+    auto qk = rotary_qk(qkv, cos, sin);                          // (2, B, T, nh, d)
     auto o = at::scaled_dot_product_attention(qk[0].transpose(1, 2), qk[1].transpose(1, 2),
                                               qkv.select(2, 2).transpose(1, 2));  // (B, nh, T, d)
     o = linear2d(b->attn_out, o.transpose(1, 2).reshape({B, T, H}));
@@ -148,8 +146,8 @@ torch::Tensor sigma_features(const torch::Tensor& sigma) {
   const int64_t half = 128;
   auto opt = torch::TensorOptions().dtype(torch::kFloat32).device(sigma.device());
   auto freqs = torch::exp(-std::log(10000.0) * torch::arange(half, opt) / double(half));  // (128)
-  auto args = sigma.to(torch::kFloat32).unsqueeze(1) * freqs.unsqueeze(0);               // (B, 128)
-  return torch::cat({args.cos(), args.sin()}, -1);                                       // (B, 256)
+  auto args = sigma.to(torch::kFloat32).unsqueeze(1) * freqs.unsqueeze(0);                // (B, 128)
+  return torch::cat({args.cos(), args.sin()}, -1);                                        // (B, 256)
 }
 
 DDiTImpl::DDiTImpl(const DDiTConfig& c) : cfg(c) {
@@ -184,7 +182,7 @@ int64_t DDiTImpl::per_sequence_params() const {
 
 torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& sigma) {
   const int64_t T = idx.size(1), d = cfg.n_embd / cfg.n_head;
-  auto x = torch::embedding(vocab_embed, idx);                              // (B, T, H) fp32
+  auto x = torch::embedding(vocab_embed, idx);  // (B, T, H) fp32
   torch::Tensor c;
   if (cfg.time_cond) {
     TORCH_CHECK(sigma.defined() && sigma.numel() == idx.size(0), "DDiT: sigma must be (B)");
@@ -211,11 +209,11 @@ torch::Tensor DDiTImpl::forward(const torch::Tensor& idx, const torch::Tensor& s
     // off its fast (TMA) kernels: run the head with rows padded to a multiple of 64 and drop the padding.
     // (B, T, V+1) view with row stride V_pad.
     const int64_t V1 = head->weight.size(0), pad = (V1 + 63) / 64 * 64 - V1;
-    auto w = torch::constant_pad_nd(head->weight, {0, 0, 0, pad});          // (V_pad, H)
-    auto b = torch::constant_pad_nd(head->bias, {0, pad});                  // (V_pad)
+    auto w = torch::constant_pad_nd(head->weight, {0, 0, 0, pad});  // (V_pad, H)
+    auto b = torch::constant_pad_nd(head->bias, {0, pad});          // (V_pad)
     return linear2d(y, w, b).narrow(-1, 0, V1);
   }
-  return head->forward(y);                                                   // (B, T, V+1)
+  return head->forward(y);  // (B, T, V+1)
 }
 
 }  // namespace aobench::common

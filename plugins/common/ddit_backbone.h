@@ -12,14 +12,14 @@
 namespace aobench::common {
 
 struct DDiTConfig {
-  int64_t vocab_size = 257;   // V real tokens; embedding and head have V+1 rows (mask id = V)
+  int64_t vocab_size = 257;  // V real tokens; embedding and head have V+1 rows (mask id = V)
   int64_t n_layer = 2;
   int64_t n_head = 2;
-  int64_t n_embd = 64;        // H; head dim H / n_head must be even (rotary halves)
-  int64_t cond_dim = 128;     // C: width of the σ conditioning vector (time_cond only)
-  double dropout = 0.0;       // residual branches only, before the gate multiply
-  bool time_cond = true;      // adaLN on σ (SEDD) or none (RADD)
-  bool ln_bias = false;       // LayerNorm with a learned bias (RADD) or weight only (SEDD)
+  int64_t n_embd = 64;             // H; head dim H / n_head must be even (rotary halves)
+  int64_t cond_dim = 128;          // C: width of the σ conditioning vector (time_cond only)
+  double dropout = 0.0;            // residual branches only, before the gate multiply
+  bool time_cond = true;           // adaLN on σ (SEDD) or none (RADD)
+  bool ln_bias = false;            // LayerNorm with a learned bias (RADD) or weight only (SEDD)
   bool ln_bias_init_ones = false;  // RADD reference quirk: LN bias initialised to 1
 };
 
@@ -27,8 +27,8 @@ struct DDiTConfig {
 class RotaryCache {
  public:
   // (cos[f, f], sin±[−f, f]) = (cos, (−sin, sin)), (T, d) each, in `dtype` on `device`.
-  std::pair<torch::Tensor, torch::Tensor> get(int64_t T, int64_t d, torch::ScalarType dtype,
-                                              torch::Device device);
+  std::pair<torch::Tensor, torch::Tensor> get(int64_t T, int64_t d, torch::ScalarType dtype, torch::Device device);
+
  private:
   std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> cache_;
 };
@@ -46,8 +46,7 @@ TORCH_MODULE(DDiTLayerNorm);
 struct DDiTBlockImpl : torch::nn::Module {
   explicit DDiTBlockImpl(const DDiTConfig& c);
   // x (B, T, H); c (B, C) or undefined; cos/sin± (T, d) from RotaryCache.
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,
-                        const torch::Tensor& sin);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos, const torch::Tensor& sin);
   DDiTConfig cfg;
   DDiTLayerNorm norm1{nullptr}, norm2{nullptr};
   torch::nn::Linear attn_qkv{nullptr}, attn_out{nullptr}, mlp_fc{nullptr}, mlp_proj{nullptr};
@@ -69,12 +68,12 @@ struct DDiTImpl : torch::nn::Module {
   int64_t per_sequence_params() const;
 
   DDiTConfig cfg;
-  torch::Tensor vocab_embed;                     // (V+1, H)
+  torch::Tensor vocab_embed;                                 // (V+1, H)
   torch::nn::Linear sigma_fc1{nullptr}, sigma_fc2{nullptr};  // 256 → C → C (time_cond only)
   torch::nn::ModuleList blocks;
   DDiTLayerNorm norm_final{nullptr};
-  torch::nn::Linear final_adaLN{nullptr};        // C → 2H, zero-init (time_cond only)
-  torch::nn::Linear head{nullptr};               // H → V+1, zero-init
+  torch::nn::Linear final_adaLN{nullptr};  // C → 2H, zero-init (time_cond only)
+  torch::nn::Linear head{nullptr};         // H → V+1, zero-init
   RotaryCache rotary;
   torch::Tensor scale_ones_[2];  // adaln_bias caches of forward_fused (6H, 2H)
 };

@@ -26,8 +26,8 @@ torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen) {
   return u;
 }
 
-NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id,
-                           int64_t chunk, const ChainNet& net) {
+NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id, int64_t chunk,
+                           const ChainNet& net) {
   TORCH_CHECK(tokens.dim() == 2 && order.sizes() == tokens.sizes(), "log_prob: tokens and order must be (B, T)");
   const int64_t B = tokens.size(0), T = tokens.size(1);
   auto dev = tokens.device();
@@ -41,11 +41,11 @@ NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& ord
     auto ids = torch::arange(start, std::min(B * T, start + chunk), iopt);  // flat (b, k) pairs
     auto b = ids.div(T, "floor"), k = ids.remainder(T);
     auto xm = torch::where(rank.index_select(0, b) < k.unsqueeze(1), tokens.index_select(0, b),
-                           torch::full({1}, mask_id, iopt));                // (n, T): σ(≥k) masked
-    auto pos = order_d.index({b, k});                                       // (n) position σ(k)
-    auto logits = net(xm, T - k);                                           // (n, T, V+1)
+                           torch::full({1}, mask_id, iopt));  // (n, T): σ(≥k) masked
+    auto pos = order_d.index({b, k});                         // (n) position σ(k)
+    auto logits = net(xm, T - k);                             // (n, T, V+1)
     auto row = logits.index({torch::arange(ids.size(0), iopt), pos}).index({Slice(), Slice(0, mask_id)});
-    auto lp = torch::log_softmax(row.to(torch::kFloat32), -1);              // (n, V), mask excluded
+    auto lp = torch::log_softmax(row.to(torch::kFloat32), -1);  // (n, V), mask excluded
     auto target = tokens.index({b, pos}).unsqueeze(1);
     nll.index_put_({ids}, -lp.gather(1, target).squeeze(1).to(torch::kFloat64));
   }
@@ -56,11 +56,11 @@ NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& ord
   return out;
 }
 
-std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits,
-                                                    double rate, const DrawOptions& opt, at::Generator& gen) {
+std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits, double rate,
+                                                    const DrawOptions& opt, at::Generator& gen) {
   const int64_t B = x.size(0), V = logits.size(-1) - 1;
   auto changed = torch::zeros({B}, x.options().dtype(torch::kBool));
-  auto idx = (x == V).nonzero();                                            // (n, 2) masked positions
+  auto idx = (x == V).nonzero();  // (n, 2) masked positions
   if (idx.size(0) == 0) return {x, changed};
   auto b = idx.select(1, 0), l = idx.select(1, 1);
   // (n, V) logits of the listed positions, mask column dropped: a gather, so only rows drawn from are copied.
@@ -87,8 +87,9 @@ std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, cons
     auto choice = torch::empty({n}, x.options());
     for (int64_t s = 0; s < n; s += step) {
       auto r = rows.index({Slice(s, std::min(n, s + step))});
-      auto q = torch::cat({torch::full({r.size(0), 1}, 1 - rate, r.options().dtype(torch::kFloat32)),
-                           rate * filtered_probs(r, opt)}, -1);             // (n, V+1)
+      auto q = torch::cat(
+          {torch::full({r.size(0), 1}, 1 - rate, r.options().dtype(torch::kFloat32)), rate * filtered_probs(r, opt)},
+          -1);  // (n, V+1)
       choice.index_put_({Slice(s, s + r.size(0))}, legacy_gumbel_argmax(q, gen));
     }
     sel = choice > 0;
@@ -106,7 +107,7 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
   auto dev = req.device;
   auto gen = make_generator(dev, req.seed);
   auto iopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
-  auto x = torch::full({B, L}, V, iopt);                                    // all [MASK]
+  auto x = torch::full({B, L}, V, iopt);  // all [MASK]
   torch::Tensor prompt, fixed;
   if (req.prompt.defined()) {
     TORCH_CHECK(req.prompt.dim() == 2 && req.prompt.size(0) == B && req.prompt.size(1) == L,
@@ -115,10 +116,12 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
     TORCH_CHECK(prompt.lt(V).all().item<bool>(), "sample: prompt ids must be < vocab_size ", V);
     fixed = prompt >= 0;
   }
-  auto apply_prompt = [&] { if (fixed.defined()) x = torch::where(fixed, prompt, x); };
+  auto apply_prompt = [&] {
+    if (fixed.defined()) x = torch::where(fixed, prompt, x);
+  };
 
   SampleOutput out;
-  torch::Tensor cache;                                                      // (B, L, V+1) RADD only
+  torch::Tensor cache;  // (B, L, V+1) RADD only
   auto dirty = torch::ones({B}, iopt.dtype(torch::kBool));
   auto logits_at = [&](double t) -> torch::Tensor {
     if (opt.time_conditioned) {
@@ -149,7 +152,7 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
     if (!(x == V).any().item<bool>()) break;
     const double t = ta[i], s = ta[i + 1];
     const bool last = i == req.steps - 1 && !opt.extra_denoise_step;
-    const double rate = last ? 1.0 : (t - s) / t;                           // (α_s − α_t)/(1 − α_t) = Δt/t
+    const double rate = last ? 1.0 : (t - s) / t;  // (α_s − α_t)/(1 − α_t) = Δt/t
     dopt.argmax = last && opt.final_argmax;
     auto logits = logits_at(t);
     torch::Tensor changed;
@@ -166,8 +169,8 @@ SampleOutput sample_masked(const SampleRequest& req, const MaskedSamplerOptions&
   return out;
 }
 
-void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg,
-                      int64_t& block_size, int64_t& chain_chunk) {
+void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg, int64_t& block_size,
+                      int64_t& chain_chunk) {
   cfg.n_layer = m.get_int("n_layer", 1);
   cfg.n_head = m.get_int("n_head", 1);
   cfg.n_embd = m.get_int("n_embd", 2);
@@ -175,8 +178,8 @@ void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDi
   block_size = m.get_int("block_size", 1);
   chain_chunk = m.get_int("chain_chunk", 1);
   if (cfg.n_embd % cfg.n_head != 0 || (cfg.n_embd / cfg.n_head) % 2 != 0)
-    throw ConfigError("model.n_embd = " + std::to_string(cfg.n_embd) + ", model.n_head = " +
-                          std::to_string(cfg.n_head) + ": head dim must be an even integer",
+    throw ConfigError("model.n_embd = " + std::to_string(cfg.n_embd) +
+                          ", model.n_head = " + std::to_string(cfg.n_head) + ": head dim must be an even integer",
                       "rotary embeddings rotate half of each head; pick n_embd divisible by 2·n_head");
   cfg.dropout = m.get<double>("dropout");
   if (!(cfg.dropout >= 0 && cfg.dropout < 1))

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
@@ -17,8 +17,8 @@ namespace aobench::common {
 
 // The DDiT keys both plugins share: n_layer, n_head, n_embd (even head dim for rotary), vocab_size,
 // block_size, chain_chunk and dropout ∈ [0, 1) (`dropout_hint` names typical values).
-void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg,
-                      int64_t& block_size, int64_t& chain_chunk);
+void read_ddit_config(const ModelConfig& m, const std::string& dropout_hint, DDiTConfig& cfg, int64_t& block_size,
+                      int64_t& chain_chunk);
 
 inline constexpr double kNoiseEps = 1e-3;   // log-linear schedule: α_1 = 1e-3 (§2.1)
 inline constexpr double kSampleEps = 1e-5;  // sampler time grid ends at t = 1e-5 (§5)
@@ -41,15 +41,15 @@ torch::Tensor draw_uniform(int64_t B, bool stratified, at::Generator& gen);
 // `net(x (N, T), n_masked (N) int64)` returns logits (N, T, V+1); log p is a log-softmax over the first
 // V columns (the mask logit is excluded). Returns nll (B, T) float64 in generation order, all scored.
 using ChainNet = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
-NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id,
-                           int64_t chunk, const ChainNet& net);
+NllOutput masked_chain_nll(const torch::Tensor& tokens, const torch::Tensor& order, int64_t mask_id, int64_t chunk,
+                           const ChainNet& net);
 
 // One Lemma-1 step on the masked positions of x (B, L) (mask id = V = logits.size(-1) − 1): each masked
 // position unmasks with probability `rate` and, if so, takes a token drawn from p_θ. float64 path: a
 // Bernoulli draw then a categorical. Legacy path: one float32 Gumbel draw over [stay, rate·p] as the
 // reference does. logits (B, L, V+1). Returns the new x and a (B) bool "row changed".
-std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits,
-                                                    double rate, const DrawOptions& opt, at::Generator& gen);
+std::pair<torch::Tensor, torch::Tensor> unmask_step(const torch::Tensor& x, const torch::Tensor& logits, double rate,
+                                                    const DrawOptions& opt, at::Generator& gen);
 
 // The masked-diffusion sampler (§5.4/§5.5): all-mask start, grid linspace(1, 1e-5, steps+1), unmask rate
 // Δt/t per step, prompts (≥ 0) fixed before every step.

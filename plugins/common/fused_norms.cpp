@@ -16,9 +16,8 @@ using torch::autograd::variable_list;
 // fused_norms_cuda.cu
 bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
                             torch::ScalarType out_dtype);
-std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight,
-                                            const StepTables& t, const Tensor& idx, double eps,
-                                            torch::ScalarType out_dtype, bool save_rstd);
+std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
+                                            const Tensor& idx, double eps, torch::ScalarType out_dtype, bool save_rstd);
 std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor& grad_h, const Tensor& s,
                                              const Tensor& rstd, const Tensor& y, const Tensor& weight,
                                              const StepTables& t, const RowIndex& rows);
@@ -41,8 +40,8 @@ bool fused_norms_enabled() { return fused_norms_flag().load(); }
 void set_fused_norms_enabled(bool on) { fused_norms_flag().store(on); }
 
 RowIndex RowIndex::of(const Tensor& idx, int64_t table_rows, bool grouped) {
-  TORCH_CHECK(idx.dim() == 1 && idx.scalar_type() == torch::kLong, "RowIndex: idx must be (N) int64, got ",
-              idx.sizes(), " ", idx.scalar_type());
+  TORCH_CHECK(idx.dim() == 1 && idx.scalar_type() == torch::kLong, "RowIndex: idx must be (N) int64, got ", idx.sizes(),
+              " ", idx.scalar_type());
   RowIndex r;
   r.idx = idx.contiguous();
   r.table_rows = table_rows;
@@ -130,8 +129,8 @@ std::pair<Tensor, Tensor> rms_step_reference(const Tensor& x, const Tensor& y, c
 std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& tables,
                                    const RowIndex& rows, double eps) {
   const int64_t d = weight.size(0);
-  TORCH_CHECK(x.dim() == 2 && x.size(1) == d && (!y.defined() || y.sizes() == x.sizes()),
-              "rms_step: x ", x.sizes(), " must be (N, d) with d = ", d, " and y like x");
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == d && (!y.defined() || y.sizes() == x.sizes()), "rms_step: x ", x.sizes(),
+              " must be (N, d) with d = ", d, " and y like x");
   TORCH_CHECK(!tables.gate.defined() || y.defined(), "rms_step: a gate needs y");
   for (const auto& [tab, width] : {std::pair{tables.gate, d}, std::pair{tables.mod, 2 * d}})
     TORCH_CHECK(!tab.defined() || (tab.dim() == 2 && tab.size(1) == width && rows.idx.defined() &&
@@ -139,8 +138,7 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
                 "rms_step: adaLN table ", tab.sizes(), " must be (R, ", width, ") with R = ", rows.table_rows,
                 " and a row index of ", x.size(0), " rows");
 #ifdef AOBENCH_FUSED_CUDA
-  if (x.is_cuda() && fused_norms_enabled() &&
-      rms_step_cuda_supports(x, y, weight, tables, norm_out_dtype(x, y))) {
+  if (x.is_cuda() && fused_norms_enabled() && rms_step_cuda_supports(x, y, weight, tables, norm_out_dtype(x, y))) {
     if (!records_grad({x, y, weight, tables.gate, tables.mod})) {
       auto r = rms_step_forward_cuda(x, y, weight, tables, rows.idx, eps, norm_out_dtype(x, y), false);
       return {y.defined() ? r[0] : x, r[2]};
@@ -163,9 +161,9 @@ std::array<Tensor, 3> qk_rms_norm_reference(const Tensor& qkv, const Tensor& wq,
 }
 
 std::array<Tensor, 3> qk_rms_norm(const Tensor& qkv, const Tensor& wq, const Tensor& wk, double eps) {
-  TORCH_CHECK(qkv.dim() == 4 && qkv.size(1) == 3 && wq.dim() == 1 && wq.size(0) == qkv.size(3) &&
-                  wk.sizes() == wq.sizes(),
-              "qk_rms_norm: qkv ", qkv.sizes(), " must be (N, 3, H, h) and the weights (h), got ", wq.sizes());
+  TORCH_CHECK(
+      qkv.dim() == 4 && qkv.size(1) == 3 && wq.dim() == 1 && wq.size(0) == qkv.size(3) && wk.sizes() == wq.sizes(),
+      "qk_rms_norm: qkv ", qkv.sizes(), " must be (N, 3, H, h) and the weights (h), got ", wq.sizes());
 #ifdef AOBENCH_FUSED_CUDA
   if (qkv.is_cuda() && fused_norms_enabled() && qk_rms_norm_cuda_supports(qkv, wq, wk)) {
     if (!records_grad({qkv, wq, wk})) {

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "plugins/common/fused_norms.h"
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/fused_norms.h"
 
 namespace aobench::common {
 namespace {
@@ -282,10 +282,17 @@ __global__ void __launch_bounds__(32 * kWarps)
 template <typename Fn>
 void dispatch_type(torch::ScalarType dtype, Fn&& fn) {
   switch (dtype) {
-    case torch::kFloat: fn(float{}); break;
-    case torch::kBFloat16: fn(c10::BFloat16{}); break;
-    case torch::kHalf: fn(c10::Half{}); break;
-    default: TORCH_CHECK(false, "fused_norms: unsupported dtype ", dtype);
+    case torch::kFloat:
+      fn(float{});
+      break;
+    case torch::kBFloat16:
+      fn(c10::BFloat16{});
+      break;
+    case torch::kHalf:
+      fn(c10::Half{});
+      break;
+    default:
+      TORCH_CHECK(false, "fused_norms: unsupported dtype ", dtype);
   }
 }
 
@@ -293,13 +300,26 @@ void dispatch_type(torch::ScalarType dtype, Fn&& fn) {
 template <typename Fn>
 void dispatch_chunks(int64_t d, Fn&& fn) {
   switch (d / 128) {
-    case 1: fn(std::integral_constant<int, 1>()); break;
-    case 2: fn(std::integral_constant<int, 2>()); break;
-    case 3: fn(std::integral_constant<int, 3>()); break;
-    case 4: fn(std::integral_constant<int, 4>()); break;
-    case 6: fn(std::integral_constant<int, 6>()); break;
-    case 8: fn(std::integral_constant<int, 8>()); break;
-    default: TORCH_CHECK(false, "fused_norms: d = ", d, " is not covered");
+    case 1:
+      fn(std::integral_constant<int, 1>());
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>());
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>());
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>());
+      break;
+    case 6:
+      fn(std::integral_constant<int, 6>());
+      break;
+    case 8:
+      fn(std::integral_constant<int, 8>());
+      break;
+    default:
+      TORCH_CHECK(false, "fused_norms: d = ", d, " is not covered");
   }
 }
 
@@ -330,9 +350,9 @@ bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weig
   return ok;
 }
 
-std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight,
-                                            const StepTables& t, const Tensor& idx, double eps,
-                                            torch::ScalarType out_dtype, bool save_rstd) {
+std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
+                                            const Tensor& idx, double eps, torch::ScalarType out_dtype,
+                                            bool save_rstd) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), d = x.size(1);
   Tensor s = y.defined() ? torch::empty_like(x) : Tensor();
@@ -407,10 +427,18 @@ bool qk_rms_norm_cuda_supports(const Tensor& qkv, const Tensor& wq, const Tensor
 template <typename Fn>
 void dispatch_head(int64_t h, Fn&& fn) {
   switch (h) {
-    case 32: fn(std::integral_constant<int, 1>()); break;
-    case 64: fn(std::integral_constant<int, 2>()); break;
-    case 128: fn(std::integral_constant<int, 4>()); break;
-    default: fn(std::integral_constant<int, 8>()); break;
+    case 32:
+      fn(std::integral_constant<int, 1>());
+      break;
+    case 64:
+      fn(std::integral_constant<int, 2>());
+      break;
+    case 128:
+      fn(std::integral_constant<int, 4>());
+      break;
+    default:
+      fn(std::integral_constant<int, 8>());
+      break;
   }
 }
 
@@ -446,9 +474,9 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
                 "qk_rms_norm: output gradients must be contiguous (N, H, h) in qkv's dtype");
   Tensor grad_qkv = torch::empty_like(qkv);
   // A fixed grid (a few blocks per SM) keeps the weight partials small and the sums deterministic per device.
-  const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>((pairs + kWarps - 1) / kWarps,
-                           4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min<int64_t>((pairs + kWarps - 1) / kWarps,
+                                             4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
   Tensor w_part = torch::zeros({blocks, 2, h}, qkv.options().dtype(torch::kFloat));
   if (pairs == 0) return {grad_qkv, w_part.sum(0)[0], w_part.sum(0)[1]};
   const auto stream = at::cuda::getCurrentCUDAStream();
@@ -456,9 +484,9 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
     using T = decltype(tag);
     dispatch_head(h, [&](auto vec) {
       qk_norm_backward_kernel<T, decltype(vec)::value><<<static_cast<unsigned>(blocks), 32 * kWarps, 0, stream>>>(
-          qkv.data_ptr<T>(), rstd.data_ptr<float>(), grad_q.data_ptr<T>(), grad_k.data_ptr<T>(),
-          grad_v.data_ptr<T>(), pairs, static_cast<int>(H), wq.data_ptr<float>(), wk.data_ptr<float>(),
-          grad_qkv.data_ptr<T>(), w_part.data_ptr<float>());
+          qkv.data_ptr<T>(), rstd.data_ptr<float>(), grad_q.data_ptr<T>(), grad_k.data_ptr<T>(), grad_v.data_ptr<T>(),
+          pairs, static_cast<int>(H), wq.data_ptr<float>(), wk.data_ptr<float>(), grad_qkv.data_ptr<T>(),
+          w_part.data_ptr<float>());
     });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -66,8 +66,8 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
   auto nll = torch::empty({N}, h.options().dtype(torch::kFloat64));
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
     const int64_t n = std::min(chunk, N - r0);
-    auto lg = torch::nn::functional::linear(h.narrow(0, r0, n), weight, bias);           // (n, V_pad)
-    auto lse = row_logsumexp(lg, vocab);                                                 // (n) fp32
+    auto lg = torch::nn::functional::linear(h.narrow(0, r0, n), weight, bias);  // (n, V_pad)
+    auto lse = row_logsumexp(lg, vocab);                                        // (n) fp32
     auto picked = lg.gather(1, targets.narrow(0, r0, n).unsqueeze(1)).squeeze(1).to(torch::kFloat32);
     nll.narrow(0, r0, n).copy_(lse - picked);
   }
@@ -108,7 +108,7 @@ using torch::autograd::variable_list;
 struct LmCrossEntropy : torch::autograd::Function<LmCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& targets,
                                int64_t vocab) {
-    const torch::Tensor lse = row_logsumexp(logits, vocab);                                   // (N) fp32
+    const torch::Tensor lse = row_logsumexp(logits, vocab);  // (N) fp32
     const torch::Tensor picked = logits.gather(1, targets.unsqueeze(1)).squeeze(1).to(torch::kFloat32);
     ctx->save_for_backward({logits, targets, lse});
     ctx->saved_data["vocab"] = vocab;
@@ -119,11 +119,11 @@ struct LmCrossEntropy : torch::autograd::Function<LmCrossEntropy> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &logits = saved[0], &targets = saved[1], &lse = saved[2];
     const int64_t vocab = ctx->saved_data["vocab"].toInt(), N = logits.size(0);
-    const torch::Tensor g = grad_out[0].to(torch::kFloat32) / double(std::max<int64_t>(N, 1));   // 0-dim, device
+    const torch::Tensor g = grad_out[0].to(torch::kFloat32) / double(std::max<int64_t>(N, 1));  // 0-dim, device
 #ifdef AOBENCH_FUSED_CUDA
     if (logits.is_cuda()) return {lm_cross_entropy_backward_cuda(logits, targets, lse, g, vocab), {}, {}};
 #endif
-    auto p = torch::exp(logits.narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));   // (N, V) softmax
+    auto p = torch::exp(logits.narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));  // (N, V) softmax
     p.scatter_add_(1, targets.unsqueeze(1), -torch::ones({N, 1}, p.options()));
     auto grad = torch::zeros_like(logits);
     grad.narrow(1, 0, vocab).copy_(p * g);
@@ -153,7 +153,7 @@ struct AddLayerNormFunction : torch::autograd::Function<AddLayerNormFunction> {
     const torch::Tensor &s = saved[0], &weight = saved[1];
     const auto y_dtype = static_cast<torch::ScalarType>(ctx->saved_data["y_dtype"].toInt());
     const torch::Tensor gs = grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::Tensor();
-    if (!grads[1].defined()) {   // only s was used: ∂x = ∂y = ∂s
+    if (!grads[1].defined()) {  // only s was used: ∂x = ∂y = ∂s
       if (!gs.defined()) return variable_list(5);
       return {gs, gs.to(y_dtype), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
@@ -170,8 +170,8 @@ torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor&
                   targets.size(0) == logits.size(0) && targets.scalar_type() == torch::kLong,
               "lm_cross_entropy: logits must be (N, V) with unit column stride and targets (N) int64, got ",
               logits.sizes(), " and ", targets.sizes(), " ", targets.scalar_type());
-  TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ",
-              logits.size(1), "]");
+  TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ", logits.size(1),
+              "]");
   if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab);
   return LmCrossEntropy::apply(logits, targets, vocab);
 }
@@ -211,28 +211,27 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, const AdaLNMod& mod) {
   TORCH_CHECK((!y.defined() || x.sizes() == y.sizes()) && x.dim() >= 2 && x.size(-1) == weight.size(0),
-              "add_layer_norm: x ", x.sizes(), ", y ", y.defined() ? y.sizes() : torch::IntArrayRef{},
-              " and weight ", weight.sizes(), " do not match");
+              "add_layer_norm: x ", x.sizes(), ", y ", y.defined() ? y.sizes() : torch::IntArrayRef{}, " and weight ",
+              weight.sizes(), " do not match");
   for (const auto* m : {&mod.gate, &mod.scale, &mod.shift})
-    TORCH_CHECK(!m->defined() || (m->dim() == 2 && m->size(0) == x.size(0) && m->size(1) == x.size(-1) &&
-                                  m->stride(1) == 1),
-                "add_layer_norm: adaLN vectors must be (B, d) = (", x.size(0), ", ", x.size(-1),
-                ") with unit column stride, got ", m->sizes());
+    TORCH_CHECK(
+        !m->defined() || (m->dim() == 2 && m->size(0) == x.size(0) && m->size(1) == x.size(-1) && m->stride(1) == 1),
+        "add_layer_norm: adaLN vectors must be (B, d) = (", x.size(0), ", ", x.size(-1),
+        ") with unit column stride, got ", m->sizes());
   const auto out_dtype = norm_out_dtype(x, y);
 #ifdef AOBENCH_FUSED_CUDA
   // Training without adaLN (GPT's blocks): the autograd Function with the backward kernel.
   if (x.is_cuda() && y.defined() && !mod.gate.defined() && !mod.scale.defined() && !mod.shift.defined() &&
       fused_ln_training_enabled() && records_grad({x, y, weight, bias}) &&
       add_layer_norm_backward_cuda_supports(x, y, weight, bias)) {
-    auto out = AddLayerNormFunction::apply(x, y, weight, bias.defined() ? std::optional<torch::Tensor>(bias)
-                                                                        : std::nullopt, eps);
+    auto out = AddLayerNormFunction::apply(x, y, weight,
+                                           bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, eps);
     return {out[0], out[1]};
   }
   bool mod_dtype = true;  // the kernel reads gate, scale and shift in the output's dtype
   for (const auto* m : {&mod.gate, &mod.scale, &mod.shift}) mod_dtype &= !m->defined() || m->scalar_type() == out_dtype;
   if (x.is_cuda() && !records_grad({x, y, weight, bias, mod.gate, mod.scale, mod.shift}) && mod_dtype &&
-      add_layer_norm_cuda_supports(x, y.defined() ? y : x, weight, bias))
-  {
+      add_layer_norm_cuda_supports(x, y.defined() ? y : x, weight, bias)) {
     auto r = add_layer_norm_cuda(x, y, weight, bias, eps, mod.gate, mod.scale, mod.shift, out_dtype, y.defined());
     if (!y.defined()) r.first = x;  // s = x: nothing was added
     return r;

@@ -110,8 +110,8 @@ struct AdaLN {
 // variance in fp32 (biased, as layer_norm), then s and h = ((s − μ)·rstd·w + b)·scale + shift written once.
 template <typename Ty, typename Tm, int kPer>
 __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
-                                      const float* __restrict__ w, const float* __restrict__ b, AdaLN<Tm> mod,
-                                      int d, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
+                                      const float* __restrict__ w, const float* __restrict__ b, AdaLN<Tm> mod, int d,
+                                      float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
   __shared__ float shm[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
   const int64_t seq = static_cast<int64_t>(blockIdx.x) / mod.rows_per_seq;  // this row's sequence
@@ -170,9 +170,8 @@ __device__ __forceinline__ float2 warp_row_stats(const float (&v)[kChunks][4], f
 // 16-byte fp32 and 4-element loads, reductions within the warp only (no block barriers). Eight rows per block.
 template <typename Ty, int kChunks>
 __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
-                                           const float* __restrict__ w, const float* __restrict__ b,
-                                           AdaLN<Ty> mod, int64_t rows, float eps, float* __restrict__ s_out,
-                                           Ty* __restrict__ h_out) {
+                                           const float* __restrict__ w, const float* __restrict__ b, AdaLN<Ty> mod,
+                                           int64_t rows, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
   using P = Pack<Ty, 4>;
   constexpr int d = kChunks * 128;
   const int lane = threadIdx.x % 32;
@@ -229,8 +228,8 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 // deterministic, no atomics).
 template <typename Ty, int kChunks>
 __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, const Ty* __restrict__ gh,
-                                               const float* __restrict__ gs, const float* __restrict__ w,
-                                               int64_t rows, int64_t rows_per_warp, float eps, float* __restrict__ gx,
+                                               const float* __restrict__ gs, const float* __restrict__ w, int64_t rows,
+                                               int64_t rows_per_warp, float eps, float* __restrict__ gx,
                                                Ty* __restrict__ gy, float* __restrict__ pw, float* __restrict__ pb) {
   using P = Pack<Ty, 4>;
   constexpr int d = kChunks * 128;
@@ -252,7 +251,7 @@ __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, cons
     }
     const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
     const float mean = stats.x, rstd = stats.y;
-    float s1 = 0.f, s2 = 0.f;   // Σ g, Σ g·x̂
+    float s1 = 0.f, s2 = 0.f;  // Σ g, Σ g·x̂
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int j = c * 128 + lane * 4;
@@ -265,7 +264,7 @@ __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, cons
         aw[c][k] += dh * xh;
         ab[c][k] += dh;
         g[c][k] = dh * wk[k];
-        v[c][k] = xh;   // v holds x̂ from here on
+        v[c][k] = xh;  // v holds x̂ from here on
         s1 += g[c][k];
         s2 += g[c][k] * xh;
       }
@@ -302,7 +301,7 @@ template <typename T, int kV>
 __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin_signed,
                                  int Tn, int nh, int hd, int64_t plane, T* __restrict__ out) {
   using P = Pack<T, kV>;
-  const int64_t token = blockIdx.x;  // b·T + t
+  const int64_t token = blockIdx.x;                                                        // b·T + t
   const int t = static_cast<int>(token % Tn), half = hd / 2, per_tensor = nh * half / kV;  // packs per q or k
   const T* c = cos + static_cast<int64_t>(t) * hd;
   const T* sn = sin_signed + static_cast<int64_t>(t) * hd;
@@ -331,14 +330,30 @@ __global__ void rotary_qk_kernel(const T* __restrict__ qkv, const T* __restrict_
 template <typename Launch>
 void dispatch_chunks(int64_t chunks, Launch launch) {
   switch (chunks) {
-    case 1: launch(std::integral_constant<int, 1>()); break;
-    case 2: launch(std::integral_constant<int, 2>()); break;
-    case 3: launch(std::integral_constant<int, 3>()); break;
-    case 4: launch(std::integral_constant<int, 4>()); break;
-    case 5: launch(std::integral_constant<int, 5>()); break;
-    case 6: launch(std::integral_constant<int, 6>()); break;
-    case 7: launch(std::integral_constant<int, 7>()); break;
-    default: launch(std::integral_constant<int, 8>()); break;
+    case 1:
+      launch(std::integral_constant<int, 1>());
+      break;
+    case 2:
+      launch(std::integral_constant<int, 2>());
+      break;
+    case 3:
+      launch(std::integral_constant<int, 3>());
+      break;
+    case 4:
+      launch(std::integral_constant<int, 4>());
+      break;
+    case 5:
+      launch(std::integral_constant<int, 5>());
+      break;
+    case 6:
+      launch(std::integral_constant<int, 6>());
+      break;
+    case 7:
+      launch(std::integral_constant<int, 7>());
+      break;
+    default:
+      launch(std::integral_constant<int, 8>());
+      break;
   }
 }
 
@@ -378,8 +393,8 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
   const int64_t pack = 4 * static_cast<int64_t>(h.element_size());
   const bool warp_path = d % 128 == 0 && d <= 1024 && aligned(x, 16) && aligned(weight, 16) && aligned(bias, 16) &&
                          aligned(s, 16) && aligned(y, pack) && aligned(h, pack) && aligned(gate, pack) &&
-                         aligned(scale, pack) && aligned(shift, pack) &&
-                         (!gate.defined() || gate.stride(0) % 4 == 0) && (!scale.defined() || scale.stride(0) % 4 == 0) &&
+                         aligned(scale, pack) && aligned(shift, pack) && (!gate.defined() || gate.stride(0) % 4 == 0) &&
+                         (!scale.defined() || scale.stride(0) % 4 == 0) &&
                          (!shift.defined() || shift.stride(0) % 4 == 0);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, h.scalar_type(), "add_layer_norm", [&] {
     AdaLN<scalar_t> mod;  // the adaLN vectors have h's dtype (add_layer_norm checks)
@@ -405,13 +420,16 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
     }
     auto launch = [&](auto per) {
       add_layer_norm_kernel<scalar_t, scalar_t, decltype(per)::value>
-          <<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(x.data_ptr<float>(), yp, weight.data_ptr<float>(),
-                                                                   b, mod, static_cast<int>(d),
-                                                                   static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
+          <<<static_cast<unsigned>(rows), kLnThreads, 0, stream>>>(x.data_ptr<float>(), yp, weight.data_ptr<float>(), b,
+                                                                   mod, static_cast<int>(d), static_cast<float>(eps),
+                                                                   sp, h.data_ptr<scalar_t>());
     };
-    if (d <= 4 * kLnThreads) launch(std::integral_constant<int, 4>());
-    else if (d <= 8 * kLnThreads) launch(std::integral_constant<int, 8>());
-    else launch(std::integral_constant<int, 16>());
+    if (d <= 4 * kLnThreads)
+      launch(std::integral_constant<int, 4>());
+    else if (d <= 8 * kLnThreads)
+      launch(std::integral_constant<int, 8>());
+    else
+      launch(std::integral_constant<int, 16>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {s, h};
@@ -435,9 +453,9 @@ std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& g
                                                           double eps) {
   const c10::cuda::CUDAGuard guard(s.device());
   const int64_t d = s.size(-1), rows = s.numel() / std::max<int64_t>(d, 1);
-  TORCH_CHECK(d % 128 == 0 && d <= 1024 && grad_h.sizes() == s.sizes() && grad_h.is_contiguous() &&
-                  s.is_contiguous() && (!grad_s.defined() || (grad_s.is_contiguous() && grad_s.sizes() == s.sizes() &&
-                                                             grad_s.scalar_type() == torch::kFloat32)),
+  TORCH_CHECK(d % 128 == 0 && d <= 1024 && grad_h.sizes() == s.sizes() && grad_h.is_contiguous() && s.is_contiguous() &&
+                  (!grad_s.defined() ||
+                   (grad_s.is_contiguous() && grad_s.sizes() == s.sizes() && grad_s.scalar_type() == torch::kFloat32)),
               "add_layer_norm backward: unsupported shapes ", s.sizes(), " / ", grad_h.sizes());
   auto gx = torch::empty_like(s);
   auto gy = torch::empty_like(grad_h);
@@ -483,12 +501,13 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
     auto launch = [&](auto vec) {
       rotary_qk_kernel<scalar_t, decltype(vec)::value>
           <<<static_cast<unsigned>(tokens), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
-              qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(),
-              static_cast<int>(Tn), static_cast<int>(nh), static_cast<int>(hd), tokens * nh * hd,
-              out.data_ptr<scalar_t>());
+              qkv.data_ptr<scalar_t>(), cos.data_ptr<scalar_t>(), sin_signed.data_ptr<scalar_t>(), static_cast<int>(Tn),
+              static_cast<int>(nh), static_cast<int>(hd), tokens * nh * hd, out.data_ptr<scalar_t>());
     };
-    if ((hd / 2) % 4 == 0) launch(std::integral_constant<int, 4>());
-    else launch(std::integral_constant<int, 1>());
+    if ((hd / 2) % 4 == 0)
+      launch(std::integral_constant<int, 4>());
+    else
+      launch(std::integral_constant<int, 1>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
@@ -498,17 +517,15 @@ namespace {
 // ∂ mean CE / ∂x for one row per block: (exp(x − lse) − [j = target])·g for j < cols, 0 for the padded
 // columns up to width; 16-byte loads and stores when both rows are aligned (the padded head width is).
 template <typename T>
-__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, T* __restrict__ gx,
-                                      int64_t width, int64_t cols, const float* __restrict__ lse,
-                                      const int64_t* __restrict__ targets, const float* __restrict__ grad_scale) {
+__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, T* __restrict__ gx, int64_t width,
+                                      int64_t cols, const float* __restrict__ lse, const int64_t* __restrict__ targets,
+                                      const float* __restrict__ grad_scale) {
   const int64_t r = blockIdx.x;
   const T* row = x + r * x_stride;
   T* grow = gx + r * width;
   const float l = lse[r], g = *grad_scale;
   const int64_t t = targets[r];
-  auto value = [&](int64_t j, float v) {
-    return j < cols ? (expf(v - l) - (j == t ? 1.f : 0.f)) * g : 0.f;
-  };
+  auto value = [&](int64_t j, float v) { return j < cols ? (expf(v - l) - (j == t ? 1.f : 0.f)) * g : 0.f; };
   constexpr int kVec = 16 / sizeof(T);
   int64_t done = 0;
   if (reinterpret_cast<std::uintptr_t>(row) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grow) % 16 == 0) {
@@ -533,7 +550,7 @@ torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const 
                                              const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab) {
   const c10::cuda::CUDAGuard guard(logits.device());
   const int64_t N = logits.size(0), width = logits.size(1);
-  auto grad = torch::empty({N, width}, logits.options());   // contiguous (N, V_pad)
+  auto grad = torch::empty({N, width}, logits.options());  // contiguous (N, V_pad)
   if (N == 0) return grad;
   TORCH_CHECK(N <= 0x7fffffff, "lm_cross_entropy: too many rows (", N, ")");
   const auto t = targets.contiguous();
@@ -542,8 +559,8 @@ torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const 
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "lm_cross_entropy_backward", [&] {
     lm_ce_backward_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
-        logits.data_ptr<scalar_t>(), logits.stride(0), grad.data_ptr<scalar_t>(), width, vocab,
-        l.data_ptr<float>(), t.data_ptr<int64_t>(), g.data_ptr<float>());
+        logits.data_ptr<scalar_t>(), logits.stride(0), grad.data_ptr<scalar_t>(), width, vocab, l.data_ptr<float>(),
+        t.data_ptr<int64_t>(), g.data_ptr<float>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return grad;

@@ -34,7 +34,6 @@ torch::Tensor top_p_keep(const torch::Tensor& probs, double top_p) {
   return torch::zeros_like(mass_before, torch::kBool).scatter(-1, idx, mass_before < top_p);
 }
 
-
 torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperature, double top_p,
                                     const torch::Tensor& u) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
@@ -42,8 +41,7 @@ torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperat
   TORCH_CHECK(u.sizes() == logits.sizes(), "uniforms ", u.sizes(), " vs logits ", logits.sizes());
   auto logp = torch::log_softmax(logits.to(u.scalar_type()) / temperature, -1);  // (.., V)
   if (top_p < 1.0)
-    logp = logp.masked_fill(top_p_keep(logp.exp(), top_p).logical_not(),
-                            -std::numeric_limits<double>::infinity());
+    logp = logp.masked_fill(top_p_keep(logp.exp(), top_p).logical_not(), -std::numeric_limits<double>::infinity());
   // Gumbel-max: argmax log p_v − log(−log u_v); u = 0 gives −log(inf) = −inf, never chosen.
   return (logp - torch::log(-torch::log(u))).argmax(-1);  // (..)
 }
@@ -71,7 +69,6 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
 #endif
 }
 
-
 at::Generator make_generator(torch::Device device, uint64_t seed) {
   if (device.is_cuda()) {
     auto gen = at::detail::getCUDAHooks().getNewGenerator(device.index() < 0 ? 0 : device.index());
@@ -85,7 +82,7 @@ torch::Tensor filtered_probs(const torch::Tensor& logits, const DrawOptions& opt
   TORCH_CHECK(opt.temperature > 0, "sample: temperature must be > 0, got ", opt.temperature);
   TORCH_CHECK(opt.top_p > 0 && opt.top_p <= 1, "sample: top_p must be in (0, 1], got ", opt.top_p);
   auto dtype = opt.float64 ? torch::kFloat64 : torch::kFloat32;
-  auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);         // (N, V)
+  auto p = torch::softmax(logits.to(dtype) / opt.temperature, -1);  // (N, V)
   if (opt.top_p < 1) {
     p = torch::where(top_p_keep(p, opt.top_p), p, torch::zeros_like(p));
     p = p / p.sum(-1, true);
@@ -115,8 +112,9 @@ torch::Tensor inverse_cdf_draw(const torch::Tensor& logits, const DrawOptions& o
     torch::Tensor tok;
     if (opt.float64) {
       // Inverse CDF with one float64 uniform per row: exact up to float64 rounding of the cumsum.
-      auto cdf = filtered_probs(rows, opt).cumsum(-1);                      // (n, V)
-      auto u = torch::rand({rows.size(0), 1}, gen, cdf.options()) * cdf.index({Slice(), Slice(-1, torch::indexing::None)});
+      auto cdf = filtered_probs(rows, opt).cumsum(-1);  // (n, V)
+      auto u =
+          torch::rand({rows.size(0), 1}, gen, cdf.options()) * cdf.index({Slice(), Slice(-1, torch::indexing::None)});
       tok = torch::searchsorted(cdf, u, /*out_int32=*/false, /*right=*/true).squeeze(1).clamp_max(V - 1);
     } else {
       tok = legacy_gumbel_argmax(filtered_probs(rows, opt), gen);

@@ -57,8 +57,8 @@ struct DrawOptions {
   DrawRule rule = DrawRule::kGumbelMax;
   double temperature = 1.0;
   double top_p = 1.0;
-  bool float64 = true;   // see DrawRule
-  bool argmax = false;   // greedy: the most likely token, no randomness
+  bool float64 = true;  // see DrawRule
+  bool argmax = false;  // greedy: the most likely token, no randomness
 };
 // The decoders' draw of a sample request: Gumbel-max at this temperature and top-p.
 inline DrawOptions gumbel_max(double temperature, double top_p, bool float64) {

@@ -11,11 +11,11 @@
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
-#include <ATen/cuda/PhiloxUtils.cuh>
 #include <c10/cuda/CUDAGuard.h>
-#include <cub/block/block_scan.cuh>
 #include <curand_kernel.h>
 #include <torch/types.h>
+#include <ATen/cuda/PhiloxUtils.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <cstdint>
 #include <mutex>
@@ -47,9 +47,8 @@ __device__ R block_reduce(R v, R* shared, Op op) {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
-                      double top_p, at::PhiloxCudaState philox, const double* __restrict__ noise,
-                      int64_t* __restrict__ out) {
+    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
+                      at::PhiloxCudaState philox, const double* __restrict__ noise, int64_t* __restrict__ out) {
   const T* row = logits + static_cast<int64_t>(blockIdx.x) * row_stride;
   __shared__ float red_f[kWarps];
   __shared__ double red_d[kWarps];
@@ -151,8 +150,8 @@ __global__ void __launch_bounds__(kThreads)
   curandStatePhilox4_32_10_t state;
   if (!noise) {
     const auto seeds = at::cuda::philox::unpack(philox);
-    curand_init(std::get<0>(seeds), static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x,
-                std::get<1>(seeds), &state);
+    curand_init(std::get<0>(seeds), static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x, std::get<1>(seeds),
+                &state);
   }
   double2 pair{};
   int64_t best_i = INT64_MAX;
@@ -220,8 +219,8 @@ __global__ void __launch_bounds__(kThreads)
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
                               const torch::Tensor& noise) {
   TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1),
-              "fused_draw: logits must be (N, V) on CUDA with unit column stride, got ", logits.sizes(),
-              " strides ", logits.strides());
+              "fused_draw: logits must be (N, V) on CUDA with unit column stride, got ", logits.sizes(), " strides ",
+              logits.strides());
   const int64_t N = logits.size(0), V = logits.size(1);
   TORCH_CHECK(V >= 1 && V < (int64_t(1) << 31), "fused_draw: vocabulary of ", V, " columns");
   c10::cuda::CUDAGuard guard(logits.device());
@@ -230,8 +229,7 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   torch::Tensor u;
   at::PhiloxCudaState philox;
   if (noise.defined()) {
-    TORCH_CHECK(noise.sizes() == logits.sizes(), "fused_draw: noise ", noise.sizes(), " vs logits ",
-                logits.sizes());
+    TORCH_CHECK(noise.sizes() == logits.sizes(), "fused_draw: noise ", noise.sizes(), " vs logits ", logits.sizes());
     u = noise.to(logits.device(), torch::kFloat64).contiguous();
   } else {
     TORCH_CHECK(gen != nullptr, "fused_draw: a CUDA generator or a noise tensor is needed");
@@ -242,9 +240,9 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   }
   auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
-    fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(
-        logits.data_ptr<scalar_t>(), logits.stride(0), V, temperature, top_p, philox,
-        u.defined() ? u.data_ptr<double>() : nullptr, out.data_ptr<int64_t>());
+    fused_draw_kernel<scalar_t>
+        <<<N, kThreads, 0, stream>>>(logits.data_ptr<scalar_t>(), logits.stride(0), V, temperature, top_p, philox,
+                                     u.defined() ? u.data_ptr<double>() : nullptr, out.data_ptr<int64_t>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;

@@ -12,10 +12,10 @@ Slots slots_for_order(const torch::Tensor& tokens, const torch::Tensor& order) {
 
 Slots slots_for_chain(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                       const torch::Tensor& targets) {
-  TORCH_CHECK(ctx_tokens.dim() == 2 && ctx_tokens.sizes() == ctx_positions.sizes() &&
-                  ctx_tokens.sizes() == targets.sizes(),
-              "chain slots need (N, S) ctx_tokens, ctx_positions and targets; got ", ctx_tokens.sizes(), ", ",
-              ctx_positions.sizes(), ", ", targets.sizes());
+  TORCH_CHECK(
+      ctx_tokens.dim() == 2 && ctx_tokens.sizes() == ctx_positions.sizes() && ctx_tokens.sizes() == targets.sizes(),
+      "chain slots need (N, S) ctx_tokens, ctx_positions and targets; got ", ctx_tokens.sizes(), ", ",
+      ctx_positions.sizes(), ", ", targets.sizes());
   const int64_t S = ctx_tokens.size(1);
   auto none = torch::full({ctx_tokens.size(0), 1}, -1, ctx_tokens.options().dtype(torch::kLong));
   Slots s;

@@ -44,12 +44,10 @@ BlockImpl::BlockImpl(const GptConfig& c, int64_t layer) : cfg(c), attn_scale(c.a
   ln_2 = register_module("ln_2", LayerNorm(d, c.bias, c.ln_eps));
   auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
   auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
-  c_attn =
-      attn->register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(d, 3 * d).bias(c.bias)));
+  c_attn = attn->register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(d, 3 * d).bias(c.bias)));
   attn_proj = attn->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(c.bias)));
   c_fc = mlp->register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(d, inner).bias(c.bias)));
-  mlp_proj =
-      mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(inner, d).bias(c.bias)));
+  mlp_proj = mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(inner, d).bias(c.bias)));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, common::KVCache* cache, int64_t layer) {
@@ -58,8 +56,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, common::KVCache* cache,
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& a,
-                                                                const LayerNorm& next_ln, common::KVCache* cache,
-                                                                int64_t layer) {
+                                                                 const LayerNorm& next_ln, common::KVCache* cache,
+                                                                 int64_t layer) {
   // out = x + attn, a2 = ln_2(out); then out + mlp and next_ln of it.
   auto [out, a2] = common::add_layer_norm(x, self_attention(a, cache, layer), ln_2->weight, ln_2->bias, ln_2->eps);
   return common::add_layer_norm(out, feed_forward(a2), next_ln->weight, next_ln->bias, next_ln->eps);
@@ -71,8 +69,8 @@ torch::Tensor BlockImpl::self_attention(const torch::Tensor& a, common::KVCache*
   auto qkv = common::linear2d(c_attn, a).split(cfg.n_embd, 2);  // 3 × (B, S, d)
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, hd}).transpose(1, 2); };
   auto y = common::attend(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, layer, std::nullopt, p,
-                          attn_scale);                                 // (B, H, S, hd)
-  y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});         // (B, S, d)
+                          attn_scale);                          // (B, H, S, hd)
+  y = y.transpose(1, 2).contiguous().view({B, S, cfg.n_embd});  // (B, S, d)
   return F::dropout(common::linear2d(attn_proj, y), F::DropoutFuncOptions().p(p).training(is_training()));
 }
 
@@ -122,8 +120,8 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
   torch::Tensor pos;
   if (cache && cache->is_static()) {
     // Device-side slots, so a captured step reads the counter at replay time. (S), (S, span).
-    TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S,
-                " slots exceed the static cache of ", cache->capacity);
+    TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S, " slots exceed the static cache of ",
+                cache->capacity);
     pos = cache->pos + torch::arange(S, lopt);
     cache->step_slots = pos;
     cache->step_mask = torch::arange(cache->span_for(S), lopt).unsqueeze(0) <= pos.unsqueeze(1);
@@ -138,7 +136,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
     std::tie(x, a) = h[i]->as<BlockImpl>()->forward_fused(x, a, next, cache, static_cast<int64_t>(i));
   }
   if (cache && cache->is_static()) cache->pos.add_(S);  // in place: graph replays advance it too
-  return a;  // ln_f of the last residual stream
+  return a;                                             // ln_f of the last residual stream
 }
 
 torch::Tensor GptImpl::logits(const torch::Tensor& ids, common::KVCache* cache) {
@@ -168,8 +166,7 @@ void apply_hf_config(GptConfig& c) {
   const std::string path = c.init_from_hf + "/config.json";
   std::ifstream in(path);
   if (!in)
-    bad("init_from_hf", "cannot open '" + path + "'",
-        "point it at a folder with config.json + model.safetensors");
+    bad("init_from_hf", "cannot open '" + path + "'", "point it at a folder with config.json + model.safetensors");
   nlohmann::json hf;
   try {
     hf = nlohmann::json::parse(in);
@@ -215,8 +212,7 @@ void apply_hf_config(GptConfig& c) {
   else if (act == "gelu" || act == "gelu_python")
     c.activation = "gelu";
   else
-    bad("init_from_hf",
-        where("activation_function") + " is \"" + act + "\", which the gpt plugin does not implement",
+    bad("init_from_hf", where("activation_function") + " is \"" + act + "\", which the gpt plugin does not implement",
         "supported: gelu_new, gelu_pytorch_tanh, gelu_fast (tanh GELU), gelu, gelu_python (erf GELU)");
   c.scale_attn_weights = flag("scale_attn_weights", true);
   c.scale_attn_by_inverse_layer_idx = flag("scale_attn_by_inverse_layer_idx", false);
@@ -229,8 +225,7 @@ void apply_hf_config(GptConfig& c) {
     bad("init_from_hf", where("tie_word_embeddings") + " is false: the gpt plugin ties lm_head to wte",
         "load a GPT-2 whose lm_head is its wte (every released GPT-2 is)");
   if (c.start_token)
-    bad("start_token", "must be false with init_from_hf",
-        "HF GPT-2 has no [None] slot; set model.start_token=false");
+    bad("start_token", "must be false with init_from_hf", "HF GPT-2 has no [None] slot; set model.start_token=false");
   if (!c.bias) bad("bias", "must be true with init_from_hf", "GPT-2 checkpoints have biases; set model.bias=true");
 }
 
@@ -259,17 +254,14 @@ void GptPlugin::configure(const nlohmann::json& model) {
   positive("n_head", c.n_head);
   positive("n_embd", c.n_embd);
   if (c.n_inner < 0)
-    bad("n_inner", "must be ≥ 0, got " + std::to_string(c.n_inner),
-        "0 means 4·n_embd (GPT-2), else the MLP width");
+    bad("n_inner", "must be ≥ 0, got " + std::to_string(c.n_inner), "0 means 4·n_embd (GPT-2), else the MLP width");
   positive("block_size", c.block_size);
   if (c.vocab_size < 2)
     bad("vocab_size", "must be ≥ 2, got " + std::to_string(c.vocab_size), "use the tokenizer's size");
   if (c.n_embd % c.n_head != 0)
-    bad("n_embd",
-        "n_embd % n_head != 0 (" + std::to_string(c.n_embd) + " % " + std::to_string(c.n_head) + ")",
+    bad("n_embd", "n_embd % n_head != 0 (" + std::to_string(c.n_embd) + " % " + std::to_string(c.n_head) + ")",
         "pick n_embd as a multiple of model.n_head");
-  if (c.dropout < 0.0 || c.dropout >= 1.0)
-    bad("dropout", "must be in [0, 1), got " + std::to_string(c.dropout), "");
+  if (c.dropout < 0.0 || c.dropout >= 1.0) bad("dropout", "must be in [0, 1), got " + std::to_string(c.dropout), "");
   if (c.activation != "gelu" && c.activation != "gelu_tanh")
     bad("activation", "unknown activation \"" + c.activation + "\"", "use \"gelu\" or \"gelu_tanh\"");
   cfg_ = c;
@@ -290,8 +282,7 @@ nlohmann::json GptPlugin::resolved_model_config(const nlohmann::json& model_conf
 }
 
 void GptPlugin::build(torch::Device device) {
-  if (!configured_)
-    throw PluginError("gpt: build() before configure()", "call configure(model_config) first");
+  if (!configured_) throw PluginError("gpt: build() before configure()", "call configure(model_config) first");
   net_ = Gpt(cfg_);
   if (!cfg_.init_from_hf.empty()) load_hf_weights(cfg_.init_from_hf);
   net_->to(device);
@@ -312,8 +303,7 @@ void GptPlugin::load_hf_weights(const std::string& dir) {
   for (auto& [raw, t] : f.tensors) {
     std::string name = raw.rfind("transformer.", 0) == 0 ? raw.substr(12) : raw;
     // Causal-mask buffers of old exports carry no weights.
-    if (name.find(".attn.bias") != std::string::npos || name.find(".attn.masked_bias") != std::string::npos)
-      continue;
+    if (name.find(".attn.bias") != std::string::npos || name.find(".attn.masked_bias") != std::string::npos) continue;
     if (name == "lm_head.weight") continue;  // tied: checked against wte below
     if (!params.contains(name))
       throw CheckpointError("'" + path + "': tensor '" + raw + "' has no counterpart in the gpt model",
@@ -325,21 +315,18 @@ void GptPlugin::load_hf_weights(const std::string& dir) {
                         name.find("c_fc.weight") != std::string::npos;
     if (conv1d) src = src.t();
     torch::Tensor dst = params[name];
-    if (name == "wte.weight")
-      dst = dst.narrow(0, 0, cfg_.vocab_size);  // padded rows stay N(0, 0.02): never used
+    if (name == "wte.weight") dst = dst.narrow(0, 0, cfg_.vocab_size);  // padded rows stay N(0, 0.02): never used
     if (src.sizes() != dst.sizes())
       throw CheckpointError("'" + path + "': tensor '" + raw + "' has shape " + c10::str(t.sizes()) +
-                                ", the model expects " + c10::str(dst.sizes()) +
-                                (conv1d ? " (transposed)" : ""),
+                                ", the model expects " + c10::str(dst.sizes()) + (conv1d ? " (transposed)" : ""),
                             "config.json and model.safetensors disagree");
     dst.copy_(src);
     loaded.insert(name);
   }
   for (auto& kv : params)
     if (!loaded.count(kv.key()))
-      throw CheckpointError(
-          "'" + path + "' lacks tensor '" + kv.key() + "' (or 'transformer." + kv.key() + "')",
-          "the file is not a complete GPT-2 checkpoint");
+      throw CheckpointError("'" + path + "' lacks tensor '" + kv.key() + "' (or 'transformer." + kv.key() + "')",
+                            "the file is not a complete GPT-2 checkpoint");
   if (f.tensors.count("lm_head.weight") && !torch::equal(f.tensors.at("lm_head.weight").to(torch::kFloat32),
                                                          params["wte.weight"].narrow(0, 0, cfg_.vocab_size)))
     throw CheckpointError("'" + path + "': lm_head.weight differs from wte", "gpt ties lm_head to wte");
@@ -361,9 +348,8 @@ void check_identity(const torch::Tensor& tokens, const torch::Tensor& order) {
   TORCH_CHECK(order.sizes() == tokens.sizes(), "gpt: order ", order.sizes(), " vs tokens ", tokens.sizes());
   auto id = torch::arange(tokens.size(1), order.options()).expand_as(order);
   if (!torch::equal(order, id))
-    throw PluginError(
-        "gpt is left-to-right only: the order must be the identity (l2r) in every row",
-        "use eval.mode=l2r / train.order.kind=l2r for gpt, or an any-order plugin (sigma_gpt, ao_gpt)");
+    throw PluginError("gpt is left-to-right only: the order must be the identity (l2r) in every row",
+                      "use eval.mode=l2r / train.order.kind=l2r for gpt, or an any-order plugin (sigma_gpt, ao_gpt)");
 }
 }  // namespace
 
@@ -373,14 +359,13 @@ LossOutput GptPlugin::loss(const TrainBatch& batch, at::Generator&) {
   TORCH_CHECK(x.size(1) <= cfg_.block_size, "gpt: T=", x.size(1), " > block_size ", cfg_.block_size);
   if (batch.order.defined()) {
     auto id = torch::arange(x.size(1), batch.order.options()).expand_as(batch.order);
-    TORCH_CHECK(torch::equal(batch.order, id),
-                "gpt is left-to-right only: TrainBatch.order must be identity");
+    TORCH_CHECK(torch::equal(batch.order, id), "gpt is left-to-right only: TrainBatch.order must be identity");
   }
   // Input is always x[:, :T−1]; with the [None] slot prepended all T tokens are targets.
   // Tied head on the padded vocabulary; lm_cross_entropy scores the real ids without an fp32 copy.
-  torch::Tensor h = net_->hidden(x.narrow(1, 0, x.size(1) - 1));                            // (B, S, d)
-  torch::Tensor logits = F::linear(h.reshape({-1, cfg_.n_embd}), net_->wte->weight);       // (N, V_pad)
-  torch::Tensor targets = cfg_.start_token ? x : x.narrow(1, 1, x.size(1) - 1);            // (B, S)
+  torch::Tensor h = net_->hidden(x.narrow(1, 0, x.size(1) - 1));                      // (B, S, d)
+  torch::Tensor logits = F::linear(h.reshape({-1, cfg_.n_embd}), net_->wte->weight);  // (N, V_pad)
+  torch::Tensor targets = cfg_.start_token ? x : x.narrow(1, 1, x.size(1) - 1);       // (B, S)
   return {common::lm_cross_entropy(logits, targets.reshape({-1}), cfg_.vocab_size), {}};
 }
 
@@ -395,12 +380,12 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
   if (!cfg_.start_token) out.scored.select(1, 0).fill_(false);
   if (T < 2 && !cfg_.start_token) return out;
   torch::NoGradGuard no_grad;
-  torch::Tensor h = net_->hidden(tokens.narrow(1, 0, T - 1));                       // (B, S, d)
+  torch::Tensor h = net_->hidden(tokens.narrow(1, 0, T - 1));                      // (B, S, d)
   torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);  // (B, S)
   const int64_t S = h.size(1), N = B * S;
   // Tied head, no bias; the logits of the padded vocabulary ids are never read (fused_ops.h).
-  torch::Tensor nll = common::head_nll(h.reshape({N, cfg_.n_embd}), net_->wte->weight, {},
-                                       targets.reshape({N}), cfg_.vocab_size);  // (N) float64
+  torch::Tensor nll = common::head_nll(h.reshape({N, cfg_.n_embd}), net_->wte->weight, {}, targets.reshape({N}),
+                                       cfg_.vocab_size);  // (N) float64
   out.nll.narrow(1, T - S, S).copy_(nll.view({B, S}));
   return out;
 }
@@ -420,10 +405,9 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   torch::NoGradGuard ng;
   common::EvalMode eval_mode(*net_);
   const torch::Device dev = device_;
-  torch::Tensor prompt = r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone()
-                                            : torch::full({B, L}, -1, torch::kLong);
-  TORCH_CHECK(prompt.sizes() == torch::IntArrayRef({B, L}), "gpt: prompt must be (B, L) = (", B, ", ", L,
-              ")");
+  torch::Tensor prompt =
+      r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone() : torch::full({B, L}, -1, torch::kLong);
+  TORCH_CHECK(prompt.sizes() == torch::IntArrayRef({B, L}), "gpt: prompt must be (B, L) = (", B, ", ", L, ")");
   // Without a start slot the first token cannot be drawn: an unprompted row starts with EOS = V−1
   // (GPT-2's <|endoftext|>, the byte tokenizer's end id), which is part of the output.
   if (!cfg_.start_token) prompt.select(1, 0).masked_fill_(prompt.select(1, 0) < 0, V - 1);

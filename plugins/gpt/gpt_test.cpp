@@ -127,7 +127,7 @@ TEST(Gpt, NInnerSetsTheMlpWidth) {
   EXPECT_EQ(blk->mlp_proj->weight.sizes(), torch::IntArrayRef({64, 96}));
   m["n_inner"] = -1;
   EXPECT_THROW(make(m), ConfigError);
-  m.erase("n_inner");   // a config saved before the key existed: the GPT-2 width
+  m.erase("n_inner");  // a config saved before the key existed: the GPT-2 width
   EXPECT_EQ(make(m)->net()->h[0]->as<BlockImpl>()->c_fc->weight.size(0), 4 * 64);
 }
 

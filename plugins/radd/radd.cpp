@@ -32,7 +32,7 @@ class RaddPlugin : public ModelPlugin {
     final_argmax_ = m.get_choice("final_step", {"sample", "argmax"}) == "argmax";
     cfg_.ln_bias_init_ones = m.get<bool>("ln_bias_init_ones");
     tdce_extra_term_ = m.get<bool>("tdce_extra_term");
-    cfg_.time_cond = m.get<bool>("time_cond");     // cond_dim stays 128, SEDD's value in every flavour
+    cfg_.time_cond = m.get<bool>("time_cond");  // cond_dim stays 128, SEDD's value in every flavour
     cfg_.ln_bias = true;
   }
 
@@ -59,7 +59,7 @@ class RaddPlugin : public ModelPlugin {
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto [contrib, mask_rate] = dce(batch.tokens, common::draw_uniform(B, stratified_, gen), gen);
     LossOutput out;
-    out.loss = (contrib.sum() / double(B * T)).to(torch::kFloat32);       // float64 sum, mean per token
+    out.loss = (contrib.sum() / double(B * T)).to(torch::kFloat32);  // float64 sum, mean per token
     out.metrics["mask_rate"] = mask_rate;
     return out;
   }
@@ -94,13 +94,12 @@ class RaddPlugin : public ModelPlugin {
     common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;
-    opt.time_conditioned = cfg_.time_cond;     // a σ-conditioned network is re-run every step
+    opt.time_conditioned = cfg_.time_cond;  // a σ-conditioned network is re-run every step
     opt.extra_denoise_step = false;
     opt.final_argmax = final_argmax_;
     // Grid time t masks w.p. (1−ε)t, so its rate-σ is the schedule's σ(t).
-    return common::sample_masked(req, opt, [&](const torch::Tensor& x, const torch::Tensor& t) {
-      return forward(x, (1 - kNoiseEps) * t);
-    });
+    return common::sample_masked(
+        req, opt, [&](const torch::Tensor& x, const torch::Tensor& t) { return forward(x, (1 - kNoiseEps) * t); });
   }
 
  private:
@@ -117,10 +116,10 @@ class RaddPlugin : public ModelPlugin {
   std::pair<torch::Tensor, double> dce(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
     const int64_t B = tokens.size(0), T = tokens.size(1);
     auto dev = tokens.device();
-    torch::Tensor p_mask, weight, extra;                                    // (B) float64, CPU
+    torch::Tensor p_mask, weight, extra;  // (B) float64, CPU
     if (lambda_dce_) {
       p_mask = u;
-      weight = 1 / u;                                                       // λ is not clipped (reference)
+      weight = 1 / u;  // λ is not clipped (reference)
     } else {
       auto t = (1 - kNoiseEps) * u + kNoiseEps;
       auto sigma = common::loglinear_sigma(t);
@@ -129,14 +128,14 @@ class RaddPlugin : public ModelPlugin {
       if (tdce_extra_term_) extra = torch::log(torch::expm1(sigma)) / t;
     }
     auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) < p_mask.unsqueeze(1))
-                      .to(dev);                                             // (B, T)
+                      .to(dev);  // (B, T)
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
-    auto logits = forward(x, p_mask);                                       // (B, T, V+1)
+    auto logits = forward(x, p_mask);  // (B, T, V+1)
     auto idx = masked.nonzero();
     auto b = idx.select(1, 0), l = idx.select(1, 1);
     auto rows = logits.index({b, l}).narrow(-1, 0, cfg_.vocab_size).to(torch::kFloat32);  // (n, V)
     auto nll = -torch::log_softmax(rows, -1).gather(1, tokens.index({b, l}).unsqueeze(1)).squeeze(1);
-    auto term = nll.to(torch::kFloat64) * weight.to(dev).index({b});        // weights only where masked
+    auto term = nll.to(torch::kFloat64) * weight.to(dev).index({b});  // weights only where masked
     if (extra.defined()) term = term + extra.to(dev).index({b});
     auto contrib = torch::zeros({B, T}, term.options()).index_put({b, l}, term);
     return {contrib, masked.to(torch::kFloat64).mean().item<double>()};

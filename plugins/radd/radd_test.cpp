@@ -40,7 +40,7 @@ double brute_nll(ModelPlugin& p, const std::vector<int64_t>& x, unsigned mask_se
   for (int64_t j = 0; j < T; ++j)
     if (mask_set & (1u << j)) in.index_put_({0, j}, V);
   torch::NoGradGuard ng;
-  auto logits = net_of(p).forward(in).to(torch::kFloat64);                 // (1, T, V+1)
+  auto logits = net_of(p).forward(in).to(torch::kFloat64);  // (1, T, V+1)
   auto lp = torch::log_softmax(logits[0][i].narrow(0, 0, V), 0);
   return -lp[x[i]].item<double>();
 }

@@ -16,15 +16,14 @@ using common::kNoiseEps;
 // DWDSE score entropy of masked rows (§2.3), fp32. lse (n) = log Σ_{y<V} e^{z_y} over the V real tokens,
 // z_a (n) the target's logit, sigma (n) → (n). log s_y = z_y − log(e^σ−1) − log V; r = 1/(e^σ−1);
 // SE = Σ_y s_y − r·log s_a + r(log r − 1) ≥ 0, zero iff s = r·onehot(a).
-torch::Tensor score_entropy(const torch::Tensor& lse, const torch::Tensor& z_a, const torch::Tensor& sigma,
-                            int64_t V) {
+torch::Tensor score_entropy(const torch::Tensor& lse, const torch::Tensor& z_a, const torch::Tensor& sigma, int64_t V) {
   auto sig = sigma.to(torch::kFloat32);
-  auto em1 = torch::expm1(sig);                                              // e^σ − 1, accurate for small σ
-  auto offset = torch::log(em1) + std::log(double(V));                       // log(e^σ−1) + log V
+  auto em1 = torch::expm1(sig);                         // e^σ − 1, accurate for small σ
+  auto offset = torch::log(em1) + std::log(double(V));  // log(e^σ−1) + log V
   auto r = 1 / em1;
-  auto pos = torch::exp(lse - offset);                                       // Σ_y s_y
-  auto neg = r * (z_a.to(torch::kFloat32) - offset);                         // r·log s_a
-  return pos - neg + r * (-torch::log(em1) - 1);                             // + r(log r − 1)
+  auto pos = torch::exp(lse - offset);                // Σ_y s_y
+  auto neg = r * (z_a.to(torch::kFloat32) - offset);  // r·log s_a
+  return pos - neg + r * (-torch::log(em1) - 1);      // + r(log r − 1)
 }
 
 class SeddPlugin : public ModelPlugin {
@@ -69,9 +68,9 @@ class SeddPlugin : public ModelPlugin {
   LossOutput loss(const TrainBatch& batch, at::Generator& gen) override {
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto u = common::draw_uniform(B, stratified_, gen);
-    auto [contrib, mask_rate] = dwdse(batch.tokens, u, gen);                 // (B, T) fp32
+    auto [contrib, mask_rate] = dwdse(batch.tokens, u, gen);  // (B, T) fp32
     LossOutput out;
-    out.loss = contrib.sum() / double(B * T);                               // per-sequence sum / T, batch mean
+    out.loss = contrib.sum() / double(B * T);  // per-sequence sum / T, batch mean
     out.metrics["mask_rate"] = mask_rate;
     return out;
   }
@@ -124,24 +123,25 @@ class SeddPlugin : public ModelPlugin {
   std::pair<torch::Tensor, double> dwdse(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
     const int64_t B = tokens.size(0), T = tokens.size(1);
     auto dev = tokens.device();
-    auto t = (1 - kNoiseEps) * u + kNoiseEps;                               // (B) float64, CPU
+    auto t = (1 - kNoiseEps) * u + kNoiseEps;  // (B) float64, CPU
     auto sigma = common::loglinear_sigma(t), dsigma = common::loglinear_dsigma(t);
     auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) <
-                   (1 - torch::exp(-sigma)).unsqueeze(1)).to(dev);          // (B, T)
+                   (1 - torch::exp(-sigma)).unsqueeze(1))
+                      .to(dev);  // (B, T)
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
     auto sigma_d = sigma.to(dev, torch::kFloat32), dsigma_d = dsigma.to(dev, torch::kFloat32);
     const int64_t V = cfg_.vocab_size;
-    auto logits = net_->forward(x, sigma_d);                                // (B, T, V+1)
-    auto flat = logits.reshape({B * T, V + 1});                             // (B·T, V+1), a view
-    auto idx = masked.reshape({-1}).nonzero().squeeze(1);                   // (n) masked rows
-    auto b = idx.div(T, "floor");                                           // (n) their sequences
+    auto logits = net_->forward(x, sigma_d);               // (B, T, V+1)
+    auto flat = logits.reshape({B * T, V + 1});            // (B·T, V+1), a view
+    auto idx = masked.reshape({-1}).nonzero().squeeze(1);  // (n) masked rows
+    auto b = idx.div(T, "floor");                          // (n) their sequences
     // Only the masked rows are read: by index in the fused kernel (evaluation), through a gather that
     // autograd can follow (training).
     const bool grad = torch::GradMode::is_enabled() && logits.requires_grad();
-    auto lse = grad ? common::row_logsumexp(flat.index_select(0, idx), V)
-                    : common::row_logsumexp(flat, V, idx);  // (n) fp32
+    auto lse =
+        grad ? common::row_logsumexp(flat.index_select(0, idx), V) : common::row_logsumexp(flat, V, idx);  // (n) fp32
     auto z_a = flat.index({idx, tokens.reshape({-1}).index_select(0, idx)});  // (n) target logits
-    auto se = score_entropy(lse, z_a, sigma_d.index_select(0, b), V);       // (n)
+    auto se = score_entropy(lse, z_a, sigma_d.index_select(0, b), V);         // (n)
     auto contrib = torch::zeros({B * T}, logits.options().dtype(torch::kFloat32))
                        .index_put({idx}, dsigma_d.index_select(0, b) * se);
     return {contrib.view({B, T}), masked.to(torch::kFloat64).mean().item<double>()};

@@ -34,8 +34,8 @@ std::unique_ptr<ModelPlugin> make_sedd(nlohmann::json overrides, bool randomise)
 
 // T = 3, V = 3 SEDD with random weights (scores far from the zero-init uniform ones).
 std::unique_ptr<ModelPlugin> tiny_sedd() {
-  return make_sedd({{"n_layer", 1}, {"n_head", 2}, {"n_embd", 8}, {"vocab_size", 3}, {"block_size", 3},
-                    {"cond_dim", 8}}, true);
+  return make_sedd(
+      {{"n_layer", 1}, {"n_head", 2}, {"n_embd", 8}, {"vocab_size", 3}, {"block_size", 3}, {"cond_dim", 8}}, true);
 }
 
 common::DDiTImpl& net_of(ModelPlugin& p) { return dynamic_cast<common::DDiTImpl&>(p.module()); }
@@ -76,7 +76,7 @@ TEST(SeddLikelihood, DwdseElboIsUnbiased) {
   const int64_t K = 2000, V = 3, T = 3;
   const double eps = 1e-3;
   std::vector<torch::Tensor> ins;
-  std::vector<double> sig, weight;       // σ and σ'(t)·P(M | t)/K per row
+  std::vector<double> sig, weight;  // σ and σ'(t)·P(M | t)/K per row
   std::vector<unsigned> msets;
   for (int64_t k = 0; k < K; ++k) {
     const double u = (k + 0.5) / K, t = (1 - eps) * u + eps, q = (1 - eps) * t;

@@ -11,11 +11,10 @@
 #include "plugins/common/attention.h"
 #include "plugins/common/config_checks.h"
 #include "plugins/common/flops.h"
+#include "plugins/common/fused_ops.h"
 #include "plugins/common/init.h"
 #include "plugins/common/kv_cache.h"
 #include "plugins/common/slots.h"
-#include "plugins/common/fused_ops.h"
-
 
 namespace aobench {
 namespace {
@@ -38,9 +37,7 @@ struct LayerNormImpl : torch::nn::Module {
     weight = register_parameter("weight", torch::ones({n}));
     if (with_bias) bias = register_parameter("bias", torch::zeros({n}));
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return torch::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5); }
 };
 TORCH_MODULE(LayerNorm);
 
@@ -51,9 +48,7 @@ struct BlockImpl : torch::nn::Module {
   double dropout;
   explicit BlockImpl(const SigmaConfig& c) : n_head(c.n_head), n_embd(c.n_embd), dropout(c.dropout) {
     const int64_t d = c.n_embd;
-    auto lin = [&](int64_t i, int64_t o) {
-      return torch::nn::Linear(torch::nn::LinearOptions(i, o).bias(c.bias));
-    };
+    auto lin = [&](int64_t i, int64_t o) { return torch::nn::Linear(torch::nn::LinearOptions(i, o).bias(c.bias)); };
     ln_1 = register_module("ln_1", LayerNorm(d, c.bias));
     c_attn = register_module("attn_c_attn", lin(d, 3 * d));
     attn_proj = register_module("attn_c_proj", lin(d, d));
@@ -61,11 +56,8 @@ struct BlockImpl : torch::nn::Module {
     c_fc = register_module("mlp_c_fc", lin(d, 4 * d));
     mlp_proj = register_module("mlp_c_proj", lin(4 * d, d));
   }
-  torch::Tensor forward(torch::Tensor x, KVCache* cache, int64_t layer,
-                        const std::optional<torch::Tensor>& mask) {
-    auto drop = [&](const torch::Tensor& t) {
-      return dropout > 0 ? torch::dropout(t, dropout, is_training()) : t;
-    };
+  torch::Tensor forward(torch::Tensor x, KVCache* cache, int64_t layer, const std::optional<torch::Tensor>& mask) {
+    auto drop = [&](const torch::Tensor& t) { return dropout > 0 ? torch::dropout(t, dropout, is_training()) : t; };
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
     auto qkv = c_attn(ln_1(x)).view({B, S, 3, n_head, h}).permute({2, 0, 3, 1, 4});  // (3, B, H, S, h)
     auto y = common::attend(qkv[0], qkv[1], qkv[2], cache, layer, mask);             // (B, H, S, h)
@@ -92,8 +84,7 @@ struct SigmaGptImpl : torch::nn::Module {
       wtpe = register_module("wtpe", torch::nn::Embedding(T, d));
       wnonee = register_parameter("wnonee", torch::zeros({1, d}));
     }
-    for (int64_t l = 0; l < c.n_layer; ++l)
-      blocks.push_back(register_module("h_" + std::to_string(l), Block(c)));
+    for (int64_t l = 0; l < c.n_layer; ++l) blocks.push_back(register_module("h_" + std::to_string(l), Block(c)));
     ln_f = register_module("ln_f", LayerNorm(d, c.bias));
     // nanoGPT init: normal(0, 0.02) everywhere, c_proj 0.02/√(2L), biases 0, LayerNorm weights 1.
     torch::NoGradGuard no_grad;
@@ -113,14 +104,12 @@ struct SigmaGptImpl : torch::nn::Module {
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
-  torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                        int64_t n_last) {
+  torch::Tensor forward(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     return torch::nn::functional::linear(hidden(s, cache, mask, n_last), wte->weight);  // tied head, no bias
   }
 
   // Final hidden states (B, n_last, d) of the last n_last slots: the head's input.
-  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                       int64_t n_last) {
+  torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     torch::Tensor x;
     if (cfg.idiap) {
       // pos_i = concat(wpe[o_i], wpe[o_{i+1}]): current and target position, half width each.
@@ -130,8 +119,7 @@ struct SigmaGptImpl : torch::nn::Module {
       x = tok + wpe(s.positions + 1) + masked_lookup(wtpe, s.targets);
     }
     if (cfg.dropout > 0) x = torch::dropout(x, cfg.dropout, is_training());
-    for (size_t l = 0; l < blocks.size(); ++l)
-      x = blocks[l]->forward(x, cache, static_cast<int64_t>(l), mask);
+    for (size_t l = 0; l < blocks.size(); ++l) x = blocks[l]->forward(x, cache, static_cast<int64_t>(l), mask);
     return ln_f(x.narrow(1, x.size(1) - n_last, n_last));
   }
 };
@@ -144,7 +132,8 @@ class SigmaGptPlugin : public ModelPlugin {
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
     return {"sigma_gpt", "0.1.0", Paradigm::kAnyOrder,
             "σ-GPT: random-order GPT with additive target-position embedding (AO-GPT repo baseline; idiap "
-            "variant)", caps};
+            "variant)",
+            caps};
   }
 
   void configure(const nlohmann::json& model) override {
@@ -159,8 +148,7 @@ class SigmaGptPlugin : public ModelPlugin {
     c.dropout = m.get<double>("dropout");
     const auto variant = m.get<std::string>("variant");
     if (variant != "aogpt_repo" && variant != "idiap")
-      throw ConfigError("'model.variant' = '" + variant + "' is unknown",
-                        "use aogpt_repo (default) or idiap");
+      throw ConfigError("'model.variant' = '" + variant + "' is unknown", "use aogpt_repo (default) or idiap");
     c.idiap = variant == "idiap";
     common::check_model_sizes({{"n_layer", c.n_layer},
                                {"n_head", c.n_head},
@@ -169,8 +157,7 @@ class SigmaGptPlugin : public ModelPlugin {
                                {"vocab_size", c.vocab_size}},
                               c.n_embd, c.n_head, c.dropout);
     if (c.idiap && c.n_embd % 2 != 0)
-      throw ConfigError("'model.n_embd' must be even for variant idiap",
-                        "pos = concat of two n_embd/2 halves");
+      throw ConfigError("'model.n_embd' must be even for variant idiap", "pos = concat of two n_embd/2 halves");
     cfg_ = c;
   }
 
@@ -186,8 +173,7 @@ class SigmaGptPlugin : public ModelPlugin {
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t block_size() const override { return cfg_.block_size; }
 
-  torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask,
-                       int64_t n_last) {
+  torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     return net_->forward(s, cache, mask, n_last).narrow(-1, 0, cfg_.vocab_size);  // real vocab only
   }
 
@@ -211,7 +197,7 @@ class SigmaGptPlugin : public ModelPlugin {
       s = common::slots_for_order(batch.tokens, batch.order);
       target = x_sigma;
     }
-    auto lg = net_->forward(s, nullptr, std::nullopt, s.tokens.size(1));   // (B, S, V_pad)
+    auto lg = net_->forward(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, S, V_pad)
     LossOutput out;
     out.loss = common::lm_cross_entropy(lg.reshape({-1, lg.size(-1)}), target.reshape(-1), cfg_.vocab_size);
     return out;
@@ -231,9 +217,9 @@ class SigmaGptPlugin : public ModelPlugin {
     }
     Slots s = cfg_.idiap ? idiap_slots(x_sigma, order, order) : common::slots_for_order(tokens, order);
     auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, S, d)
-    auto target = x_sigma.narrow(1, skip, x_sigma.size(1) - skip);        // (B, S)
-    auto nll = common::head_nll(z.reshape({-1, z.size(-1)}), net_->wte->weight, {}, target.reshape(-1),
-                                cfg_.vocab_size);
+    auto target = x_sigma.narrow(1, skip, x_sigma.size(1) - skip);      // (B, S)
+    auto nll =
+        common::head_nll(z.reshape({-1, z.size(-1)}), net_->wte->weight, {}, target.reshape(-1), cfg_.vocab_size);
     out.nll.narrow(1, skip, target.size(1)).copy_(nll.view(target.sizes()));
     if (skip) out.scored.narrow(1, 0, 1).fill_(false);
     return out;

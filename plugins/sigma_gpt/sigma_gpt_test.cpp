@@ -53,13 +53,11 @@ TEST(SigmaGpt, IdentityLossEqualsL2RChain) {
     // chain_log_probs agrees with log_prob under a random order (row 0 is NaN for idiap: no start slot).
     auto order = torch::rand({3, 32}, g, torch::kFloat64).argsort(int64_t{1});
     auto xs = tokens.gather(1, order);
-    auto chain =
-        -m->chain_log_probs(xs, order, order).gather(2, xs.unsqueeze(-1)).squeeze(-1).to(torch::kFloat64);
+    auto chain = -m->chain_log_probs(xs, order, order).gather(2, xs.unsqueeze(-1)).squeeze(-1).to(torch::kFloat64);
     auto exact = m->log_prob(tokens, order, g);
     const int64_t skip = idiap ? 1 : 0;
     EXPECT_EQ(chain.select(1, 0).isnan().all().item<bool>(), idiap) << variant;
-    EXPECT_TRUE(
-        torch::allclose(chain.narrow(1, skip, 32 - skip), exact.nll.narrow(1, skip, 32 - skip), 1e-5, 1e-5))
+    EXPECT_TRUE(torch::allclose(chain.narrow(1, skip, 32 - skip), exact.nll.narrow(1, skip, 32 - skip), 1e-5, 1e-5))
         << variant;
   }
 }
@@ -79,8 +77,7 @@ TEST(SigmaGpt, TargetPositionsChangeTheLogits) {
     swapped.select(1, k + 1).copy_(order.select(1, k));
     auto a = m->chain_log_probs(xs, order, order), b = m->chain_log_probs(xs, order, swapped);  // (2, 16, V)
     const int64_t first = std::string(variant) == "idiap" ? 1 : 0;  // idiap row 0 is NaN (no start slot)
-    EXPECT_TRUE(torch::allclose(a.narrow(1, first, k - first), b.narrow(1, first, k - first), 1e-6, 1e-6))
-        << variant;
+    EXPECT_TRUE(torch::allclose(a.narrow(1, first, k - first), b.narrow(1, first, k - first), 1e-6, 1e-6)) << variant;
     for (int64_t r = 0; r < 2; ++r)
       EXPECT_GT((a[r][k] - b[r][k]).abs().max().item<double>(), 1e-3) << variant << " row " << r;
   }
@@ -118,8 +115,7 @@ torch::Tensor reference_sample(ModelPlugin& m, const SampleRequest& r, bool idia
     start = 1;
   }
   for (int64_t k = start; k < r.length; ++k) {
-    auto lp =
-        m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
+    auto lp = m.chain_log_probs(gen.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1), order.narrow(1, 0, k + 1));
     gen.narrow(1, k, 1).copy_(
         common::draw_tokens(lp.narrow(1, k, 1), common::gumbel_max(r.temperature, r.top_p, true), dev_gen));
   }

@@ -1,4 +1,4 @@
-// Implements: the plugin conformance suite (style.md lesson 11, DESIGN.md §3): one value-parameterised
+// Implements: the plugin conformance suite (DESIGN.md §3): one value-parameterised
 // GoogleTest over EVERY plugin the registry discovers, at flavour "debug" on CPU, through the generic API
 // only: shapes, initial NLL ≈ ln V, overfitting one batch, determinism, save→load round trip through
 // safetensors, sample() ranges, a semver version, and every capability of PluginInfo: a declared one works,
@@ -109,7 +109,7 @@ TEST_P(PluginConformance, LastSlotLogProbsMatchTheFullChain) {
   auto g = at::make_generator<at::CPUGeneratorImpl>(3);
   auto order = torch::rand(x.sizes(), g, torch::kFloat64).argsort(int64_t{1});
   auto xs = x.gather(1, order);
-  auto full = p->chain_log_probs(xs, order, order);   // (B, S, V)
+  auto full = p->chain_log_probs(xs, order, order);       // (B, S, V)
   auto last = p->chain_log_probs_last(xs, order, order);  // (B, V)
   ASSERT_EQ(last.sizes(), (std::vector<int64_t>{x.size(0), p->vocab_size()}));
   EXPECT_TRUE(torch::allclose(last, full.select(1, x.size(1) - 1), 1e-5, 1e-5));

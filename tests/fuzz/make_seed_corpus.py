@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Implements: issue G item 5 — writes the binary seed corpora of the token-file and safetensors fuzz
+# Implements: writes the binary seed corpora of the token-file and safetensors fuzz
 # targets (tests/fuzz/corpus/{token_file,safetensors}/). Formats: datasets/token_file.h, core/safetensors.h.
 # Usage: python3 tests/fuzz/make_seed_corpus.py   (standard library only; the outputs are committed)
 import json, os, struct

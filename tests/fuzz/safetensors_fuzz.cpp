@@ -1,4 +1,4 @@
-// Implements: issue G item 5, safetensors header fuzz target (core/safetensors.h format).
+// Implements: safetensors header fuzz target (core/safetensors.h format).
 // Any bytes must either parse into tensors whose memory is fully readable, or throw CheckpointError.
 // A file that parses is written back and must read back to the same tensors and metadata.
 #include <cstdint>
@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const torch::Tensor& u = g.tensors.at(name);
     if (u.scalar_type() != t.scalar_type() || u.sizes() != t.sizes()) __builtin_trap();
     // Compare bytes, not values: NaN payloads in fuzzed floats are legal and compare unequal.
-    if (t.numel() && !torch::equal(t.contiguous().view({-1}).view(torch::kUInt8),
-                                   u.contiguous().view({-1}).view(torch::kUInt8)))
+    if (t.numel() &&
+        !torch::equal(t.contiguous().view({-1}).view(torch::kUInt8), u.contiguous().view({-1}).view(torch::kUInt8)))
       __builtin_trap();
   }
   return 0;

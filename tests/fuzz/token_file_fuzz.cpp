@@ -1,11 +1,11 @@
-// Implements: issue G item 5, token-file header fuzz target (datasets/token_file.h layout).
+// Implements: token-file header fuzz target (datasets/token_file.h layout).
 // Any file content must either open (and then every token and window it advertises is readable) or
 // throw DataError; never read outside the mapping.
 #include <algorithm>
 #include <cstdint>
 
-#include "datasets/token_file.h"
 #include "core/errors.h"
+#include "datasets/token_file.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -26,8 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           for (int64_t s : aobench::eval_window_starts(f, T))
             if (s < 0 || s + T > n) __builtin_trap();
       }
-    } catch (const aobench::DataError&) {
-    }
+    } catch (const aobench::DataError&) {}
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// Implements: issue G item 5, tokenizer fuzz target (spec-ao-gpt.md §data: GPT-2 byte-level BPE).
+// Implements: tokenizer fuzz target (spec-ao-gpt.md §data: GPT-2 byte-level BPE).
 // Arbitrary bytes (valid UTF-8 or not) must encode without crashing and decode back to the same bytes,
 // for both the GPT-2 and the byte tokenizer; decoding arbitrary ids either works or throws DataError.
 // The GPT-2 vocab comes from $AOBENCH_GPT2_DIR or $AOBENCH_DATA_DIR/gpt2 (README.md).
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "datasets/tokenizer.h"
 #include "core/errors.h"
+#include "datasets/tokenizer.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Implements: issue G (reliability) end to end through the aobench binary (DESIGN.md §3): a run killed
+// Implements: reliability end to end through the aobench binary (DESIGN.md §3): a run killed
 // with SIGKILL (no handler runs) and resumed in a new process logs the same losses bitwise as a run that
 // was never interrupted; nan_policy "stop" fails with the step, the offending tensor and a hint and leaves
 // the last good checkpoint loadable, "skip" finishes and counts the skipped batches; SIGTERM checkpoints
@@ -16,9 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/config.h"
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "core/config.h"
 #include "harness/registry.h"
 #include "tests/test_util.h"
 
@@ -30,8 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 // A repetitive English-like byte corpus (as in train_test.cpp): learnable, deterministic.
 std::vector<uint32_t> byte_corpus(size_t n_bytes, uint32_t salt) {
-  const char* words[] = {"the ", "cat ", "sat ", "on ",  "a ",    "mat ",
-                         "and ", "dog ", "ran ", "far ", "away. "};
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat ", "and ", "dog ", "ran ", "far ", "away. "};
   std::vector<uint32_t> out;
   uint32_t x = 12345 + salt;
   while (out.size() < n_bytes) {
@@ -83,8 +82,7 @@ class CrashResumeTest : public ::testing::Test {
   nlohmann::json experiment(const std::string& out_dir, int64_t max_iters) const {
     const nlohmann::json defaults = flavour_defaults("gpt", "debug");
     nlohmann::json model = {{"plugin", "gpt"}, {"flavour", "debug"}};
-    const std::map<std::string, int64_t> shrink = {
-        {"block_size", 32}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}};
+    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}};
     for (const auto& [k, v] : shrink)
       if (defaults.contains(k)) model[k] = v;
     if (defaults.contains("dropout")) model["dropout"] = 0.0;
@@ -150,13 +148,11 @@ TEST_F(CrashResumeTest, KillNineThenResumeIsBitwiseIdentical) {
   ::kill(pid, SIGKILL);
   int status = 0;
   if (!exited) ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(have_ckpt) << "no checkpoint appeared before the child exited:\n"
-                         << aobench::testing::read_text(log_b);
+  ASSERT_TRUE(have_ckpt) << "no checkpoint appeared before the child exited:\n" << aobench::testing::read_text(log_b);
   ASSERT_TRUE(running) << aobench::testing::read_text(log_b);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
   const std::string log_killed = aobench::testing::read_text(log_b);
-  EXPECT_EQ(log_killed.find("done:"), std::string::npos) << "training finished before the kill:\n"
-                                                         << log_killed;
+  EXPECT_EQ(log_killed.find("done:"), std::string::npos) << "training finished before the kill:\n" << log_killed;
   ASSERT_TRUE(latest_checkpoint(crashed).has_value());
   const int64_t killed_at = step_of_dir(*latest_checkpoint(crashed));
   EXPECT_GE(killed_at, 4);
@@ -169,8 +165,7 @@ TEST_F(CrashResumeTest, KillNineThenResumeIsBitwiseIdentical) {
   EXPECT_EQ(step_of_dir(*latest_checkpoint(crashed)), killed_at);
 
   ASSERT_EQ(run_aobench_child({"train", "--config", cfg_b, "--resume"}, &out), 0) << out;
-  EXPECT_NE(out.find("resumed from " + (ckpts / ("step_" + std::to_string(killed_at))).string()),
-            std::string::npos)
+  EXPECT_NE(out.find("resumed from " + (ckpts / ("step_" + std::to_string(killed_at))).string()), std::string::npos)
       << out;
   EXPECT_NE(out.find("done: " + std::to_string(N) + " steps"), std::string::npos) << out;
 
@@ -218,8 +213,8 @@ TEST_F(CrashResumeTest, NonFiniteStopsWithTheLastGoodCheckpointOrIsSkipped) {
   };
   const std::string stop_run = dir_.file("stop");
   std::string out;
-  const int rc = run_aobench_child(
-      {"train", "--config", write_experiment("stop.json", nan_experiment(stop_run, "stop"))}, &out);
+  const int rc =
+      run_aobench_child({"train", "--config", write_experiment("stop.json", nan_experiment(stop_run, "stop"))}, &out);
   EXPECT_EQ(rc, 6) << "TrainingError exits 6:\n" << out;
   const size_t at = out.find("error: non-finite ");
   ASSERT_NE(at, std::string::npos) << out;
@@ -232,8 +227,7 @@ TEST_F(CrashResumeTest, NonFiniteStopsWithTheLastGoodCheckpointOrIsSkipped) {
   const int64_t failed_step = std::stoll(msg.substr(sp + 9));  // 0-based index of the step that failed
   EXPECT_GE(failed_step, 1) << "the first update is finite: " << msg;
   EXPECT_NE(out.find("\nHINT: "), std::string::npos) << out;
-  EXPECT_NE(out.find(stop_run + "/checkpoints"), std::string::npos) << "the hint names the checkpoint dir:\n"
-                                                                    << out;
+  EXPECT_NE(out.find(stop_run + "/checkpoints"), std::string::npos) << "the hint names the checkpoint dir:\n" << out;
   for (const char* crash : {"terminate called", "Segmentation", "Aborted"})
     EXPECT_EQ(out.find(crash), std::string::npos) << out;
 
@@ -252,9 +246,9 @@ TEST_F(CrashResumeTest, NonFiniteStopsWithTheLastGoodCheckpointOrIsSkipped) {
 
   // "skip": the run finishes; each non-finite batch is reported and counted in metrics.jsonl.
   const std::string skip_run = dir_.file("skip");
-  ASSERT_EQ(run_aobench_child(
-                {"train", "--config", write_experiment("skip.json", nan_experiment(skip_run, "skip"))}, &out),
-            0)
+  ASSERT_EQ(
+      run_aobench_child({"train", "--config", write_experiment("skip.json", nan_experiment(skip_run, "skip"))}, &out),
+      0)
       << out;
   EXPECT_NE(out.find("done: 12 steps"), std::string::npos) << out;
   const auto skip_records = train_records(skip_run);
@@ -295,10 +289,7 @@ TEST_F(CrashResumeTest, SigtermWritesACheckpointAndExits143) {
   bool exited = false;
   const bool training = wait_until(
       pid,
-      [&] {
-        return aobench::testing::read_text(run + "/metrics.jsonl").find("\"loss/train\"") !=
-               std::string::npos;
-      },
+      [&] { return aobench::testing::read_text(run + "/metrics.jsonl").find("\"loss/train\"") != std::string::npos; },
       120, &exited);
   int status = 0;
   if (!exited) {
@@ -327,10 +318,8 @@ TEST_F(CrashResumeTest, SigtermWritesACheckpointAndExits143) {
   e["train"]["max_iters"] = stopped + 2;
   e["train"]["max_seconds"] = 0;
   std::string out2;
-  ASSERT_EQ(run_aobench_child({"train", "--config", write_experiment("term2.json", e), "--resume"}, &out2), 0)
-      << out2;
-  EXPECT_NE(out2.find("resumed from " + ckpt + " at step " + std::to_string(stopped)), std::string::npos)
-      << out2;
+  ASSERT_EQ(run_aobench_child({"train", "--config", write_experiment("term2.json", e), "--resume"}, &out2), 0) << out2;
+  EXPECT_NE(out2.find("resumed from " + ckpt + " at step " + std::to_string(stopped)), std::string::npos) << out2;
   EXPECT_NE(out2.find("done: " + std::to_string(stopped + 2) + " steps"), std::string::npos) << out2;
 }
 

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/distributed.h"
 #include "core/errors.h"
+#include "harness/distributed.h"
 
 namespace aobench {
 namespace {
@@ -23,13 +23,17 @@ class EnvGuard {
       const char* old = std::getenv(name.c_str());
       saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
     }
-    if (value) ::setenv(name.c_str(), value, 1);
-    else ::unsetenv(name.c_str());
+    if (value)
+      ::setenv(name.c_str(), value, 1);
+    else
+      ::unsetenv(name.c_str());
   }
   ~EnvGuard() {
     for (const auto& [name, old] : saved_) {
-      if (old) ::setenv(name.c_str(), old->c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (old)
+        ::setenv(name.c_str(), old->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
     }
   }
 
@@ -38,8 +42,8 @@ class EnvGuard {
 };
 
 void clear_torchrun(EnvGuard& env) {
-  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                        "TORCHELASTIC_USE_AGENT_STORE"})
+  for (const char* v :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"})
     env.set(v, nullptr);
 }
 

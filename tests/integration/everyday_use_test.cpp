@@ -50,8 +50,15 @@ class EverydayUse : public ::testing::Test {
     const nlohmann::json config = {
         {"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 32}, {"n_embd", 32}}},
         {"data", {{"train", tmp_.file("train.bin")}, {"val", tmp_.file("val.bin")}, {"tokenizer", "bytes"}}},
-        {"train", {{"out_dir", tmp_.file("run")}, {"device", "cpu"}, {"max_iters", 6}, {"eval_interval", 3},
-                   {"eval_iters", 1}, {"log_interval", 3}, {"warmup_iters", 1}, {"lr_decay_iters", 6}}}};
+        {"train",
+         {{"out_dir", tmp_.file("run")},
+          {"device", "cpu"},
+          {"max_iters", 6},
+          {"eval_interval", 3},
+          {"eval_iters", 1},
+          {"log_interval", 3},
+          {"warmup_iters", 1},
+          {"lr_decay_iters", 6}}}};
     testing::write_text(tmp_.file("config.json"), config.dump(2));
     return std::to_string(run_in(tmp_.path.string(), "", "train --config config.json", out));
   }
@@ -68,7 +75,7 @@ TEST_F(EverydayUse, TrainPrintsTheChangedKeysOnceAndEndsWithASummary) {
   EXPECT_NE(out.find("\n  model: block_size=32 n_embd=32\n", cfg), std::string::npos) << out;
   EXPECT_NE(out.find("max_iters=6", cfg), std::string::npos) << out;
   const std::string block = out.substr(cfg, out.find("model gpt/debug", cfg) - cfg);
-  EXPECT_LE(std::count(block.begin(), block.end(), '\n'), 8) << block;   // was one line per leaf: 61
+  EXPECT_LE(std::count(block.begin(), block.end(), '\n'), 8) << block;  // was one line per leaf: 61
   for (const char* unchanged : {"beta1", "weight_decay", "n_layer", "nan_policy", "mc_steps"})
     EXPECT_EQ(block.find(unchanged), std::string::npos) << unchanged << "\n" << block;
   // "done: 6 steps, 1536 tokens (1536) in 1.2s; val loss best 4.1 (step 6), final 4.1; 71.0k parameters"
@@ -121,7 +128,7 @@ TEST_F(EverydayUse, TrainRecordsTheRunForItsReport) {
   EXPECT_NE(testing::read_text(tmp_.file("run/report/summary.md")).find(row), std::string::npos) << row;
   ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --run run --data v=val.bin", &out), 0) << out;
   const Results evaluated = Results::load(tmp_.file("run/results.json"));
-  EXPECT_DOUBLE_EQ(evaluated.runs.at("run").train_flops, run.train_flops);   // kept by the merge
+  EXPECT_DOUBLE_EQ(evaluated.runs.at("run").train_flops, run.train_flops);  // kept by the merge
   EXPECT_EQ(evaluated.runs.at("run").metrics.at("v/ppl").params.to_json(),
             (nlohmann::json{{"family", "ppl"}, {"mode", "l2r"}}));
 }
@@ -131,7 +138,9 @@ TEST_F(EverydayUse, EvalWritesProgressLinesIntoALog) {
   std::string out;
   ASSERT_EQ(train(&out), "0") << out;
   ASSERT_EQ(run_in(tmp_.path.string(), "AOBENCH_PROGRESS_INTERVAL=0",
-                   "eval --run run --data v=val.bin --set eval.batch_size=4", &out), 0) << out;
+                   "eval --run run --data v=val.bin --set eval.batch_size=4", &out),
+            0)
+      << out;
   // 2000 tokens → 62 windows of 32, in batches of 4: a line per batch with interval 0.
   EXPECT_NE(out.find("] eval v l2r: 4/62 windows (6%), "), std::string::npos) << out;
   EXPECT_NE(out.find(" windows/s, ETA "), std::string::npos) << out;
@@ -143,7 +152,7 @@ TEST_F(EverydayUse, EvalWritesProgressLinesIntoALog) {
 
 // Point 11: a Hugging Face folder evaluated directly; results and config record the loaded shape.
 TEST_F(EverydayUse, EvalHfEvaluatesAFolderWithoutATrainingRun) {
-  const std::string hf = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";   // 2 layers, d 32, T 64, V 300
+  const std::string hf = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";  // 2 layers, d 32, T 64, V 300
   std::string out;
   ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --hf " + hf + " --data v=val.bin", &out), 0) << out;
   EXPECT_NE(out.find("eval: Hugging Face GPT-2 " + hf + " (2 layers, 32 wide, vocab 300)"), std::string::npos) << out;

@@ -69,9 +69,16 @@ class GenerationTest : public ::testing::Test {
     return {{"model", model},
             {"data", {{"train", dir_->file("train.bin")}, {"tokenizer", "bytes"}}},
             {"train",
-             {{"out_dir", run_dir(plugin)}, {"device", "cpu"}, {"batch_size", 4}, {"max_iters", 30},
-              {"learning_rate", 3e-3}, {"warmup_iters", 1}, {"lr_decay_iters", 30}, {"log_interval", 10},
-              {"eval_interval", 0}, {"checkpoint_interval", 0}}}};
+             {{"out_dir", run_dir(plugin)},
+              {"device", "cpu"},
+              {"batch_size", 4},
+              {"max_iters", 30},
+              {"learning_rate", 3e-3},
+              {"warmup_iters", 1},
+              {"lr_decay_iters", 30},
+              {"log_interval", 10},
+              {"eval_interval", 0},
+              {"checkpoint_interval", 0}}}};
   }
   static std::string run_dir(const std::string& plugin) { return dir_->file("run_" + plugin); }
   static std::string write(const std::string& name, const std::string& text) {
@@ -86,10 +93,23 @@ TempDir* GenerationTest::dir_ = nullptr;
 TEST_F(GenerationTest, SampleWritesOneRecordPerSampleForEveryParadigm) {
   for (const char* plugin : {"gpt", "ao_gpt", "sedd"}) {
     const std::string f = dir_->file(std::string("s_") + plugin + ".jsonl");
-    std::vector<std::string> args = {"sample", "--run", run_dir(plugin), "--out", f,
-                                     "--set", "sample.num_samples=3", "--set", "sample.batch_size=2",
-                                     "--set", "sample.length=32", "--set", "sample.steps=8",
-                                     "--set", "sample.top_p=0.9", "--set", "sample.temperature=0.8"};
+    std::vector<std::string> args = {"sample",
+                                     "--run",
+                                     run_dir(plugin),
+                                     "--out",
+                                     f,
+                                     "--set",
+                                     "sample.num_samples=3",
+                                     "--set",
+                                     "sample.batch_size=2",
+                                     "--set",
+                                     "sample.length=32",
+                                     "--set",
+                                     "sample.steps=8",
+                                     "--set",
+                                     "sample.top_p=0.9",
+                                     "--set",
+                                     "sample.temperature=0.8"};
     std::string out;
     ASSERT_EQ(run(args, &out), 0) << out;
     EXPECT_NE(out.find("sample: 3/3"), std::string::npos) << out;  // progress on stderr
@@ -125,7 +145,10 @@ TEST_F(GenerationTest, SampleWritesOneRecordPerSampleForEveryParadigm) {
   std::string out;
   const std::string f = dir_->file("s_bern.jsonl");
   ASSERT_EQ(run({"sample", "--run", run_dir("ao_gpt"), "--out", f, "--set", "sample.num_samples=2", "--set",
-                 "sample.length=32", "--set", "sample.steps=8", "--set", "sample.counts=bernoulli"}, &out), 0) << out;
+                 "sample.length=32", "--set", "sample.steps=8", "--set", "sample.counts=bernoulli"},
+                &out),
+            0)
+      << out;
   for (const auto& j : read_jsonl(f)) EXPECT_EQ(j["settings"]["counts"], "bernoulli");
   expect_error(run({"sample", "--run", run_dir("ao_gpt"), "--set", "sample.counts=binomial"}, &out), out,
                {"sample.counts", "binomial"});
@@ -140,7 +163,9 @@ TEST_F(GenerationTest, PromptsPrefixForEveryPluginInfillForAnyOrderAndDiffusion)
     std::string out;
     const std::string f = dir_->file(std::string("p_") + plugin + ".jsonl");
     ASSERT_EQ(run({"sample", "--run", run_dir(plugin), "--prompt-file", prefix, "--out", f, "--set",
-                   "sample.num_samples=2", "--set", "sample.length=16", "--set", "sample.steps=4"}, &out), 0)
+                   "sample.num_samples=2", "--set", "sample.length=16", "--set", "sample.steps=4"},
+                  &out),
+              0)
         << out;
     const auto lines = read_jsonl(f);
     ASSERT_EQ(lines.size(), 4u);  // 2 per prompt line
@@ -153,7 +178,8 @@ TEST_F(GenerationTest, PromptsPrefixForEveryPluginInfillForAnyOrderAndDiffusion)
     }
     const std::string g = dir_->file(std::string("i_") + plugin + ".jsonl");
     const int rc = run({"sample", "--run", run_dir(plugin), "--prompt-file", infill, "--out", g, "--set",
-                        "sample.num_samples=2", "--set", "sample.length=16", "--set", "sample.steps=4"}, &out);
+                        "sample.num_samples=2", "--set", "sample.length=16", "--set", "sample.steps=4"},
+                       &out);
     if (std::string(plugin) == "gpt") {
       expect_error(rc, out, {infill, "line 1", "infilling"});
       EXPECT_FALSE(fs::exists(g));
@@ -189,8 +215,9 @@ TEST_F(GenerationTest, HostilePromptsAndSamples) {
                {"sample.temperature"});
   // genppl: an empty file, ids the judge does not know, a judge that is not a gpt run.
   expect_error(run({"genppl", empty, "--judge", run_dir("gpt")}, &out), out, {empty, "no sample"});
-  const std::string big = write("big.jsonl", "{\"ids\": [1, 2, 3], \"steps\": 4, \"top_p\": 1, \"temperature\": 1}\n"
-                                             "{\"ids\": [1, 400, 3], \"steps\": 4, \"top_p\": 1, \"temperature\": 1}\n");
+  const std::string big = write("big.jsonl",
+                                "{\"ids\": [1, 2, 3], \"steps\": 4, \"top_p\": 1, \"temperature\": 1}\n"
+                                "{\"ids\": [1, 400, 3], \"steps\": 4, \"top_p\": 1, \"temperature\": 1}\n");
   expect_error(run({"genppl", big, "--judge", run_dir("gpt")}, &out), out, {big, "line 2", "400", "[0, 257)"});
   const std::string ok = write("ok.jsonl", "{\"ids\": [1, 2, 3], \"steps\": 4, \"top_p\": 1, \"temperature\": 1}\n");
   expect_error(run({"genppl", ok, "--judge", run_dir("ao_gpt")}, &out), out, {"ao_gpt run", "gpt"});
@@ -201,7 +228,9 @@ TEST_F(GenerationTest, GenPplOfAJudgeOnItsOwnGreedyTextMatchesEval) {
   std::string out;
   const std::string f = dir_->file("greedy.jsonl");
   ASSERT_EQ(run({"sample", "--run", run_dir("gpt"), "--out", f, "--set", "sample.num_samples=4", "--set",
-                 "sample.batch_size=4", "--set", "sample.length=32", "--set", "sample.temperature=1e-6"}, &out), 0)
+                 "sample.batch_size=4", "--set", "sample.length=32", "--set", "sample.temperature=1e-6"},
+                &out),
+            0)
       << out;
   std::vector<uint32_t> ids;
   for (const auto& j : read_jsonl(f))
@@ -209,8 +238,9 @@ TEST_F(GenerationTest, GenPplOfAJudgeOnItsOwnGreedyTextMatchesEval) {
   ASSERT_EQ(ids.size(), 128u);
   write_token_file(dir_->file("greedy.bin"), ids, 257, 32);
   const std::string eval_out = dir_->file("eval_results.json");
-  ASSERT_EQ(run({"eval", "--run", run_dir("gpt"), "--data", "g=" + dir_->file("greedy.bin"), "--out", eval_out},
-                &out), 0) << out;
+  ASSERT_EQ(run({"eval", "--run", run_dir("gpt"), "--data", "g=" + dir_->file("greedy.bin"), "--out", eval_out}, &out),
+            0)
+      << out;
   const Results ev = Results::load(eval_out);
   const double eval_ppl = ev.runs.begin()->second.metrics.at("g/ppl").value;
 
@@ -234,7 +264,10 @@ TEST_F(GenerationTest, GenPplWithAHuggingFaceJudgeAndAMismatchedConfig) {
   std::string out;
   const std::string f = dir_->file("hf_samples.jsonl");
   ASSERT_EQ(run({"sample", "--run", run_dir("ao_gpt"), "--out", f, "--set", "sample.num_samples=2", "--set",
-                 "sample.length=32", "--set", "sample.steps=16"}, &out), 0) << out;
+                 "sample.length=32", "--set", "sample.steps=16"},
+                &out),
+            0)
+      << out;
   const std::string hf = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
   ASSERT_EQ(run({"genppl", f, "--judge", hf}, &out), 0) << out;
   EXPECT_NE(out.find("gen_p1_t1_s16"), std::string::npos) << out;
@@ -252,10 +285,11 @@ TEST_F(GenerationTest, GenPplWithAHuggingFaceJudgeAndAMismatchedConfig) {
 TEST_F(GenerationTest, SpeedResultsCompareAndPlot) {
   std::string out;
   const std::string f = dir_->file("speed.json");
-  const std::vector<std::string> sets = {"--set", "speed.steps=[2,8]", "--set", "speed.batch_size=2", "--set",
-                                         "speed.length=16", "--set", "speed.repeats=2", "--set", "speed.warmup=1"};
-  std::vector<std::string> args = {"speed", "--set", "model.plugin=ao_gpt", "--set", "model.flavour=debug",
-                                   "--set", "train.device=cpu", "--out", f};
+  const std::vector<std::string> sets = {"--set", "speed.steps=[2,8]", "--set", "speed.batch_size=2",
+                                         "--set", "speed.length=16",   "--set", "speed.repeats=2",
+                                         "--set", "speed.warmup=1"};
+  std::vector<std::string> args = {
+      "speed", "--set", "model.plugin=ao_gpt", "--set", "model.flavour=debug", "--set", "train.device=cpu", "--out", f};
   args.insert(args.end(), sets.begin(), sets.end());
   ASSERT_EQ(run(args, &out), 0) << out;
   const Results r = Results::load(f);
@@ -270,7 +304,9 @@ TEST_F(GenerationTest, SpeedResultsCompareAndPlot) {
   EXPECT_EQ(run({"compare", f, f}, &out), 0) << out;
   expect_error(run({"speed", "--set", "speed.batch_size=2"}, &out), out, {"model.plugin"});
   expect_error(run({"speed", "--set", "model.plugin=ao_gpt", "--set", "model.flavour=debug", "--set",
-                    "train.device=cpu", "--set", "speed.length=4096"}, &out), out, {"speed.length = 4096"});
+                    "train.device=cpu", "--set", "speed.length=4096"},
+                   &out),
+               out, {"speed.length = 4096"});
   // A run: merged into its results.json; the report plots seconds against steps.
   const std::string timed = dir_->file("sedd_timed");
   fs::copy(run_dir("sedd"), timed, fs::copy_options::recursive);
@@ -289,8 +325,13 @@ TEST_F(GenerationTest, RunDrivesSampleGenPplAndSpeedStages) {
                {{"judge", "gpt"},
                 {"sample", {{"num_samples", 2}, {"batch_size", 2}, {"length", 16}}},
                 {"settings", json::array({{{"steps", 4}}, {{"steps", 8}, {"top_p", 0.95}, {"temperature", 0.7}}})},
-                {"speed", {{"steps", json::array({4})}, {"batch_size", 1}, {"length", 16}, {"repeats", 1}, {"warmup", 0},
-                           {"sample", {{"top_p", 0.95}}}}}}}};
+                {"speed",
+                 {{"steps", json::array({4})},
+                  {"batch_size", 1},
+                  {"length", 16},
+                  {"repeats", 1},
+                  {"warmup", 0},
+                  {"sample", {{"top_p", 0.95}}}}}}}};
   exp["jobs"][0]["config"]["train"]["max_iters"] = 2;
   exp["jobs"][0]["config"]["train"].erase("out_dir");
   const std::string path = write("exp.json", exp.dump(2));
@@ -306,8 +347,7 @@ TEST_F(GenerationTest, RunDrivesSampleGenPplAndSpeedStages) {
   EXPECT_EQ(m.at("speed_s4/gen_s").params.to_json(), (json{{"family", "gen_s"}, {"steps", 4}}));
   EXPECT_NE(out.find("run: aobench sample --run " + dir_->file("exp") + "/gpt --out "), std::string::npos) << out;
   EXPECT_NE(out.find("run: aobench genppl "), std::string::npos) << out;
-  EXPECT_NE(out.find("run: aobench speed --run " + dir_->file("exp") + "/gpt --set speed."), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("run: aobench speed --run " + dir_->file("exp") + "/gpt --set speed."), std::string::npos) << out;
   const std::string md = aobench::testing::read_text(dir_->file("exp") + "/report/summary.md");
   EXPECT_NE(md.find("## genppl"), std::string::npos) << md;
   // Finished stages are skipped on a second run.

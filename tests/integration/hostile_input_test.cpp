@@ -1,4 +1,4 @@
-// Implements: issue G item 3 (hostile inputs), end to end through the aobench binary: truncated and
+// Implements: hostile inputs, end to end through the aobench binary: truncated and
 // wrong-magic token files, bad JSON, unknown keys, wrong types, NaN / negative hyper-parameters, a plugin
 // built against another API version, a missing plugin directory, a checkpoint of another plugin or
 // flavour, and a file-size limit hit while writing a checkpoint (the previous checkpoint survives).
@@ -24,13 +24,13 @@
 
 #include <gtest/gtest.h>
 
-#include "datasets/token_file.h"
-#include "harness/checkpoint.h"
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/resolve_config.h"
 #include "core/errors.h"
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 #include "tests/test_util.h"
@@ -48,8 +48,7 @@ int run_child(const std::vector<std::string>& args, std::string* out, const char
 }
 
 // The contract of every hostile-input case.
-void expect_clean_error(int rc, const std::string& out, int expected_rc,
-                        const std::vector<std::string>& names) {
+void expect_clean_error(int rc, const std::string& out, int expected_rc, const std::vector<std::string>& names) {
   EXPECT_EQ(rc, expected_rc) << out;
   EXPECT_NE(out.find("error: "), std::string::npos) << out;
   EXPECT_NE(out.find("\nHINT: "), std::string::npos) << out;
@@ -83,15 +82,20 @@ class HostileInputTest : public ::testing::Test {
   nlohmann::json experiment(const std::string& out_dir, int64_t max_iters) const {
     const nlohmann::json defaults = flavour_defaults("gpt", "debug");
     nlohmann::json model = {{"plugin", "gpt"}, {"flavour", "debug"}};
-    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2},
-                                                   {"n_embd", 32}};
+    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}};
     for (const auto& [k, v] : shrink)
       if (defaults.contains(k)) model[k] = v;
     return {{"model", model},
             {"data", {{"train", train_}, {"tokenizer", "bytes"}}},
             {"train",
-             {{"out_dir", out_dir}, {"device", "cpu"}, {"batch_size", 4}, {"max_iters", max_iters},
-              {"warmup_iters", 1}, {"lr_decay_iters", 10}, {"log_interval", 1}, {"eval_interval", 0},
+             {{"out_dir", out_dir},
+              {"device", "cpu"},
+              {"batch_size", 4},
+              {"max_iters", max_iters},
+              {"warmup_iters", 1},
+              {"lr_decay_iters", 10},
+              {"log_interval", 1},
+              {"eval_interval", 0},
               {"checkpoint_interval", 0}}}};
   }
 
@@ -169,17 +173,13 @@ TEST_F(HostileInputTest, NanAndNegativeHyperParameters) {
     return run_child({"train", "--config", cfg, "--set", assignment}, &out);
   };
   // JSON has no NaN: on the command line it arrives as the string "nan" and is refused by type.
-  expect_clean_error(train_set("train.learning_rate=nan"), out, 2,
-                     {"train.learning_rate", "\"nan\""});
+  expect_clean_error(train_set("train.learning_rate=nan"), out, 2, {"train.learning_rate", "\"nan\""});
   // 1e999 overflows a double, on the command line and in a file: refused, not turned into infinity.
-  expect_clean_error(train_set("train.learning_rate=1e999"), out, 2,
-                     {"1e999", "out of range"});
+  expect_clean_error(train_set("train.learning_rate=1e999"), out, 2, {"1e999", "out of range"});
   const std::string huge = write_config("huge.json", "{\"train\": {\"learning_rate\": 1e999}}");
   expect_clean_error(run_child({"train", "--config", huge}, &out), out, 2, {huge, "1e999"});
-  expect_clean_error(train_set("train.learning_rate=-0.001"), out, 2,
-                     {"train.learning_rate", "-0.001", "negative"});
-  expect_clean_error(train_set("train.weight_decay=-1"), out, 2,
-                     {"train.weight_decay", "-1"});
+  expect_clean_error(train_set("train.learning_rate=-0.001"), out, 2, {"train.learning_rate", "-0.001", "negative"});
+  expect_clean_error(train_set("train.weight_decay=-1"), out, 2, {"train.weight_decay", "-1"});
 }
 
 TEST_F(HostileInputTest, PluginBuiltAgainstAnotherApiVersion) {
@@ -207,18 +207,14 @@ TEST_F(HostileInputTest, CheckpointOfAnotherPluginOrFlavour) {
 
   auto other_flavour = experiment(run, 2);
   other_flavour["model"] = {{"plugin", "gpt"}, {"flavour", "tiny"}};
-  expect_clean_error(
-      run_child({"train", "--config", write_config("b.json", other_flavour.dump(2)), "--resume"}, &out), out,
-      5,
-      {*latest_checkpoint(run), "gpt/debug", "gpt/tiny"});
+  expect_clean_error(run_child({"train", "--config", write_config("b.json", other_flavour.dump(2)), "--resume"}, &out),
+                     out, 5, {*latest_checkpoint(run), "gpt/debug", "gpt/tiny"});
 
   if (!have_plugin("sigma_gpt")) GTEST_SKIP() << "the sigma_gpt plugin is not built";
   auto other_plugin = experiment(run, 2);
   other_plugin["model"] = {{"plugin", "sigma_gpt"}, {"flavour", "debug"}};
-  expect_clean_error(
-      run_child({"train", "--config", write_config("c.json", other_plugin.dump(2)), "--resume"}, &out), out,
-      5,
-      {*latest_checkpoint(run), "gpt/debug", "sigma_gpt/debug"});
+  expect_clean_error(run_child({"train", "--config", write_config("c.json", other_plugin.dump(2)), "--resume"}, &out),
+                     out, 5, {*latest_checkpoint(run), "gpt/debug", "sigma_gpt/debug"});
 }
 
 TEST_F(HostileInputTest, FullDiskWhileCheckpointingKeepsThePreviousCheckpoint) {
@@ -266,18 +262,23 @@ TEST_F(HostileInputTest, XzFileNamesNeverReachAShell) {
   aobench::testing::write_text(evil, kXz);
   std::string out;
   ASSERT_EQ(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", evil, "--output",
-                       dir_.file("out.bin")}, &out), 0) << out;
+                       dir_.file("out.bin")},
+                      &out),
+            0)
+      << out;
   EXPECT_FALSE(fs::exists("PWNED"));
   EXPECT_FALSE(fs::exists(dir_.file("PWNED")));
   TokenFile tf(dir_.file("out.bin"));
-  ASSERT_EQ(tf.size(), 10 + 1 + 11 + 1);   // both lines decompressed, EOS after each
+  ASSERT_EQ(tf.size(), 10 + 1 + 11 + 1);  // both lines decompressed, EOS after each
   EXPECT_EQ(tf.at(0), uint32_t('f'));
   EXPECT_EQ(tf.at(10), 256u);
   // A damaged stream is a named error.
   const std::string cut = dir_.file("cut.xz");
   aobench::testing::write_text(cut, kXz.substr(0, 50));
-  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", cut,
-                                "--output", dir_.file("cut.bin")}, &out), out, 3, {cut, "cannot decompress"});
+  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", cut, "--output",
+                                dir_.file("cut.bin")},
+                               &out),
+                     out, 3, {cut, "cannot decompress"});
 }
 
 TEST_F(HostileInputTest, ReportRunNamesNeverReachAShell) {
@@ -286,8 +287,9 @@ TEST_F(HostileInputTest, ReportRunNamesNeverReachAShell) {
   const std::string run = exp + "/r`touch PWNED_REPORT`'\"x";
   fs::create_directories(run);
   aobench::testing::write_text(run + "/config.resolved.json", R"({"model": {"plugin": "gpt", "flavour": "debug"}})");
-  aobench::testing::write_text(run + "/metrics.jsonl", "{\"step\": 1, \"loss/train\": 5.0}\n{\"step\": 2, \"loss/train\": 4.0}\n"
-                                                       "{\"step\": 2, \"loss/val\": 4.5}\n");
+  aobench::testing::write_text(run + "/metrics.jsonl",
+                               "{\"step\": 1, \"loss/train\": 5.0}\n{\"step\": 2, \"loss/train\": 4.0}\n"
+                               "{\"step\": 2, \"loss/val\": 4.5}\n");
   std::string out;
   ASSERT_EQ(run_child({"report", exp}, &out), 0) << out;
   for (const auto& where : {fs::path("PWNED_REPORT"), fs::path(exp) / "report" / "PWNED_REPORT"})
@@ -301,19 +303,23 @@ TEST_F(HostileInputTest, ReportRunNamesNeverReachAShell) {
 TEST_F(HostileInputTest, DeeplyNestedJsonIsRefusedNotACrash) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   const size_t depth = 60000;
-  const std::string deep = write_config("deep.json", "{\"train\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
+  const std::string deep =
+      write_config("deep.json", "{\"train\": " + std::string(depth, '[') + std::string(depth, ']') + "}");
   std::string out;
   expect_clean_error(run_child({"train", "--config", deep}, &out), out, 2, {deep, "deeper than 64"});
   const std::string ok = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
-  expect_clean_error(run_child({"train", "--config", ok, "--set", "train.order=" + std::string(depth, '[') +
-                                std::string(depth, ']')}, &out), out, 2, {"train.order", "deeper than 64"});
+  expect_clean_error(
+      run_child({"train", "--config", ok, "--set", "train.order=" + std::string(depth, '[') + std::string(depth, ']')},
+                &out),
+      out, 2, {"train.order", "deeper than 64"});
   std::string path = "train";
   while (path.size() < 100000) path += ".a";
   expect_clean_error(run_child({"train", "--config", ok, "--set", path + "=1"}, &out), out, 2,
                      {"key path deeper than 64"});
   // A value of the wrong type is shown shortened, never dumped whole into the message.
-  expect_clean_error(run_child({"train", "--config", ok, "--set", "train.batch_size=\"" + std::string(100000, 'x') + "\""}, &out),
-                     out, 2, {"train.batch_size", "…"});
+  expect_clean_error(
+      run_child({"train", "--config", ok, "--set", "train.batch_size=\"" + std::string(100000, 'x') + "\""}, &out), out,
+      2, {"train.batch_size", "…"});
   EXPECT_LT(out.size(), 2000u) << "the message holds the whole value";
 }
 
@@ -337,13 +343,15 @@ TEST_F(HostileInputTest, PrepareNeverWritesOverItsInput) {
   fs::create_symlink(text, link);
   std::string out;
   for (const std::string& output : {text, dir_.file("./corpus.txt"), link}) {
-    expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
-                                  "--output", output}, &out), out, 2, {output, "overwrite its own input"});
+    expect_clean_error(
+        run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text, "--output", output}, &out),
+        out, 2, {output, "overwrite its own input"});
     EXPECT_EQ(aobench::testing::read_text(text), "one line\nanother line\n");
   }
-  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
-                                "--output", dir_.file("o.bin"), "--val-output", text}, &out), out, 2,
-                     {text, "overwrite its own input"});
+  expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text, "--output",
+                                dir_.file("o.bin"), "--val-output", text},
+                               &out),
+                     out, 2, {text, "overwrite its own input"});
 }
 
 // A child process of the test, reaped exactly once.
@@ -382,19 +390,21 @@ TEST_F(HostileInputTest, OneTrainingPerRunDirectoryAndTheSecondCtrlCExitsAtOnce)
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
   const std::string run = dir_.file("run");
   auto e = experiment(run, 1000000);
-  e["train"]["max_seconds"] = 120;   // safety net if a signal were lost
-  e["train"]["batch_size"] = 64;     // steps long enough for a second signal to land inside one
+  e["train"]["max_seconds"] = 120;  // safety net if a signal were lost
+  e["train"]["batch_size"] = 64;    // steps long enough for a second signal to land inside one
   const std::string cfg = write_config("long.json", e.dump(2));
   const std::string log = dir_.file("first.log");
   Child first{aobench::testing::spawn_aobench({"train", "--config", cfg}, log)};
-  const bool training = wait_for(first, [&] {
-    return aobench::testing::read_text(run + "/metrics.jsonl").find("loss/train") != std::string::npos;
-  }, 120);
+  const bool training = wait_for(
+      first,
+      [&] { return aobench::testing::read_text(run + "/metrics.jsonl").find("loss/train") != std::string::npos; }, 120);
   std::string out;
   const int second = training ? run_child({"train", "--config", cfg, "--resume"}, &out) : -1;
   // First Ctrl-C: "stopping after this step…"; a second one while it stops: exit at once.
   ::kill(first.pid, SIGINT);
-  wait_for(first, [&] { return aobench::testing::read_text(log).find("stopping after this step") != std::string::npos; }, 30);
+  wait_for(
+      first, [&] { return aobench::testing::read_text(log).find("stopping after this step") != std::string::npos; },
+      30);
   const bool alive = first.running();
   const int rc = first.finish(alive ? SIGINT : 0);
   const std::string first_log = aobench::testing::read_text(log);
@@ -421,8 +431,9 @@ TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLo
   constexpr int kEvals = 6;
   std::vector<Child> evals;
   for (int i = 0; i < kEvals; ++i)
-    evals.push_back(Child{aobench::testing::spawn_aobench(
-        {"eval", "--run", run, "--data", "d" + std::to_string(i) + "=" + data}, dir_.file("eval" + std::to_string(i) + ".log"))});
+    evals.push_back(
+        Child{aobench::testing::spawn_aobench({"eval", "--run", run, "--data", "d" + std::to_string(i) + "=" + data},
+                                              dir_.file("eval" + std::to_string(i) + ".log"))});
   for (int i = 0; i < kEvals; ++i)
     EXPECT_EQ(evals[i].finish(0), 0) << aobench::testing::read_text(dir_.file("eval" + std::to_string(i) + ".log"));
   const Results merged = Results::load(run + "/results.json");
@@ -444,17 +455,17 @@ TEST_F(HostileInputTest, ConcurrentEvalsKeepEveryDatasetAndADamagedResultsFileLo
   EXPECT_TRUE(saved.runs.begin()->second.metrics.count("late/nll")) << aside;
   EXPECT_EQ(aobench::testing::read_text(run + "/results.json"), "{\"schema\": \"aobench.results/1\", \"runs\": ");
   // Training goes on past a damaged results file: the run's record goes beside it, with a warning.
-  ASSERT_EQ(run_child({"train", "--config", run + "/config.resolved.json", "--resume", "--set", "train.max_iters=2"},
-                      &out),
-            0)
+  ASSERT_EQ(
+      run_child({"train", "--config", run + "/config.resolved.json", "--resume", "--set", "train.max_iters=2"}, &out),
+      0)
       << out;
   EXPECT_NE(out.find("warning: the run's record was not merged into its results.json"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(run + "/checkpoints/step_2/state.json")) << out;
   EXPECT_EQ(aobench::testing::read_text(run + "/results.json"), "{\"schema\": \"aobench.results/1\", \"runs\": ");
   const size_t train_at = out.find("written to ");
   ASSERT_NE(train_at, std::string::npos) << out;
-  EXPECT_EQ(Results::load(out.substr(train_at + 11, out.find(" instead", train_at) - train_at - 11)).runs.at("run").steps,
-            2);
+  EXPECT_EQ(
+      Results::load(out.substr(train_at + 11, out.find(" instead", train_at) - train_at - 11)).runs.at("run").steps, 2);
 }
 
 TEST_F(HostileInputTest, ResumeRefusesAnotherConfigAndNeverRewritesALaterCheckpoint) {
@@ -535,19 +546,22 @@ TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
   e["data"]["train"] = fifo;
   const std::string log = dir_.file("fifo.log");
   Child child{aobench::testing::spawn_aobench({"train", "--config", write_config("f.json", e.dump(2))}, log)};
-  const bool exited = !wait_for(child, [] { return false; }, 60);
+  const bool exited = !wait_for(
+      child, [] { return false; }, 60);
   const int rc = child.finish(exited ? 0 : SIGKILL);
   ASSERT_TRUE(exited) << "blocked on the FIFO for 60 s";
   std::string out = aobench::testing::read_text(log);
   expect_clean_error(rc, out, 3, {fifo, "not a regular file"});
   expect_clean_error(run_child({"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", fifo, "--output",
-                                dir_.file("o.bin")}, &out), out, 3, {fifo, "not a regular file"});
+                                dir_.file("o.bin")},
+                               &out),
+                     out, 3, {fifo, "not a regular file"});
 }
 
 TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
-  for (const std::string set : {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000",
-                                 "eval.batch_size=1000000"}) {
+  for (const std::string set :
+       {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000", "eval.batch_size=1000000"}) {
     nlohmann::json config = resolve_config(nlohmann::json::object(), {set});
     try {
       EvalConfig::from_json(config);
@@ -563,13 +577,13 @@ TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
 TEST_F(HostileInputTest, TokenIdsPastTheVocabularyAreFoundWhenTheFileIsOpened) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
   auto tokens = byte_corpus(8000);
-  tokens[5000] = 300;   // the byte model's vocabulary is 257
+  tokens[5000] = 300;  // the byte model's vocabulary is 257
   const std::string unknown = dir_.file("unknown_vocab.bin");
-  write_token_file(unknown, tokens, 0);   // header vocab 0 = unknown: only the model's vocabulary bounds ids
+  write_token_file(unknown, tokens, 0);  // header vocab 0 = unknown: only the model's vocabulary bounds ids
   std::string out;
   expect_clean_error(train_on(unknown, &out), out, 3, {unknown, "token 5000", "byte offset 11024", "id 300", "257"});
   const std::string lying = dir_.file("lying_header.bin");
-  write_token_file(lying, tokens, 257);   // header claims 257
+  write_token_file(lying, tokens, 257);  // header claims 257
   expect_clean_error(train_on(lying, &out), out, 3, {lying, "token 5000", "id 300", "in its own header"});
   // eval opens files the same way.
   const std::string run = dir_.file("run");
@@ -581,7 +595,7 @@ TEST_F(HostileInputTest, TokenIdsPastTheVocabularyAreFoundWhenTheFileIsOpened) {
   // A step number no int64 holds is a named error, not std::stoll's "stoll".
   const std::string huge = run + "/checkpoints/step_99999999999999999999";
   fs::create_directories(huge);
-  fs::remove(run + "/checkpoints/latest");   // so the folder scan (as after a crash) meets it
+  fs::remove(run + "/checkpoints/latest");  // so the folder scan (as after a crash) meets it
   expect_clean_error(run_child({"eval", "--run", run, "--data", "t=" + train_}, &out), out, 5,
                      {"step_99999999999999999999", "too large"});
 }
@@ -609,19 +623,22 @@ TEST_F(HostileInputTest, HugeNumbersAndBadHeadersAreNamedErrors) {
   }
   const std::string text = write_config("corpus.txt", "short line\nanother one\n");
   auto prepare = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"prepare", "--format", "lines", "--tokenizer", "bytes", "--input", text,
-                                     "--output", dir_.file("p.bin")};
+    std::vector<std::string> args = {"prepare", "--format", "lines",    "--tokenizer",     "bytes",
+                                     "--input", text,       "--output", dir_.file("p.bin")};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_child(args, &out);
   };
-  expect_clean_error(prepare({"--packing", "simple", "--window", "4294967296"}), out, 2, {"--window 4294967296", "int32"});
-  expect_clean_error(prepare({"--packing", "simple", "--window", "4096"}), out, 3, {dir_.file("p.bin"), "leaves 0 tokens"});
+  expect_clean_error(prepare({"--packing", "simple", "--window", "4294967296"}), out, 2,
+                     {"--window 4294967296", "int32"});
+  expect_clean_error(prepare({"--packing", "simple", "--window", "4096"}), out, 3,
+                     {dir_.file("p.bin"), "leaves 0 tokens"});
   EXPECT_FALSE(fs::exists(dir_.file("p.bin")));
   expect_clean_error(prepare({"--threads=-2"}), out, 2, {"--threads -2"});
   const std::string empty_dir = dir_.file("no_vocab");
   fs::create_directories(empty_dir);
-  std::vector<std::string> args = {"prepare", "--format", "lines", "--tokenizer", "gpt2", "--vocab-dir", empty_dir,
-                                   "--input", text, "--output", dir_.file("g.bin")};
+  std::vector<std::string> args = {"prepare", "--format",    "lines",           "--tokenizer",
+                                   "gpt2",    "--vocab-dir", empty_dir,         "--input",
+                                   text,      "--output",    dir_.file("g.bin")};
   expect_clean_error(run_child(args, &out), out, 3, {empty_dir, "lacks encoder.json"});
 }
 
@@ -634,12 +651,13 @@ TEST_F(HostileInputTest, CompareRefusesWhatItCannotCompare) {
   run.metrics["wt/eval_tok_s"] = {1000.0, std::nullopt, 0, false, true, "l2r"};
   base.save(dir_.file("base.json"));
   Results slower = base;
-  slower.runs["r"].metrics["wt/eval_tok_s"].value = 500.0;   // throughput halves: not a quality regression
+  slower.runs["r"].metrics["wt/eval_tok_s"].value = 500.0;  // throughput halves: not a quality regression
   slower.save(dir_.file("slower.json"));
   std::string out;
   EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json")}, &out), 0) << out;
   EXPECT_EQ(out.find("eval_tok_s"), std::string::npos) << out;
-  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "eval_tok_s"}, &out), 1)
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "eval_tok_s"}, &out),
+            1)
       << out;
   expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "bpb"}, &out),
                      out, 2, {"--metrics 'bpb'", "wt/ppl"});

@@ -1,4 +1,4 @@
-// Implements: end-to-end tests of `aobench train` (DESIGN.md §3, issue G) on the debug GPT and a byte
+// Implements: end-to-end tests of `aobench train` (DESIGN.md §3) on the debug GPT and a byte
 // corpus the test writes itself: the loss falls in ~20 steps; a run of 2N steps and a run of N steps +
 // (new process) --resume for N more give bitwise-identical losses; SIGINT checkpoints and exits 130;
 // vocabulary and model-config mismatches are refused with errors naming both values.
@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/config.h"
+#include "core/errors.h"
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
-#include "core/config.h"
-#include "harness/resolve_config.h"
-#include "core/errors.h"
 #include "harness/registry.h"
+#include "harness/resolve_config.h"
 #include "harness/trainer.h"
 #include "tests/test_util.h"
 
@@ -53,17 +53,25 @@ class TrainTest : public ::testing::Test {
   nlohmann::json experiment(const std::string& out_dir, int64_t max_iters) const {
     const nlohmann::json defaults = flavour_defaults("gpt", "debug");
     nlohmann::json model = {{"plugin", "gpt"}, {"flavour", "debug"}};
-    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2},
-                                                   {"n_head", 2}, {"n_embd", 32}};
+    const std::map<std::string, int64_t> shrink = {{"block_size", 32}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}};
     for (const auto& [k, v] : shrink)
       if (defaults.contains(k)) model[k] = v;
     if (defaults.contains("dropout")) model["dropout"] = 0.0;
     return {{"model", model},
             {"data", {{"train", train_path_}, {"val", val_path_}}},
             {"train",
-             {{"out_dir", out_dir}, {"device", "cpu"}, {"batch_size", 8}, {"max_iters", max_iters},
-              {"learning_rate", 3e-3}, {"min_lr", 3e-4}, {"warmup_iters", 2}, {"lr_decay_iters", 40},
-              {"log_interval", 1}, {"eval_interval", 10}, {"eval_iters", 2}, {"checkpoint_interval", 0},
+             {{"out_dir", out_dir},
+              {"device", "cpu"},
+              {"batch_size", 8},
+              {"max_iters", max_iters},
+              {"learning_rate", 3e-3},
+              {"min_lr", 3e-4},
+              {"warmup_iters", 2},
+              {"lr_decay_iters", 40},
+              {"log_interval", 1},
+              {"eval_interval", 10},
+              {"eval_iters", 2},
+              {"checkpoint_interval", 0},
               {"keep_checkpoints", 2}}}};
   }
 
@@ -117,7 +125,7 @@ TEST_F(TrainTest, LossFallsAndRunDirIsComplete) {
   ASSERT_EQ(losses.size(), 20u);
   EXPECT_EQ(val_lines, 2);  // steps 10 and 20
   const double first = losses.front(), last = losses.back();
-  EXPECT_GT(first, 4.0);            // ≈ ln(256) = 5.55 at init
+  EXPECT_GT(first, 4.0);  // ≈ ln(256) = 5.55 at init
   EXPECT_LT(last, first - 1.0) << "loss did not fall: " << first << " → " << last;
 }
 
@@ -130,7 +138,8 @@ TEST_F(TrainTest, ResumeIsBitwiseIdenticalAcrossProcesses) {
   std::string out;
   ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("a.json", e_straight), &out), 0) << out;
   ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("b.json", e_first), &out), 0) << out;
-  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("c.json", e_second) + " --resume", &out), 0)
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("c.json", e_second) + " --resume", &out),
+            0)
       << out;
   EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
   const auto a = train_losses(straight), b = train_losses(split);
@@ -175,7 +184,7 @@ TEST_F(TrainTest, VocabularyMustCoverTheTokenFile) {
 TEST_F(TrainTest, SigintWritesACheckpointAndExits130) {
   const std::string run = dir_.file("run");
   auto e = experiment(run, 1000000);
-  e["train"]["max_seconds"] = 60;   // safety net if the signal were lost
+  e["train"]["max_seconds"] = 60;  // safety net if the signal were lost
   const std::string cfg = write_experiment("sig.json", e);
   // SIGINT after 4 s (the handler is installed before the model is built... or the process dies: both fail
   // the message check below rather than hanging).

@@ -16,12 +16,12 @@
 
 #include <gtest/gtest.h>
 
-#include "datasets/token_file.h"
-#include "harness/checkpoint.h"
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/resolve_config.h"
 #include "core/plugin_api.h"
+#include "datasets/token_file.h"
+#include "harness/checkpoint.h"
+#include "harness/resolve_config.h"
 #include "harness/trainer.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"
@@ -30,7 +30,7 @@ namespace aobench {
 namespace {
 
 constexpr int64_t kLetters = 16;
-constexpr int64_t kT = 32;         // window length: the unigram plateau grows with T
+constexpr int64_t kT = 32;  // window length: the unigram plateau grows with T
 constexpr int64_t kValWindows = 64;
 constexpr int kSeeds = 3;
 
@@ -48,10 +48,10 @@ std::vector<uint32_t> markov_stream(size_t n, uint64_t seed) {
 
 struct Case {
   std::string plugin;
-  std::string order;      // train.order.kind (decoders; encoders ignore it)
-  std::string mode;       // eval.mode: l2r (GPT), random (any-order decoders), elbo (encoders)
-  int64_t steps;          // training budget per seed
-  double threshold;       // held-out nats/token the trained model must get under (unigram: 2.773)
+  std::string order;  // train.order.kind (decoders; encoders ignore it)
+  std::string mode;   // eval.mode: l2r (GPT), random (any-order decoders), elbo (encoders)
+  int64_t steps;      // training budget per seed
+  double threshold;   // held-out nats/token the trained model must get under (unigram: 2.773)
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.plugin; }
@@ -74,17 +74,28 @@ class MarkovLearning : public ::testing::TestWithParam<Case> {
         {"model", model},
         {"data", {{"train", train_}, {"val", ""}}},
         {"train",
-         {{"out_dir", run}, {"device", "cpu"}, {"seed", seed}, {"batch_size", 32}, {"max_iters", c.steps},
-          {"learning_rate", 3e-3}, {"min_lr", 3e-4}, {"warmup_iters", warmup}, {"lr_decay_iters", c.steps},
-          {"weight_decay", 0.0}, {"order", {{"kind", c.order}}}, {"log_interval", 100}, {"eval_interval", 0},
-          {"checkpoint_interval", 0}, {"keep_checkpoints", 1}}},
+         {{"out_dir", run},
+          {"device", "cpu"},
+          {"seed", seed},
+          {"batch_size", 32},
+          {"max_iters", c.steps},
+          {"learning_rate", 3e-3},
+          {"min_lr", 3e-4},
+          {"warmup_iters", warmup},
+          {"lr_decay_iters", c.steps},
+          {"weight_decay", 0.0},
+          {"order", {{"kind", c.order}}},
+          {"log_interval", 100},
+          {"eval_interval", 0},
+          {"checkpoint_interval", 0},
+          {"keep_checkpoints", 1}}},
         {"eval", {{"mode", c.mode}, {"batch_size", kValWindows}, {"orders", 1}, {"mc_steps", 32}}}};
     run_training(resolve_config(experiment, {}), /*resume=*/false);
     LoadedModel loaded = load_model_for_eval(run, torch::kCPU);
-    const EvalOptions options(EvalConfig::from_json(loaded.config), /*autocast_bf16=*/false);   // CPU
+    const EvalOptions options(EvalConfig::from_json(loaded.config), /*autocast_bf16=*/false);  // CPU
     TokenFile file(val_);
-    const auto results = evaluate_likelihood(*loaded.model, file, read_dataset_info("markov", val_), options,
-                                             torch::kCPU);
+    const auto results =
+        evaluate_likelihood(*loaded.model, file, read_dataset_info("markov", val_), options, torch::kCPU);
     EXPECT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0].windows_used, kValWindows);
     return results[0].nll;
@@ -100,14 +111,14 @@ TEST_P(MarkovLearning, HeldOutLossFarBelowUnigram) {
   for (int s = 0; s < kSeeds; ++s) {
     losses.push_back(train_and_eval(c, 1000 + s));
     std::cout << "[ learning ] " << c.plugin << " seed " << 1000 + s << ": held-out " << c.mode << " loss "
-              << losses.back() << " nats/token (threshold " << c.threshold << ", unigram "
-              << std::log(double(kLetters)) << ")\n";
+              << losses.back() << " nats/token (threshold " << c.threshold << ", unigram " << std::log(double(kLetters))
+              << ")\n";
     if (losses.back() < c.threshold) return;
   }
   std::string all;
   for (double l : losses) all += " " + std::to_string(l);
-  ADD_FAILURE() << c.plugin << ": no seed of " << kSeeds << " reached " << c.threshold
-                << " nats/token after " << c.steps << " steps; held-out losses:" << all;
+  ADD_FAILURE() << c.plugin << ": no seed of " << kSeeds << " reached " << c.threshold << " nats/token after "
+                << c.steps << " steps; held-out losses:" << all;
 }
 
 // Thresholds: the optimum is ln 2 = 0.693 for the decoders (first token skipped) and (ln 16 + (T−1) ln 2)/T =

@@ -1,4 +1,4 @@
-// Implements: tests of training checkpoints (harness/checkpoint.h; issue G): SHA-256 against FIPS 180-4
+// Implements: tests of training checkpoints (harness/checkpoint.h): SHA-256 against FIPS 180-4
 // vectors, save → load round trip of a plain torch module, corruption detection naming the file, and
 // atomicity (a crash that leaves .tmp_step_N or a stale `latest` keeps the previous checkpoint loadable).
 #include <filesystem>
@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/checkpoint.h"
 #include "core/errors.h"
+#include "harness/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -20,8 +20,7 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 CheckpointData make_data(torch::nn::Module& m, int64_t step) {

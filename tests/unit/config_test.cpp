@@ -1,4 +1,4 @@
-// Implements: tests of the layered strict config (core/config.h; style.md lesson 5): unknown keys with
+// Implements: tests of the layered strict config (core/config.h): unknown keys with
 // "did you mean", type mismatches, --set parsing, and range checks that reject NaN/negative/absurd values.
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/resolve_config.h"
 #include "core/errors.h"
+#include "harness/resolve_config.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -121,9 +121,9 @@ TEST(Config, JsonFilesAllowCommentsAndNameTheFileOnErrors) {
 
 // The start-of-run print lists only what differs from base.json and the flavour, not every key.
 TEST(Config, SummaryListsOnlyChangedKeys) {
-  const json c = resolve_config(json{{"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 64}}},
-                                     {"description", "a run"}},
-                                {"train.learning_rate=1e-3", "train.order.kind=random", "eval.ensemble=[1,2]"});
+  const json c = resolve_config(
+      json{{"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 64}}}, {"description", "a run"}},
+      {"train.learning_rate=1e-3", "train.order.kind=random", "eval.ensemble=[1,2]"});
   const std::string s = config_summary(c, "runs/x/config.resolved.json");
   EXPECT_NE(s.find("gpt/debug"), std::string::npos) << s;
   EXPECT_NE(s.find("runs/x/config.resolved.json"), std::string::npos) << s;

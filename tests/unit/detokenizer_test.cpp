@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "datasets/detokenizers.h"
 #include "core/errors.h"
+#include "datasets/detokenizers.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -34,18 +34,10 @@ TEST(Detokenizer, HandMadeCases) {
   for (const char* ds : {"wikitext", "ptb", "lm1b", "lambada"}) check_cases(ds, hand[ds], 5);
 }
 
-TEST(Detokenizer, WikitextRealRows) {
-  check_cases("wikitext", load("wikitext_real.json"), 100);
-}
-TEST(Detokenizer, PtbRealRows) {
-  check_cases("ptb", load("ptb_real.json"), 100);
-}
-TEST(Detokenizer, Lm1bRealRows) {
-  check_cases("lm1b", load("lm1b_real.json"), 100);
-}
-TEST(Detokenizer, LambadaRealRows) {
-  check_cases("lambada", load("lambada_real.json"), 50);
-}
+TEST(Detokenizer, WikitextRealRows) { check_cases("wikitext", load("wikitext_real.json"), 100); }
+TEST(Detokenizer, PtbRealRows) { check_cases("ptb", load("ptb_real.json"), 100); }
+TEST(Detokenizer, Lm1bRealRows) { check_cases("lm1b", load("lm1b_real.json"), 100); }
+TEST(Detokenizer, LambadaRealRows) { check_cases("lambada", load("lambada_real.json"), 50); }
 
 TEST(Detokenizer, SpotChecksAndErrors) {
   EXPECT_EQ(wikitext_detokenize(" = = Career = = \n"), " == Career ==\n");

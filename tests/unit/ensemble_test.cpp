@@ -38,8 +38,7 @@ class Recorder : public ModelPlugin {
   NllOutput log_prob(const torch::Tensor& t, const torch::Tensor& o, at::Generator& g) override {
     return inner_.log_prob(t, o, g);
   }
-  torch::Tensor chain_log_probs(const torch::Tensor& t, const torch::Tensor& p,
-                                const torch::Tensor& tg) override {
+  torch::Tensor chain_log_probs(const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& tg) override {
     calls.push_back({t.clone(), p.clone(), tg.clone()});
     return inner_.chain_log_probs(t, p, tg);
   }
@@ -127,7 +126,7 @@ TEST(Ensemble, LastSlotEqualsTheFullChainsLastRow) {
   auto model = debug_ao_gpt();
   auto d = make_data(3, 10, model->vocab_size(), 4);
   auto xs = d.tokens.gather(1, d.order);
-  auto full = model->chain_log_probs(xs, d.order, d.order);      // (3, 10, V)
+  auto full = model->chain_log_probs(xs, d.order, d.order);       // (3, 10, V)
   auto last = model->chain_log_probs_last(xs, d.order, d.order);  // (3, V)
   ASSERT_EQ(last.sizes(), (std::vector<int64_t>{3, model->vocab_size()}));
   EXPECT_TRUE(torch::allclose(last, full.select(1, 9), 1e-6, 1e-5));

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "datasets/token_file.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "datasets/token_file.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"
 
@@ -62,16 +62,16 @@ TEST(LikelihoodTest, OrdersAreAveragedPerSequenceBeforeTheStderr) {
   LikelihoodResult r;
   finish_result(t, /*orders=*/2, /*file_tokens=*/8, /*file_bytes=*/0, r);
   EXPECT_DOUBLE_EQ(r.nll, 20.0 / 8.0);
-  EXPECT_EQ(r.tokens, 4);                      // per order
+  EXPECT_EQ(r.tokens, 4);  // per order
   EXPECT_EQ(r.sequences, 2);
-  EXPECT_NEAR(r.stderr_, 1.0, 1e-12);          // std of {1.5, 3.5} = sqrt(2), / sqrt(2)
+  EXPECT_NEAR(r.stderr_, 1.0, 1e-12);  // std of {1.5, 3.5} = sqrt(2), / sqrt(2)
   EXPECT_NEAR(r.ppl, std::exp(2.5), 1e-12);
-  EXPECT_TRUE(std::isnan(r.bits_per_byte));    // bytes unknown
+  EXPECT_TRUE(std::isnan(r.bits_per_byte));  // bytes unknown
 }
 
 TEST(LikelihoodTest, BitsPerByteProratesBytesToScoredTokens) {
   NllTotals t;
-  t.add_sequences({{{100.0, 50}}});            // 2 nats/token over 50 scored tokens
+  t.add_sequences({{{100.0, 50}}});  // 2 nats/token over 50 scored tokens
   LikelihoodResult r;
   // The file: 200 tokens standing for 400 bytes → the 50 scored tokens stand for 100 bytes.
   finish_result(t, 1, /*file_tokens=*/200, /*file_bytes=*/400, r);
@@ -101,9 +101,9 @@ class FixedModel : public ModelPlugin {
   int64_t block_size() const override { return 8; }
   LossOutput loss(const TrainBatch&, at::Generator&) override { return {}; }
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
-    auto in_order = tokens.gather(1, order);                                   // (B, T) generation order
+    auto in_order = tokens.gather(1, order);  // (B, T) generation order
     NllOutput out;
-    out.nll = 0.5 * (1 + (in_order % 3)).to(torch::kFloat64);                  // (B, T)
+    out.nll = 0.5 * (1 + (in_order % 3)).to(torch::kFloat64);  // (B, T)
     out.scored = torch::ones_like(tokens, torch::kBool);
     out.scored.select(1, 0).fill_(false);
     return out;
@@ -111,7 +111,7 @@ class FixedModel : public ModelPlugin {
   // A bound 0.25 nats above log_prob's value at every position, all positions scored.
   NllOutput elbo(const torch::Tensor& tokens, int64_t, at::Generator&) override {
     NllOutput out;
-    out.nll = 0.5 * (1 + (tokens % 3)).to(torch::kFloat64) + 0.25;            // (B, T)
+    out.nll = 0.5 * (1 + (tokens % 3)).to(torch::kFloat64) + 0.25;  // (B, T)
     out.scored = torch::ones_like(tokens, torch::kBool);
     out.is_bound = true;
     return out;
@@ -192,8 +192,9 @@ TEST(LikelihoodTest, BoundRowsScoreEveryTokenWhateverFirstTokenSays) {
     EXPECT_TRUE(r[0].is_bound);
     EXPECT_EQ(r[0].tokens, 40) << "skip " << skip;
     EXPECT_NEAR(r[0].nll, nats / 40, 1e-12) << "skip " << skip;
-    EXPECT_EQ(r[0].protocol, "ELBO upper bound, 2 MC steps; all 8 tokens scored (bound on the whole window; "
-                             "first_token does not apply); 8-token windows; unknown packing");
+    EXPECT_EQ(r[0].protocol,
+              "ELBO upper bound, 2 MC steps; all 8 tokens scored (bound on the whole window; "
+              "first_token does not apply); 8-token windows; unknown packing");
   }
 }
 

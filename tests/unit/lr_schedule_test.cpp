@@ -6,8 +6,8 @@
 
 #include "core/config.h"
 #include "core/config_types.h"
-#include "harness/ema.h"
 #include "core/errors.h"
+#include "harness/ema.h"
 #include "harness/lr_schedule.h"
 
 namespace aobench {
@@ -37,10 +37,10 @@ TEST(LrSchedule, CosineWarmupIsLinearFromOneOverWarmupPlusOne) {
 
 TEST(LrSchedule, CosinePeakMidpointAndFloor) {
   const auto t = train_section("cosine");
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 6e-4);                        // decay ratio 0
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 6e-4);                          // decay ratio 0
   EXPECT_NEAR(learning_rate_at(t, 600), 6e-5 + 0.5 * (6e-4 - 6e-5), 1e-15);  // ratio 0.5: halfway
-  EXPECT_NEAR(learning_rate_at(t, 1100), 6e-5, 1e-15);                     // ratio 1
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1101), 6e-5);                       // after: min_lr
+  EXPECT_NEAR(learning_rate_at(t, 1100), 6e-5, 1e-15);                       // ratio 1
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1101), 6e-5);                         // after: min_lr
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 100000), 6e-5);
   // Monotone non-increasing after warm-up.
   for (int it = 100; it < 1200; ++it) EXPECT_LE(learning_rate_at(t, it + 1), learning_rate_at(t, it) + 1e-18);
@@ -48,10 +48,10 @@ TEST(LrSchedule, CosinePeakMidpointAndFloor) {
 
 TEST(LrSchedule, ConstantWarmsUpThenStaysFlat) {
   const auto t = train_section("constant");
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 0), 6e-4 / 100.0);   // SEDD: lr·min(step/warmup, 1), step from 1
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 0), 6e-4 / 100.0);  // SEDD: lr·min(step/warmup, 1), step from 1
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 49), 6e-4 * 0.5);
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 99), 6e-4);
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 5000), 6e-4);        // min_lr plays no part
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 5000), 6e-4);  // min_lr plays no part
 }
 
 TEST(LrSchedule, RejectsBadHyperParameters) {
@@ -69,7 +69,7 @@ TEST(LrSchedule, RejectsBadHyperParameters) {
   t = train_section("linear");
   EXPECT_THROW(learning_rate_at(t, 0), ConfigError);
   t = train_section("cosine");
-  t["lr_decay_iters"] = 10;   // before the end of warm-up
+  t["lr_decay_iters"] = 10;  // before the end of warm-up
   EXPECT_THROW(learning_rate_at(t, 0), ConfigError);
 }
 
@@ -77,7 +77,7 @@ TEST(EmaDecay, WarmUpFormula) {
   EXPECT_DOUBLE_EQ(ema_decay_at(0.9999, 1), 2.0 / 11.0);       // 0.1818…: "0.18 at n = 1"
   EXPECT_DOUBLE_EQ(ema_decay_at(0.9999, 100), 101.0 / 110.0);  // 0.91818…
   EXPECT_NEAR(ema_decay_at(0.9999, 100), 0.9182, 1e-4);
-  EXPECT_DOUBLE_EQ(ema_decay_at(0.9999, 10000000), 0.9999);    // capped
+  EXPECT_DOUBLE_EQ(ema_decay_at(0.9999, 10000000), 0.9999);  // capped
   EXPECT_DOUBLE_EQ(ema_decay_at(0.5, 1), 2.0 / 11.0);
   EXPECT_DOUBLE_EQ(ema_decay_at(0.5, 100), 0.5);
 }

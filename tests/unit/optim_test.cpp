@@ -13,8 +13,8 @@ namespace aobench {
 namespace {
 
 struct Problem {
-  std::vector<torch::Tensor> params;   // two in the decay group, one without
-  std::vector<torch::Tensor> grads;    // per step, concatenated per parameter
+  std::vector<torch::Tensor> params;  // two in the decay group, one without
+  std::vector<torch::Tensor> grads;   // per step, concatenated per parameter
 };
 
 std::vector<torch::Tensor> make_params(torch::Device dev) {
@@ -26,8 +26,7 @@ std::vector<torch::Tensor> make_params(torch::Device dev) {
 // Gradients of step s: large ones on even steps (the clip bites), small ones on odd steps.
 void set_grads(const std::vector<torch::Tensor>& ps, int s) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(100 + s);
-  for (const auto& p : ps)
-    p.mutable_grad() = (torch::randn(p.sizes(), gen) * (s % 2 == 0 ? 3.0 : 0.01)).to(p.device());
+  for (const auto& p : ps) p.mutable_grad() = (torch::randn(p.sizes(), gen) * (s % 2 == 0 ? 3.0 : 0.01)).to(p.device());
 }
 
 constexpr double kLr = 1e-2, kB1 = 0.9, kB2 = 0.95, kEps = 1e-8, kWd = 0.1, kClip = 1.0;
@@ -56,7 +55,7 @@ std::vector<torch::Tensor> ours(torch::Device dev, bool fused, int steps, int sk
   AdamW opt({{{ps[0], ps[1]}, kWd}, {{ps[2]}, 0.0}}, kB1, kB2, kEps, fused);
   EXPECT_EQ(opt.fused(), fused);
   for (int s = 0; s < steps; ++s) {
-    if (s == skipped_step) {   // a non-finite gradient: the step is skipped on the device, the count undone
+    if (s == skipped_step) {  // a non-finite gradient: the step is skipped on the device, the count undone
       set_grads(ps, 99);
       ps[1].mutable_grad()[0] = std::nan("");
       auto norm = opt.grad_norm();
@@ -100,7 +99,7 @@ TEST(AdamW, StateRoundTripContinuesTheSameTrajectory) {
   TensorMap saved;
   {
     AdamW opt({{{ps[0], ps[1]}, kWd}, {{ps[2]}, 0.0}}, kB1, kB2, kEps, true);
-    EXPECT_TRUE(opt.state(names).empty());   // never stepped
+    EXPECT_TRUE(opt.state(names).empty());  // never stepped
     for (int s = 0; s < 3; ++s) {
       set_grads(ps, s);
       opt.step(kLr, kClip, opt.grad_norm());
@@ -110,7 +109,7 @@ TEST(AdamW, StateRoundTripContinuesTheSameTrajectory) {
     EXPECT_EQ(saved.at("b.step").item<int64_t>(), 3);
     EXPECT_EQ(saved.at("c.exp_avg_sq").sizes(), ps[2].sizes());
   }
-  AdamW opt({{{ps[0], ps[1]}, kWd}, {{ps[2]}, 0.0}}, kB1, kB2, kEps, false);   // resumes on the other path
+  AdamW opt({{{ps[0], ps[1]}, kWd}, {{ps[2]}, 0.0}}, kB1, kB2, kEps, false);  // resumes on the other path
   opt.load_state(names, saved, "test");
   for (int s = 3; s < 6; ++s) {
     set_grads(ps, s);

@@ -21,9 +21,8 @@ bool is_permutation_rows(const torch::Tensor& o) {
 }
 
 TEST(OrderSpec, EveryKindGivesPermutations) {
-  for (const char* j :
-       {R"({"kind": "l2r"})", R"({"kind": "random"})", R"({"kind": "fixed_random", "seed": 3})",
-        R"({"kind": "blockwise", "block": 4, "seed": 5})", R"({"kind": "mixture", "p_l2r": 0.3})"}) {
+  for (const char* j : {R"({"kind": "l2r"})", R"({"kind": "random"})", R"({"kind": "fixed_random", "seed": 3})",
+                        R"({"kind": "blockwise", "block": 4, "seed": 5})", R"({"kind": "mixture", "p_l2r": 0.3})"}) {
     auto g = gen(1);
     auto o = spec(j).draw(64, 16, g);
     ASSERT_EQ(o.sizes(), (std::vector<int64_t>{64, 16})) << j;
@@ -95,8 +94,7 @@ TEST(OrderSpec, BlockwiseStructure) {
   }
   EXPECT_THROW(spec(R"({"kind": "blockwise", "block": 5})").draw(1, T, g), ConfigError);
   // block 1 degenerates to left-to-right.
-  EXPECT_TRUE(
-      spec(R"({"kind": "blockwise", "block": 1})").draw(1, 8, g)[0].equal(torch::arange(8, torch::kLong)));
+  EXPECT_TRUE(spec(R"({"kind": "blockwise", "block": 1})").draw(1, 8, g)[0].equal(torch::arange(8, torch::kLong)));
 }
 
 TEST(OrderSpec, SameSeedSameDraws) {

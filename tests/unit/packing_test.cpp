@@ -3,9 +3,9 @@
 // `aobench prepare` / `aobench tokenize` commands end to end with the byte tokenizer.
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
 #include "datasets/packing.h"
 #include "datasets/token_file.h"
-#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -105,12 +105,12 @@ namespace {
 // `aobench prepare` end to end with the byte tokenizer (no shared data needed).
 TEST(PrepareCommand, TextDocsValSplitAndSidecar) {
   testing::TempDir d;
-  testing::write_text(d.file("a.txt"), "doc one\n<|endoftext|>\ndoc two!\n<|endoftext|>\nthird\n<|endoftext|>\n"
-                                       "fourth doc\n<|endoftext|>\n");
+  testing::write_text(d.file("a.txt"),
+                      "doc one\n<|endoftext|>\ndoc two!\n<|endoftext|>\nthird\n<|endoftext|>\n"
+                      "fourth doc\n<|endoftext|>\n");
   std::string out;
-  int rc = testing::run_aobench("prepare --format text --tokenizer bytes --input " + d.file("a.txt") +
-                                    " --output " + d.file("t.bin") + " --val-output " + d.file("v.bin") +
-                                    " --val-fraction 0.25",
+  int rc = testing::run_aobench("prepare --format text --tokenizer bytes --input " + d.file("a.txt") + " --output " +
+                                    d.file("t.bin") + " --val-output " + d.file("v.bin") + " --val-fraction 0.25",
                                 &out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("MB/s"), std::string::npos) << out;

@@ -41,23 +41,24 @@ TEST(Progress, LogModeWritesAPeriodicLineWithElapsedRateAndEta) {
   FakeClock clock;
   Progress p("eval wikitext2 l2r", 200, "windows", options(out, clock, /*live=*/false, /*interval=*/10));
   clock.t += 4;
-  p.advance(20);                 // 4 s < 10 s: nothing yet
+  p.advance(20);  // 4 s < 10 s: nothing yet
   EXPECT_EQ(out.str(), "");
   clock.t += 6;
-  p.advance(30);                 // 10 s: 50 windows at 5/s, 150 left → 30 s
+  p.advance(30);  // 10 s: 50 windows at 5/s, 150 left → 30 s
   EXPECT_EQ(out.str(), "[10s] eval wikitext2 l2r: 50/200 windows (25%), 5 windows/s, ETA 30s\n");
   clock.t += 1;
-  p.advance(10);                 // 1 s after the last line: quiet
+  p.advance(10);  // 1 s after the last line: quiet
   EXPECT_EQ(lines(out), 1);
   clock.t += 9;
-  p.advance(40);                 // 20 s: 100 windows
+  p.advance(40);  // 20 s: 100 windows
   EXPECT_NE(out.str().find("[20s] eval wikitext2 l2r: 100/200 windows (50%), 5 windows/s, ETA 20s\n"),
-            std::string::npos) << out.str();
+            std::string::npos)
+      << out.str();
   p.finish("ppl 31.2");
   EXPECT_NE(out.str().find("eval wikitext2 l2r: 100 windows in 20s (5 windows/s); ppl 31.2\n"), std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find('\r'), std::string::npos) << "no carriage returns in a log";
-  p.finish();                    // once only
+  p.finish();  // once only
   EXPECT_EQ(lines(out), 3);
 }
 
@@ -66,16 +67,15 @@ TEST(Progress, LiveModeRedrawsOneLineAndReplacesItWithTheSummary) {
   FakeClock clock;
   Progress p("prepare encode", 1000, "rows", options(out, clock, /*live=*/true));
   clock.t += 0.05;
-  p.advance(10);                 // redraws at most every 0.1 s
+  p.advance(10);  // redraws at most every 0.1 s
   EXPECT_EQ(out.str(), "");
   clock.t += 0.15;
   p.advance(90);
-  EXPECT_EQ(out.str().rfind("\rprepare encode: 100/1000 rows (10%), 500 rows/s, ETA 1.8s, 0.2s elapsed\033[K", 0),
-            0u) << out.str();
+  EXPECT_EQ(out.str().rfind("\rprepare encode: 100/1000 rows (10%), 500 rows/s, ETA 1.8s, 0.2s elapsed\033[K", 0), 0u)
+      << out.str();
   EXPECT_EQ(out.str().find('\n'), std::string::npos);
   p.finish();
-  EXPECT_NE(out.str().find("\rprepare encode: 100 rows in 0.2s (500 rows/s)\033[K\n"), std::string::npos)
-      << out.str();
+  EXPECT_NE(out.str().find("\rprepare encode: 100 rows in 0.2s (500 rows/s)\033[K\n"), std::string::npos) << out.str();
 }
 
 TEST(Progress, LiveLineIsClearedWhenAbandoned) {
@@ -84,9 +84,9 @@ TEST(Progress, LiveLineIsClearedWhenAbandoned) {
   {
     Progress p("sample", 0, "steps", options(out, clock, true));
     clock.t += 1;
-    p.advance(3);                // unknown total: no % or ETA
+    p.advance(3);  // unknown total: no % or ETA
     EXPECT_NE(out.str().find("sample: 3 steps, 3 steps/s, 1.0s elapsed"), std::string::npos) << out.str();
-  }                              // an exception unwound past it: the half line is erased
+  }  // an exception unwound past it: the half line is erased
   EXPECT_EQ(out.str().substr(out.str().size() - 4), "\r\033[K");
 }
 
@@ -94,12 +94,12 @@ TEST(Progress, SkippedWorkIsDoneButOutsideTheRate) {
   std::ostringstream out;
   FakeClock clock;
   Progress p("run x.json", 10, "steps", options(out, clock, false, 1e300));
-  p.skip(6);                     // finished by an earlier invocation
+  p.skip(6);  // finished by an earlier invocation
   EXPECT_EQ(p.status(), "6/10 steps (60%)");
   clock.t += 60;
-  p.advance();                   // one real step in 60 s → 3 left take 3 minutes
+  p.advance();  // one real step in 60 s → 3 left take 3 minutes
   EXPECT_EQ(p.status(), "7/10 steps (70%), 0.0167 steps/s, ETA 3m00s");
-  EXPECT_EQ(out.str(), "");      // an interval of 1e300 s: the caller prints status() itself
+  EXPECT_EQ(out.str(), "");  // an interval of 1e300 s: the caller prints status() itself
 }
 
 TEST(Progress, ThreadsMayAdvanceConcurrently) {
@@ -107,7 +107,8 @@ TEST(Progress, ThreadsMayAdvanceConcurrently) {
   FakeClock clock;
   Progress p("encode", 4 * 10000, "rows", options(out, clock, false, 1e300));
   std::vector<std::thread> pool;
-  for (int t = 0; t < 4; ++t) pool.emplace_back([&] {
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&] {
       for (int i = 0; i < 10000; ++i) p.advance();
     });
   for (auto& th : pool) th.join();

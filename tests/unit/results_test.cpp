@@ -74,17 +74,18 @@ Results paradigm_results() {
   ao.metrics["wikitext2/ppl"] = {45.0, 0.5, 229, false, false, "l2r exact" + rest, l2r};
   ao.metrics["wikitext2/ppl_k1"] = {60.0, 0.75, 229, false, false, "random orders exact, K=1" + rest, k1};
   ao.metrics["wikitext2/ppl_k4"] = {58.0, 0.5, 229, false, false, "random orders exact, K=4" + rest, k4};
-  ao.metrics["wikitext2/ppl_m8"] = {50.0, 0.5, 229, false, false, "context-order ensemble M=8" + rest,
-                                    {"ppl", "ensemble", 0, 8}};
+  ao.metrics["wikitext2/ppl_m8"] = {
+      50.0, 0.5, 229, false, false, "context-order ensemble M=8" + rest, {"ppl", "ensemble", 0, 8}};
   sedd.paradigm = "masked_diffusion_encoder";
   sedd.metrics["ptb/ppl_elbo"] = {110.0, 2.0, 86, true, false, "ELBO upper bound, 16 MC steps" + rest, elbo};
   sedd.metrics["wikitext2/ppl_elbo"] = {55.0, 1.0, 229, true, false, "ELBO upper bound, 16 MC steps" + rest, elbo};
   sedd.metrics["wikitext2/ppl"] = {50.0, 1.0, 16, false, false, "l2r exact" + rest + "; 16/229 windows", l2r};
   radd.paradigm = "masked_diffusion_encoder";
-  radd.metrics["ptb/ppl_k1"] = {130.0, 3.0, 16, false, false,
-                                "random orders exact, K=1" + rest +
-                                    "; 16/86 windows; bytes pro-rated to the scored tokens (estimate)",
-                                k1};
+  radd.metrics["ptb/ppl_k1"] = {
+      130.0, 3.0,
+      16,    false,
+      false, "random orders exact, K=1" + rest + "; 16/86 windows; bytes pro-rated to the scored tokens (estimate)",
+      k1};
   radd.metrics["wikitext2/ppl_k1"] = {70.0, 2.0, 229, false, false, "random orders exact, K=1" + rest, k1};
   r.runs["gpt"] = gpt;
   r.runs["ao_gpt"] = ao;
@@ -115,7 +116,7 @@ TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
   EXPECT_NE(rows.at("radd")->notes[0].second.find("no ELBO bound (ppl_elbo) evaluated"), std::string::npos);
   EXPECT_NE(rows.at("radd")->notes[1].second.find("ptb 16 of 86, wikitext2 229 (all)"), std::string::npos)
       << rows.at("radd")->notes[1].second;
-  EXPECT_EQ(rows.at("radd")->label(), "radd [1, 2]");   // the only footnotes, numbered from 1
+  EXPECT_EQ(rows.at("radd")->label(), "radd [1, 2]");  // the only footnotes, numbered from 1
   EXPECT_EQ(h.shared_details, "first token skipped; 1024-token windows; reference packing");
 
   const std::string md = render_markdown(r);
@@ -123,10 +124,8 @@ TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
   ASSERT_NE(head, std::string::npos) << md;
   EXPECT_LT(head, runs);
   EXPECT_LT(head, md.find("## ppl "));
-  EXPECT_NE(md.find("| radd [1, 2] | random orders exact, K=1 | subset | 130 ± 3 | 70 ± 2 |"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 110 ± 2 | ≤ 55 ± 1 |"), std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| radd [1, 2] | random orders exact, K=1 | subset | 130 ± 3 | 70 ± 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 110 ± 2 | ≤ 55 ± 1 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| gpt | l2r exact | all | 120.5 ± 1.5 | 40.25 ± 0.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all |  | 58 ± 0.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("\n1. radd (masked_diffusion_encoder): no ELBO bound"), std::string::npos) << md;
@@ -202,13 +201,18 @@ TEST(ResultsTest, MarkdownPutsEnsembleSizesSideBySide) {
 TEST(ResultsTest, CsvIsFlatOneRowPerMetric) {
   const std::string csv = render_csv(sample_results());
   EXPECT_EQ(csv.rfind("run,plugin,flavour,paradigm,dataset,metric,value,stderr,n,is_bound,higher_is_better,"
-                      "protocol\n", 0), 0u);
+                      "protocol\n",
+                      0),
+            0u);
   EXPECT_NE(csv.find("gpt_small,gpt,debug,autoregressive,wikitext2,ppl,35.25,0.5,40,false,false,"
-                     "l2r exact; first token skipped\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("gpt_small,gpt,debug,autoregressive,lambada,ppl,51,,0,false,false,l2r exact\n"),
-            std::string::npos) << csv;
+                     "l2r exact; first token skipped\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("gpt_small,gpt,debug,autoregressive,lambada,ppl,51,,0,false,false,l2r exact\n"), std::string::npos)
+      << csv;
   EXPECT_NE(csv.find("sedd_small,sedd,,masked_diffusion_encoder,wikitext2,ppl,41.5,1.25,40,true,false"),
-            std::string::npos) << csv;
+            std::string::npos)
+      << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
 }
 
@@ -229,8 +233,8 @@ TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
     EXPECT_DOUBLE_EQ(row.rel_delta, 0.0);
   }
   Results worse = base;
-  worse.runs["gpt_small"].metrics["wikitext2/ppl"].value = 35.25 * 1.05;   // +5% perplexity
-  worse.runs["gpt_small"].metrics["lambada/ppl"].value = 51.0 * 0.5;       // improvement
+  worse.runs["gpt_small"].metrics["wikitext2/ppl"].value = 35.25 * 1.05;  // +5% perplexity
+  worse.runs["gpt_small"].metrics["lambada/ppl"].value = 51.0 * 0.5;      // improvement
   int n_worse = 0;
   for (const auto& row : compare_results(base, worse, 0.02)) {
     n_worse += row.worse;
@@ -252,7 +256,7 @@ TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
   // Throughput is compared only when asked for: by default the gate looks at quality metrics.
   for (const auto& row : compare_results(hb, hb_low, 0.02)) EXPECT_NE(row.metric, "wikitext2/eval_tok_s");
   EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"ppl"}).size(), 3u);
-  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"wikitext2/*"}).size(), 3u);   // 2 ppl + eval_tok_s
+  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"wikitext2/*"}).size(), 3u);  // 2 ppl + eval_tok_s
 }
 
 TEST(ResultsTest, CompareCommandExitCodes) {
@@ -264,13 +268,13 @@ TEST(ResultsTest, CompareCommandExitCodes) {
   worse.runs["sedd_small"].metrics["wikitext2/ppl"].value = 50.0;
   worse.save(tmp.file("worse.json"));
   std::string out;
-  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("same.json"), &out), 0)
-      << out;
-  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json"), &out), 1)
-      << out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("same.json"), &out), 0) << out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json"), &out), 1) << out;
   EXPECT_NE(out.find("WORSE"), std::string::npos) << out;
-  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json") +
-                                     " --threshold 0.5", &out), 0) << out;
+  EXPECT_EQ(testing::run_aobench("compare " + tmp.file("base.json") + " " + tmp.file("worse.json") + " --threshold 0.5",
+                                 &out),
+            0)
+      << out;
 }
 
 TEST(ResultsTest, WriteReportProducesEveryRendering) {
@@ -294,8 +298,8 @@ TEST(ResultsTest, MetricParamsAndTrainFlopsAreFields) {
   MetricParams gen{"genppl"};
   gen.steps = 64, gen.top_p = 0.95, gen.temperature = 0.9;
   r.runs.at("gpt_small").metrics["gen_p0.95_t0.9_s64/genppl"] = {210.5, 12.5, 8, false, false, "judge gpt", gen};
-  r.runs.at("gpt_small").metrics["wikitext2/ppl_m16_p256"] = {31.0, 0.5, 40, false, false, "ensemble",
-                                                              {"ppl", "ensemble", 0, 16, 256}};
+  r.runs.at("gpt_small").metrics["wikitext2/ppl_m16_p256"] = {
+      31.0, 0.5, 40, false, false, "ensemble", {"ppl", "ensemble", 0, 16, 256}};
   const nlohmann::json j = r.to_json();
   const nlohmann::json& run = j["runs"]["gpt_small"];
   EXPECT_EQ(run["train_flops"], 1.5e12);
@@ -334,13 +338,13 @@ TEST(ResultsTest, RenderersReadTheFieldsNotTheNames) {
   Results r;
   RunResults& ao = r.runs["ao"];
   ao.paradigm = "any_order";
-  ao.metrics["wt/ppl_k9"] = {33.0, 0.5, 10, false, false, "renamed", {"ppl"}};   // no mode: not a headline kind
+  ao.metrics["wt/ppl_k9"] = {33.0, 0.5, 10, false, false, "renamed", {"ppl"}};  // no mode: not a headline kind
   ao.metrics["wt/left_to_right"] = {44.0, 0.5, 10, false, false, "l2r exact", {"ppl", "l2r"}};
   ao.metrics["wt/orders"] = {55.0, 0.5, 10, false, false, "random orders exact, K=3", {"ppl", "random", 3}};
   ao.metrics["wt/orders_few"] = {66.0, 0.5, 10, false, false, "random orders exact, K=2", {"ppl", "random", 2}};
   const Headline h = headline_table(r);
   ASSERT_EQ(h.rows.size(), 1u);
-  EXPECT_EQ(h.rows[0].metric, "orders");   // the largest K
+  EXPECT_EQ(h.rows[0].metric, "orders");  // the largest K
   EXPECT_DOUBLE_EQ(h.rows[0].cells.at("wt")->value, 55.0);
   ao.metrics.erase("wt/orders");
   ao.metrics.erase("wt/orders_few");
@@ -349,7 +353,7 @@ TEST(ResultsTest, RenderersReadTheFieldsNotTheNames) {
   EXPECT_EQ(fallback.rows[0].metric, "left_to_right");
   ASSERT_EQ(fallback.rows[0].notes.size(), 1u);
   EXPECT_NE(fallback.rows[0].notes[0].second.find("no exact any-order perplexity (ppl_k<K>) evaluated; the row "
-                                                   "shows left_to_right"),
+                                                  "shows left_to_right"),
             std::string::npos);
   // Speed points come from the steps field.
   MetricParams s3{"gen_s"}, s20{"gen_s"};
@@ -381,13 +385,13 @@ TEST(ResultsTest, LegacyFileGetsItsParamsFromTheNames) {
   EXPECT_EQ(params("ao_gpt", "fortunes_val/eval_tok_s_m16"),
             (json{{"family", "eval_tok_s"}, {"mode", "ensemble"}, {"ensemble", 16}}));
   EXPECT_EQ(params("sedd", "fortunes_val/nll_elbo"), (json{{"family", "nll"}, {"mode", "elbo"}}));
-  EXPECT_EQ(params("sedd", "notes/ppl_kx"), (json{{"family", "ppl_kx"}}));   // another tool's metric
+  EXPECT_EQ(params("sedd", "notes/ppl_kx"), (json{{"family", "ppl_kx"}}));  // another tool's metric
   EXPECT_EQ(params("gpt", "gen_p0.95_t0.9_s64/genppl"),
             (json{{"family", "genppl"}, {"steps", 64}, {"top_p", 0.95}, {"temperature", 0.9}}));
   EXPECT_EQ(params("gpt", "gen_p1_t1e-06_s64/entropy"),
             (json{{"family", "entropy"}, {"steps", 64}, {"top_p", 1.0}, {"temperature", 1e-06}}));
   EXPECT_EQ(params("gpt", "speed_s16/gen_tok_s"), (json{{"family", "gen_tok_s"}, {"steps", 16}}));
-  EXPECT_DOUBLE_EQ(r.runs.at("gpt").train_flops, 0.0);   // not recorded then
+  EXPECT_DOUBLE_EQ(r.runs.at("gpt").train_flops, 0.0);  // not recorded then
 }
 
 // ... and renders exactly like the same results written with the fields (and the run table's new column
@@ -407,7 +411,7 @@ TEST(ResultsTest, LegacyFileRendersLikeANewOne) {
   EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 60.5 ± 1.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| gpt | gpt | debug | autoregressive | 128768 | 300 | 614400 |  |"), std::string::npos) << md;
   EXPECT_NE(md.find("| run | fortunes_val M=1 | fortunes_val M=4 | fortunes_val M=16 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("## ppl_m16_p256 (lower is better)"), std::string::npos) << md;   // positions: own table
+  EXPECT_NE(md.find("## ppl_m16_p256 (lower is better)"), std::string::npos) << md;  // positions: own table
   EXPECT_NE(md.find("| run | gen_p0.95_t0.9_s64 | gen_p0.95_t0.9_s128 |"), std::string::npos) << md;
   EXPECT_NE(md.find("## eval_tok_s, context-order ensembles of M members"), std::string::npos) << md;
 }

@@ -1,4 +1,4 @@
-// Implements: tests of core/safetensors.cpp (DESIGN.md checkpoints, style.md lesson 7): round trips of
+// Implements: tests of core/safetensors.cpp (DESIGN.md checkpoints): round trips of
 // every dtype and of metadata, a file written by the Python `safetensors` package, and corrupt files
 // (truncated, oversized header length, bad JSON, out-of-range / overlapping offsets, unknown dtype),
 // each of which must raise CheckpointError naming the file (and the tensor where there is one).
@@ -32,8 +32,7 @@ struct TempDir {
   ~TempDir() {
     if (DIR* d = ::opendir(path.c_str())) {
       while (dirent* e = ::readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
-          ::unlink((path + "/" + e->d_name).c_str());
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) ::unlink((path + "/" + e->d_name).c_str());
       ::closedir(d);
     }
     ::rmdir(path.c_str());
@@ -56,8 +55,7 @@ void expect_error(const std::string& path, std::initializer_list<std::string> ne
     FAIL() << "no error for " << path;
   } catch (const CheckpointError& e) {
     const std::string msg = e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
     EXPECT_FALSE(e.hint().empty());
   }
 }
@@ -75,9 +73,9 @@ TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
   m["i8"] = torch::arange(-3, 3, torch::kInt8);
   m["u8"] = torch::arange(0, 255, torch::kUInt8);
   m["bool"] = torch::tensor({true, false, true});
-  m["scalar"] = torch::tensor(3.5);                       // 0-dim
-  m["empty"] = torch::empty({0, 3});                       // zero bytes
-  m["strided"] = torch::randn({4, 6}).t();                 // non-contiguous input
+  m["scalar"] = torch::tensor(3.5);         // 0-dim
+  m["empty"] = torch::empty({0, 3});        // zero bytes
+  m["strided"] = torch::randn({4, 6}).t();  // non-contiguous input
   const std::map<std::string, std::string> meta = {{"format_version", "1"}, {"note", "héllo \"q\""}};
   const std::string path = tmp.file("a.safetensors");
   write_safetensors(path, m, meta);
@@ -91,7 +89,7 @@ TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
     const torch::Tensor& r = f.tensors.at(name);
     EXPECT_EQ(r.scalar_type(), t.scalar_type()) << name;
     EXPECT_EQ(r.sizes(), t.sizes()) << name;
-    EXPECT_TRUE(torch::equal(r, t)) << name;   // bitwise: no conversion happens anywhere
+    EXPECT_TRUE(torch::equal(r, t)) << name;  // bitwise: no conversion happens anywhere
   }
   // The data region starts 8-byte aligned, as the Rust reference writes it.
   const std::string bytes = testing::read_text(path);
@@ -109,8 +107,8 @@ TEST(Safetensors, ReadsFileWrittenByPythonPackage) {
     EXPECT_TRUE(torch::equal(f.tensors.at(std::string("dtype_") + name).to(torch::kFloat64), ramp)) << name;
   EXPECT_EQ(f.tensors.at("dtype_BF16").scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(torch::equal(f.tensors.at("dtype_U8"), torch::arange(6, torch::kUInt8).reshape({2, 3})));
-  EXPECT_TRUE(torch::equal(f.tensors.at("dtype_BOOL"), torch::tensor({true, false, true, false, false, true})
-                                                           .reshape({2, 3})));
+  EXPECT_TRUE(
+      torch::equal(f.tensors.at("dtype_BOOL"), torch::tensor({true, false, true, false, false, true}).reshape({2, 3})));
   EXPECT_EQ(f.tensors.at("logits").sizes(), (std::vector<int64_t>{2, 16, 300}));
   EXPECT_EQ(f.tensors.at("input_ids").scalar_type(), torch::kInt64);
   // The HF model file (written by save_pretrained) parses as well.
@@ -129,9 +127,9 @@ TEST(Safetensors, Truncated) {
   write_safetensors(good, {{"w", torch::randn({8, 8})}});
   const std::string bytes = testing::read_text(good);
   const std::string p = tmp.file("trunc.safetensors");
-  testing::write_text(p, bytes.substr(0, bytes.size() - 10));   // lose the tail of the data
+  testing::write_text(p, bytes.substr(0, bytes.size() - 10));  // lose the tail of the data
   expect_error(p, {"trunc.safetensors", "'w'", "beyond the data region"});
-  testing::write_text(p, bytes.substr(0, 5));                   // not even a header length
+  testing::write_text(p, bytes.substr(0, 5));  // not even a header length
   expect_error(p, {"trunc.safetensors", "fewer than the 8-byte"});
 }
 
@@ -164,7 +162,8 @@ TEST(Safetensors, OffsetsOutOfRangeOverlapAndShapeMismatch) {
   testing::write_text(p, raw_file(R"({"w": {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}})", data));
   expect_error(p, {"off.safetensors", "'w'", "beyond the data region"});
   testing::write_text(p, raw_file(R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
-                                      "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", data));
+                                      "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+                                  data));
   expect_error(p, {"'b'", "overlap"});
   testing::write_text(p, raw_file(R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", data));
   expect_error(p, {"'a'", "needs 12 bytes"});
@@ -179,15 +178,15 @@ TEST(Safetensors, OffsetsOutOfRangeOverlapAndShapeMismatch) {
 TEST(Safetensors, UnknownDtype) {
   TempDir tmp;
   const std::string p = tmp.file("dt.safetensors");
-  testing::write_text(p, raw_file(R"({"q": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})",
-                                  std::string(4, '\0')));
+  testing::write_text(
+      p, raw_file(R"({"q": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", std::string(4, '\0')));
   try {
     read_safetensors(p);
     FAIL() << "no error";
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("'q'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("F8_E4M3"), std::string::npos);
-    EXPECT_NE(e.hint().find("BF16"), std::string::npos);   // the hint lists what is supported
+    EXPECT_NE(e.hint().find("BF16"), std::string::npos);  // the hint lists what is supported
   }
   // Writing an unsupported dtype fails too, naming the tensor, and leaves no file behind.
   const std::string w = tmp.file("w.safetensors");
@@ -199,8 +198,8 @@ TEST(Safetensors, UnknownDtype) {
 TEST(Safetensors, BoolBytesMustBeZeroOrOne) {
   TempDir tmp;
   const std::string p = tmp.file("b.safetensors");
-  testing::write_text(p, raw_file(R"({"m": {"dtype": "BOOL", "shape": [2], "data_offsets": [0, 2]}})",
-                                  std::string("\x01\x07", 2)));
+  testing::write_text(
+      p, raw_file(R"({"m": {"dtype": "BOOL", "shape": [2], "data_offsets": [0, 2]}})", std::string("\x01\x07", 2)));
   expect_error(p, {"'m'", "BOOL"});
 }
 

@@ -3,8 +3,8 @@
 // and eval window starts.
 #include <cstdio>
 
-#include "datasets/token_file.h"
 #include "core/errors.h"
+#include "datasets/token_file.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -114,8 +114,7 @@ TEST(TokenFile, CorruptFilesGiveDataErrorsNamingTheFile) {
   EXPECT_NE(data_error_text([&] { TokenFile f(d.file("odd.bin")); }).find("odd"), std::string::npos);
   testing::write_text(d.file("empty.bin"), "");
   EXPECT_NE(data_error_text([&] { TokenFile f(d.file("empty.bin")); }).find("empty"), std::string::npos);
-  EXPECT_NE(data_error_text([&] { TokenFile f(d.file("missing.bin")); }).find("missing.bin"),
-            std::string::npos);
+  EXPECT_NE(data_error_text([&] { TokenFile f(d.file("missing.bin")); }).find("missing.bin"), std::string::npos);
 }
 
 TEST(BatchSampler, DeterministicResumableAndSharded) {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
 #include "datasets/data_dir.h"
 #include "datasets/tokenizer.h"
-#include "core/errors.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -88,8 +88,10 @@ TEST(Gpt2Tokenizer, MissingVocabNamesFileAndEnvVars) {
     EXPECT_NE(std::string(e.hint()).find("AOBENCH_DATA_DIR"), std::string::npos) << e.hint();
   }
   ::unsetenv("AOBENCH_GPT2_DIR");
-  if (saved.empty()) ::unsetenv("AOBENCH_DATA_DIR");
-  else ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
+  if (saved.empty())
+    ::unsetenv("AOBENCH_DATA_DIR");
+  else
+    ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
   // An explicit folder (--vocab-dir) that lacks the files is an error naming it, never a silent fallback
   // to the environment's vocabulary.
   try {
@@ -177,7 +179,7 @@ TEST(SharedDataDir, EnvVarElseBesideTheCheckout) {
     testing::write_text(tmp.file("in.txt"), "Hello world");
     std::string out;
     EXPECT_EQ(testing::run_aobench("tokenize --tokenizer gpt2 < " + tmp.file("in.txt"), &out), 0) << out;
-    EXPECT_NE(out.find("[15496,995]"), std::string::npos) << out;   // tiktoken gpt2
+    EXPECT_NE(out.find("[15496,995]"), std::string::npos) << out;  // tiktoken gpt2
   }
   if (!saved.empty()) ::setenv("AOBENCH_DATA_DIR", saved.c_str(), 1);
 }

@@ -36,9 +36,9 @@ struct TinyNet : torch::nn::Module {
   }
   torch::Tensor forward(const common::Slots& s, common::KVCache* cache, const std::optional<torch::Tensor>& mask,
                         int64_t n_last) {
-    auto x = tok(s.tokens + 1) + pos(s.positions + 1) + tgt(s.targets + 1);  // (B, S, d); −1 → row 0
+    auto x = tok(s.tokens + 1) + pos(s.positions + 1) + tgt(s.targets + 1);          // (B, S, d); −1 → row 0
     auto h = qkv(x).view({x.size(0), x.size(1), 3, 1, d}).permute({2, 0, 3, 1, 4});  // (3, B, 1, S, d)
-    auto a = common::attend(h[0], h[1], h[2], cache, 0, mask).squeeze(1);             // (B, S, d)
+    auto a = common::attend(h[0], h[1], h[2], cache, 0, mask).squeeze(1);            // (B, S, d)
     return head(x + a).narrow(1, x.size(1) - n_last, n_last);
   }
 };
@@ -107,8 +107,10 @@ TEST(AnyOrderSampler, LinearCostInSlotsWhateverTheSteps) {
       EXPECT_EQ(out.network_calls, calls);
       EXPECT_EQ(slots, 1 + (L - last) + L - calls) << counts << " steps " << steps;
       EXPECT_LE(slots, 2 * L) << counts << " steps " << steps;
-      if (std::string(counts) == "deterministic") EXPECT_EQ(calls, steps);
-      else EXPECT_LE(calls, steps);
+      if (std::string(counts) == "deterministic")
+        EXPECT_EQ(calls, steps);
+      else
+        EXPECT_LE(calls, steps);
       EXPECT_TRUE(out.tokens.ge(0).all().item<bool>() && out.tokens.lt(V).all().item<bool>());
     }
 }
@@ -150,9 +152,12 @@ TEST(AnyOrderSampler, Lemma1TwoStageEqualsTheDirectCategorical) {
   for (int64_t i = 0; i < N; ++i) {
     // The step-1 count of a row whose step 0 unmasked nothing: condition by drawing until c[0] == 0.
     std::vector<int64_t> c;
-    do c = common::bernoulli_counts(1, 4, "linear", gen); while (c[0] != 0);
-    if (c[1] == 1) unmasked.push_back(i);
-    else observed[0] += 1;
+    do c = common::bernoulli_counts(1, 4, "linear", gen);
+    while (c[0] != 0);
+    if (c[1] == 1)
+      unmasked.push_back(i);
+    else
+      observed[0] += 1;
   }
   auto logits = q.log().view({1, 1, V}).expand({static_cast<int64_t>(unmasked.size()), 1, V});
   auto x = common::draw_tokens(logits, common::gumbel_max(1.0, 1.0, true), gen);

@@ -33,7 +33,8 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     }
     net->to(torch::kCUDA);
     net->eval();
-    auto idx = torch::randint(0, c.vocab_size + 1, {4, 128}, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA));
+    auto idx =
+        torch::randint(0, c.vocab_size + 1, {4, 128}, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA));
     auto sigma = torch::rand({4}, torch::TensorOptions().device(torch::kCUDA)) * 5;
     torch::Tensor ref, unfused, fused;
     ref = net->forward(idx, sigma).to(torch::kFloat64);  // fp32, grad mode on: the unfused path
@@ -50,9 +51,9 @@ TEST(DDiTFused, InferencePathMatchesTheUnfusedNetwork) {
     const double scale = ref.abs().mean().item<double>();
     const double e_unfused = (unfused - ref).abs().mean().item<double>() / scale;
     const double e_fused = (fused - ref).abs().mean().item<double>() / scale;
-    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3) << "time_cond " << time_cond << ", ln_bias " << ln_bias << ": fused "
-                                              << e_fused << " vs unfused " << e_unfused
-                                              << " (mean |Δ| / mean |logit|)";
+    EXPECT_LT(e_fused, 1.5 * e_unfused + 1e-3)
+        << "time_cond " << time_cond << ", ln_bias " << ln_bias << ": fused " << e_fused << " vs unfused " << e_unfused
+        << " (mean |Δ| / mean |logit|)";
     EXPECT_LT(e_fused, 3e-2) << "time_cond " << time_cond << ", ln_bias " << ln_bias;
   }
 }

@@ -17,8 +17,10 @@ TEST(DiffusionSampler, OneStepMarginalsMatchQ) {
   const int64_t N = 200000, V = 4;
   const double t = 0.5, s = 0.4, rate = (t - s) / t;
   auto probs = torch::tensor({0.1, 0.2, 0.3, 0.4}, torch::kFloat64);
-  auto logits = torch::cat({probs.log(), torch::zeros({1}, torch::kFloat64)}).to(torch::kFloat32)
-                    .view({1, 1, V + 1}).expand({1, N, V + 1});
+  auto logits = torch::cat({probs.log(), torch::zeros({1}, torch::kFloat64)})
+                    .to(torch::kFloat32)
+                    .view({1, 1, V + 1})
+                    .expand({1, N, V + 1});
   for (bool f64 : {true, false}) {
     auto gen = common::make_generator(torch::kCPU, 11);
     common::DrawOptions opt;
@@ -27,7 +29,7 @@ TEST(DiffusionSampler, OneStepMarginalsMatchQ) {
     auto x = torch::full({1, N}, V, torch::kLong);
     auto [y, changed] = common::unmask_step(x, logits, rate, opt, gen);
     EXPECT_TRUE(changed[0].item<bool>());
-    auto counts = torch::bincount(y.view(-1), {}, V + 1).to(torch::kFloat64);   // tokens 0..3, mask = 4
+    auto counts = torch::bincount(y.view(-1), {}, V + 1).to(torch::kFloat64);  // tokens 0..3, mask = 4
     auto expected = torch::cat({rate * probs, torch::full({1}, 1 - rate, torch::kFloat64)}) * N;
     const double chi2 = ((counts - expected).pow(2) / expected).sum().item<double>();
     EXPECT_LT(chi2, 18.47) << (f64 ? "float64" : "legacy float32") << " counts " << counts;

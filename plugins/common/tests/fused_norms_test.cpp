@@ -120,8 +120,8 @@ TEST(FusedNorms, ReferenceIsTheSpecifiedExpression) {
   auto x = torch::randn({N, d}, opt), y = torch::randn({N, d}, opt), w = torch::randn({d}, opt);
   auto m = torch::randn({R, 3 * d}, opt);
   auto idx = torch::tensor({2, 0, 2, 1, 1, 0}, torch::kLong);
-  auto [s, h] = rms_step_reference(x, y, w, {m.narrow(1, 0, d), m.narrow(1, d, 2 * d)}, RowIndex::of(idx, R, false),
-                                   1e-5);
+  auto [s, h] =
+      rms_step_reference(x, y, w, {m.narrow(1, 0, d), m.narrow(1, d, 2 * d)}, RowIndex::of(idx, R, false), 1e-5);
   for (int64_t n = 0; n < N; ++n) {
     const auto r = idx[n].item<int64_t>();
     auto sn = x[n] + m[r].narrow(0, 0, d) * y[n];

@@ -28,11 +28,11 @@ TEST(FusedOps, HeadNllEqualsLogSoftmaxGather) {
 }
 
 TEST(FusedOps, RowLogSumExpChecksItsArguments) {
-  EXPECT_THROW(row_logsumexp(torch::zeros({4}), 1), c10::Error);                   // not 2-D
-  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}), 9), c10::Error);                // cols > V
-  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}).t(), 2), c10::Error);            // column stride ≠ 1
+  EXPECT_THROW(row_logsumexp(torch::zeros({4}), 1), c10::Error);         // not 2-D
+  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}), 9), c10::Error);      // cols > V
+  EXPECT_THROW(row_logsumexp(torch::zeros({4, 8}).t(), 2), c10::Error);  // column stride ≠ 1
   auto x = torch::tensor({{0.0, std::log(3.0), 100.0}}, torch::kFloat32);
-  EXPECT_NEAR(row_logsumexp(x, 2).item<float>(), std::log(4.0), 1e-6);             // column 2 is never read
+  EXPECT_NEAR(row_logsumexp(x, 2).item<float>(), std::log(4.0), 1e-6);  // column 2 is never read
   auto y = torch::randn({6, 9});
   auto rows = torch::tensor({4, 0, 4}, torch::kLong);
   EXPECT_TRUE(torch::allclose(row_logsumexp(y, 9, rows), torch::logsumexp(y, 1).index_select(0, rows)));
@@ -110,8 +110,8 @@ TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
           auto loss = (h.to(torch::kFloat32) * rh).sum();
           if (use_s) loss = loss + (s * rs).sum();
           loss.backward();
-          return std::vector<torch::Tensor>{s.detach(), h.detach().to(torch::kFloat32), x.grad(),
-                                            y.grad().to(torch::kFloat32), w.grad(), b.grad()};
+          return std::vector<torch::Tensor>{
+              s.detach(), h.detach().to(torch::kFloat32), x.grad(), y.grad().to(torch::kFloat32), w.grad(), b.grad()};
         };
         const auto ref = run(false);
         const auto got = run(true);
@@ -121,8 +121,8 @@ TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
         for (size_t i = 0; i < ref.size(); ++i) {
           const double scale = ref[i].abs().max().item<double>();
           const double err = (got[i] - ref[i]).abs().max().item<double>();
-          EXPECT_LE(err, tol * scale + 1e-6) << what[i] << " d=" << d << " " << dt << " use_s=" << use_s
-                                             << ": max |Δ| " << err << " of " << scale;
+          EXPECT_LE(err, tol * scale + 1e-6)
+              << what[i] << " d=" << d << " " << dt << " use_s=" << use_s << ": max |Δ| " << err << " of " << scale;
         }
       }
     }
@@ -135,8 +135,8 @@ TEST(FusedOps, CudaRowLogSumExpMatchesCpu) {
   const double inf = std::numeric_limits<double>::infinity();
   for (auto dt : {torch::kBFloat16, torch::kFloat16, torch::kFloat32}) {
     // (rows, row width, columns read, column offset): the offset makes rows start off 16-byte boundaries.
-    const int64_t shapes[][4] = {{1, 1, 1, 0}, {5, 7, 7, 0}, {33, 50304, 50257, 0}, {9, 1000, 999, 3},
-                                 {4, 4099, 4000, 1}, {2, 70000, 70000, 0}};
+    const int64_t shapes[][4] = {{1, 1, 1, 0},      {5, 7, 7, 0},       {33, 50304, 50257, 0},
+                                 {9, 1000, 999, 3}, {4, 4099, 4000, 1}, {2, 70000, 70000, 0}};
     for (auto& sh : shapes) {
       auto full = (torch::randn({sh[0], sh[1] + sh[3]}) * 8).to(dt);
       auto x = full.narrow(1, sh[3], sh[1]);
@@ -204,7 +204,7 @@ TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
                                        with_bias ? b.to(torch::kFloat64) : torch::Tensor(), 1e-5);
         auto [s, h] = add_layer_norm(x.cuda(), y.cuda(), w.cuda(), with_bias ? b.cuda() : torch::Tensor(), 1e-5);
         ASSERT_EQ(h.scalar_type(), dt);
-        EXPECT_TRUE(torch::equal(s.cpu(), s_ref)) << d;  // the same fp32 add
+        EXPECT_TRUE(torch::equal(s.cpu(), s_ref)) << d;          // the same fp32 add
         const double tol = dt == torch::kFloat32 ? 1e-4 : 4e-2;  // bf16 output rounding: 2^-8 relative
         EXPECT_TRUE(torch::allclose(h.cpu().to(torch::kFloat64), h_ref, tol, tol))
             << dt << " d=" << d << " max err " << (h.cpu().to(torch::kFloat64) - h_ref).abs().max().item<double>();

@@ -55,9 +55,8 @@ TEST(FusedDraw, SameIdsAsReferenceGivenTheSameUniforms) {
         for (double top_p : {1.0, 0.95, 0.5, 1e-6}) {
           auto ours = fused_draw(logits, temperature, top_p, nullptr, u);
           auto ref = gumbel_draw_reference(logits, temperature, top_p, u);
-          EXPECT_TRUE(torch::equal(ours, ref))
-              << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p << ": "
-              << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
+          EXPECT_TRUE(torch::equal(ours, ref)) << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p
+                                               << ": " << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
         }
       }
     }

@@ -16,6 +16,4 @@ extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_fin
 }
 
 // Never called: the registry checks the default config first.
-extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() {
-  return nullptr;
-}
+extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() { return nullptr; }

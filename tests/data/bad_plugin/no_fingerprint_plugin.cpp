@@ -10,6 +10,4 @@ extern "C" __attribute__((visibility("default"))) uint32_t aobench_plugin_api_ve
 }
 
 // Never called: the missing fingerprint is refused first.
-extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() {
-  return nullptr;
-}
+extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() { return nullptr; }

@@ -18,6 +18,4 @@ extern "C" __attribute__((visibility("default"))) const char* aobench_plugin_def
   return R"({"flavours": {"debug": {}}, "doc": {}})";
 }
 
-extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() {
-  return nullptr;
-}
+extern "C" __attribute__((visibility("default"))) ::aobench::ModelPlugin* aobench_create_plugin() { return nullptr; }
