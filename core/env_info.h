@@ -1,4 +1,4 @@
-// Implements: the context block stamped on every results file  (google/benchmark
+// Implements: the context block stamped on every results file (google/benchmark
 // "context", lm-eval git_hash/pretty_env_info): git commit, dirty flag, host, device, torch/CUDA
 // versions, dtype, date (UTC, ISO 8601) and the aobench version.
 #pragma once
