@@ -2,14 +2,39 @@
 #include "plugins/common/sampling.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <atomic>
 #include <limits>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
+
+AutocastLinearWeights::AutocastLinearWeights(torch::nn::Module& module, torch::Device device) {
+  if (!device.is_cuda() || !at::autocast::is_autocast_enabled(at::kCUDA)) return;
+  const auto dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  std::unordered_set<const void*> elsewhere;  // parameters of modules that are not Linear layers
+  for (const auto& m : module.modules(/*include_self=*/true))
+    if (!m->as<torch::nn::Linear>())
+      for (const auto& p : m->parameters(/*recurse=*/false)) elsewhere.insert(p.unsafeGetTensorImpl());
+  torch::NoGradGuard no_grad;
+  for (const auto& m : module.modules(/*include_self=*/true)) {
+    if (!m->as<torch::nn::Linear>()) continue;
+    for (auto& p : m->parameters(/*recurse=*/false)) {
+      if (p.scalar_type() != torch::kFloat32 || elsewhere.count(p.unsafeGetTensorImpl())) continue;
+      saved_.emplace_back(p, p.data());
+      p.set_data(p.data().to(dtype));
+    }
+  }
+}
+
+AutocastLinearWeights::~AutocastLinearWeights() {
+  torch::NoGradGuard no_grad;
+  for (auto& [p, data] : saved_) p.set_data(data);
+}
 using torch::indexing::Slice;
 
 #ifdef AOBENCH_FUSED_CUDA

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -15,6 +17,22 @@ struct EvalMode {
   bool was_training;
   explicit EvalMode(torch::nn::Module& mod) : m(mod), was_training(mod.is_training()) { m.eval(); }
   ~EvalMode() { m.train(was_training); }
+};
+
+// For a sampler's scope under CUDA autocast: the parameters of the Linear layers held in the autocast dtype.
+// Autocast casts an fp32 weight on every call, and a decode step (a replayed CUDA graph records the casts)
+// re-reads and re-writes every weight matrix each step; cast once here, a step reads bf16 weights only. The
+// values are those autocast produces (the same rounding). A parameter that a non-Linear module shares (GPT's
+// lm_head tied to the token embedding) stays fp32, as does everything off CUDA or without autocast.
+class AutocastLinearWeights {
+ public:
+  AutocastLinearWeights(torch::nn::Module& module, torch::Device device);
+  ~AutocastLinearWeights();
+  AutocastLinearWeights(const AutocastLinearWeights&) = delete;
+  AutocastLinearWeights& operator=(const AutocastLinearWeights&) = delete;
+
+ private:
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_;  // (parameter, its fp32 data)
 };
 
 // HF top-p: true for the tokens of the smallest prefix of the descending-sorted distribution whose mass

@@ -404,6 +404,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   TORCH_CHECK(r.top_p > 0.0 && r.top_p <= 1.0, "gpt: top_p must be in (0, 1], got ", r.top_p);
   torch::NoGradGuard ng;
   common::EvalMode eval_mode(*net_);
+  common::AutocastLinearWeights bf16_weights(*net_, device_);
   const torch::Device dev = device_;
   torch::Tensor prompt =
       r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone() : torch::full({B, L}, -1, torch::kLong);
