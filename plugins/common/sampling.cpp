@@ -2,9 +2,9 @@
 #include "plugins/common/sampling.h"
 
 #include <algorithm>
-#include <unordered_set>
 #include <atomic>
 #include <limits>
+#include <unordered_set>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
