@@ -168,7 +168,6 @@ SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch_size, L = request.length;
   const auto dev = request.device;
-  AutocastLinearWeights bf16_weights(net, dev);
   auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(request.seed);
   int64_t n_prompt = 0;
   auto order = sampling_orders(request, cpu_gen, &n_prompt).to(dev);  // (B, L)
