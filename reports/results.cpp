@@ -121,8 +121,15 @@ RunResults collect_run(const fs::path& dir, json& context) {
   RunResults run;
   const fs::path results = dir / "results.json";
   if (fs::exists(results)) {
-    Results r = Results::load(results.string());
-    if (!r.runs.empty()) run = r.runs.begin()->second;
+    // Every entry of a run directory's own results.json describes that run: a copied or renamed run keeps the
+    // entry under its old name beside the one written since. Merge them, the entry under the current name last.
+    const Results r = Results::load(results.string());
+    const std::string name = dir.filename().string();
+    Results merged;
+    for (const auto& [key, entry] : r.runs)
+      if (key != name) merged.merge(Results{{}, {{name, entry}}});
+    if (r.runs.count(name)) merged.merge(Results{{}, {{name, r.runs.at(name)}}});
+    if (merged.runs.count(name)) run = merged.runs.at(name);
     if (!r.context.empty()) context = r.context;
   }
   run.config = read_json((dir / "config.resolved.json").string());

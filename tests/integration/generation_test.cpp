@@ -314,8 +314,9 @@ TEST_F(GenerationTest, SpeedResultsCompareAndPlot) {
   args.insert(args.end(), sets.begin(), sets.end());
   ASSERT_EQ(run(args, &out), 0) << out;
   ASSERT_EQ(run({"report", timed}, &out), 0) << out;
-  EXPECT_TRUE(fs::exists(timed + "/report/gen_speed.gp"));
-  EXPECT_NE(aobench::testing::read_text(timed + "/report/summary.md").find("speed_s2"), std::string::npos);
+  EXPECT_TRUE(fs::exists(timed + "/report/gen_speed.gp")) << out;
+  EXPECT_NE(aobench::testing::read_text(timed + "/report/summary.md").find("speed_s2"), std::string::npos)
+      << aobench::testing::read_text(timed + "/report/summary.md");
 }
 
 TEST_F(GenerationTest, RunDrivesSampleGenPplAndSpeedStages) {
