@@ -188,8 +188,10 @@ TEST_F(TrainTest, SigintWritesACheckpointAndExits130) {
   const std::string cfg = write_experiment("sig.json", e);
   // SIGINT after 4 s (the handler is installed before the model is built... or the process dies: both fail
   // the message check below rather than hanging).
-  const std::string cmd = "timeout --preserve-status -s INT 6 " + std::string(AOBENCH_BINARY) + " train --config " +
-                          cfg + " > " + dir_.file("sig.log") + " 2>&1";
+  // --foreground: one SIGINT to the child alone, as a Ctrl-C gives. Without it timeout signals the child and
+  // then its whole process group, and a second SIGINT means "exit at once" (the message would be lost).
+  const std::string cmd = "timeout --foreground --preserve-status -s INT 6 " + std::string(AOBENCH_BINARY) +
+                          " train --config " + cfg + " > " + dir_.file("sig.log") + " 2>&1";
   const int rc = std::system(cmd.c_str());
   const std::string log = aobench::testing::read_text(dir_.file("sig.log"));
   ASSERT_TRUE(WIFEXITED(rc)) << log;
