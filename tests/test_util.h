@@ -67,6 +67,23 @@ inline int run_aobench(const std::string& args, std::string* output = nullptr) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// `cd dir && [env] aobench args` (a shell line: args from the tests only) with stdout+stderr in
+// dir/aobench_output.txt (stderr a file, not a terminal); returns the exit code.
+inline int run_aobench_in(const std::string& dir, const std::string& args, std::string* output,
+                          const std::string& env = "") {
+  const std::string log = dir + "/aobench_output.txt";
+  const std::string cmd =
+      "cd '" + dir + "' && " + env + " " + std::string(AOBENCH_BINARY) + " " + args + " > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  *output = read_text(log);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The embedded quickstart corpus (Debian package `fortunes`, installed by scripts/setup.sh), or skip.
+#define AOBENCH_REQUIRE_FORTUNES()                                 \
+  if (!std::filesystem::is_directory("/usr/share/games/fortunes")) \
+  GTEST_SKIP() << "/usr/share/games/fortunes is absent (Debian package `fortunes`; scripts/setup.sh installs it)"
+
 // `aobench args...` as a child process with stdout+stderr in `log`; returns its pid at once. Optional:
 // another AOBENCH_PLUGIN_PATH, and a file-size limit (RLIMIT_FSIZE with SIGXFSZ ignored: write() then fails
 // with EFBIG, as on a full disk).

@@ -18,17 +18,13 @@
 
 namespace aobench {
 namespace {
-namespace fs = std::filesystem;
 
-// `cd dir && [env] aobench args` with stdout+stderr in a log (stderr is a file: not a terminal).
+// `cd dir && env aobench args` (tests/test_util.h).
 int run_in(const std::string& dir, const std::string& env, const std::string& args, std::string* output) {
-  const std::string log = dir + "/aobench_output.txt";
-  const std::string cmd =
-      "cd '" + dir + "' && " + env + " " + std::string(AOBENCH_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  *output = testing::read_text(log);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return testing::run_aobench_in(dir, args, output, env);
 }
+
+namespace fs = std::filesystem;
 
 std::vector<uint32_t> bytes_of(size_t n, uint32_t seed) {
   std::vector<uint32_t> out(n);

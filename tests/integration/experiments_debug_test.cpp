@@ -16,17 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int run_in(const std::string& dir, const std::string& args, std::string* output) {
-  const std::string log = dir + "/aobench_output.txt";
-  const std::string cmd = "cd '" + dir + "' && " + std::string(AOBENCH_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  *output = testing::read_text(log);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
-  if (!fs::is_directory("/usr/share/games/fortunes"))
-    GTEST_SKIP() << "/usr/share/games/fortunes is absent (Debian package `fortunes`; scripts/setup.sh installs it)";
+  AOBENCH_REQUIRE_FORTUNES();
   testing::TempDir tmp;
   // The files name each other ("base") by repository-relative paths: run from a copy of configs/.
   fs::copy(std::string(AOBENCH_SOURCE_DIR) + "/configs", tmp.path / "configs", fs::copy_options::recursive);
@@ -39,7 +30,7 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
     SCOPED_TRACE(file.filename().string());
     const std::string rel = "configs/experiments/" + file.filename().string();
     std::string out;
-    ASSERT_EQ(run_in(tmp.path.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
+    ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
     const json exp = load_json_file(file.string());
     const std::string out_dir =
         exp["tiers"]["debug"].contains("out_dir")

@@ -14,17 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int run_in(const std::string& dir, const std::string& args, std::string* output) {
-  const std::string log = dir + "/aobench_output.txt";
-  const std::string cmd = "cd '" + dir + "' && " + std::string(AOBENCH_BINARY) + " " + args + " > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  *output = testing::read_text(log);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
-  if (!fs::is_directory("/usr/share/games/fortunes"))
-    GTEST_SKIP() << "/usr/share/games/fortunes is absent (Debian package `fortunes`; scripts/setup.sh installs it)";
+  AOBENCH_REQUIRE_FORTUNES();
   testing::TempDir tmp;
   const std::string config = std::string(AOBENCH_SOURCE_DIR) + "/configs/quickstart.json";
   const std::string sets =
@@ -33,7 +24,7 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
       " --set train.checkpoint_interval=10 --set train.batch_size=8 --set train.device=cpu"
       " --set eval.max_batches=4";
   std::string out;
-  ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
 
   const fs::path report = tmp.path / "runs/quickstart/report";
   for (const char* f : {"results.json", "summary.md", "results.csv", "results.tex", "index.html"})
@@ -82,7 +73,7 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
   EXPECT_NE(testing::read_text((report / "summary.md").string()).find("## Headline: perplexity"), std::string::npos);
 
   // A second run finds everything done.
-  ASSERT_EQ(run_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + config + sets, &out), 0) << out;
   EXPECT_NE(out.find("training finished earlier, skipped"), std::string::npos) << out;
   EXPECT_NE(out.find("done earlier, skipped"), std::string::npos) << out;
   EXPECT_NE(out.find("0 trainings, 0 evals;"), std::string::npos) << out;
