@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/config.h"
 #include "metrics/conditionals.h"
 #include "reports/results.h"
 
@@ -380,9 +381,22 @@ std::string render_markdown(const Results& r) {
        << conditionals_table_markdown() << "\n";
   md << "\n## Context\n\n";
   for (auto it = r.context.begin(); it != r.context.end(); ++it)
-    md << "- " << it.key() << ": " << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump())
-       << "\n";
+    md << "- " << it.key() << ": " << context_text(it.key(), it.value()) << "\n";
   return md.str();
+}
+
+std::string context_text(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (key == "experiment" && value.is_object() && value.contains("file") && value["file"].is_string()) {
+    std::string text = value["file"].get<std::string>();
+    if (value.contains("findings") && value["findings"].is_array() && !value["findings"].empty()) {
+      std::vector<std::string> findings;
+      for (const auto& f : value["findings"]) findings.push_back(f.is_string() ? f.get<std::string>() : f.dump());
+      text += " (findings " + join_names(findings) + ")";
+    }
+    return text;
+  }
+  return value.dump();
 }
 
 std::string render_csv(const Results& r) {

@@ -116,6 +116,9 @@ std::string render_headline_text(const Results& r);
 
 // Training FLOPs for the run tables: "1.23e+15"; "" when unknown (0).
 std::string flops_text(double flops);
+// One context entry as text: strings as they are, the experiment record as its file and findings (its
+// description and deviations lead the report already), anything else as JSON.
+std::string context_text(const std::string& key, const nlohmann::json& value);
 
 // Renderers: Markdown (one table per metric family, rows = runs, columns = datasets, "≤" for bounds,
 // "± stderr", protocol notes under each table), flat CSV, LaTeX (booktabs, one table per family).

@@ -198,6 +198,12 @@ TEST(Verdicts, SectionCarriesClaimProtocolAndDeviationsInEveryFormat) {
   const std::string tex = render_findings(r).latex;
   EXPECT_NE(tex.find("\\ensuremath{\\Sigma}"), std::string::npos) << tex;
   EXPECT_EQ(tex.find("Σ"), std::string::npos) << tex;
+  // The context block names the experiment by file and findings (its description leads the report).
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("- experiment: configs/experiments/finding1_loss.json (findings 1, 5)\n"), std::string::npos)
+      << md;
+  EXPECT_EQ(context_text("tier", "debug"), "debug");
+  EXPECT_EQ(context_text("params", nlohmann::json{{"n", 2}}), "{\"n\":2}");
 }
 
 }  // namespace
