@@ -5,10 +5,10 @@
 
 #include <cstdlib>
 #include <exception>
-#include <map>
 
 #include "core/device.h"
 #include "core/errors.h"
+#include "harness/grad_buckets.h"
 
 #ifdef USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
@@ -18,6 +18,14 @@
 #endif
 
 namespace aobench {
+namespace {
+
+std::vector<double> host_values(const torch::Tensor& t) {
+  const torch::Tensor host = t.detach().to(torch::kCPU, torch::kFloat64).reshape({-1}).contiguous();
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+}
+
+}  // namespace
 
 static int env_int(const char* name, int fallback, int lo) {
   const char* v = std::getenv(name);
@@ -78,11 +86,20 @@ struct DataParallel::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg;
   torch::Device device;
   int rank = 0, world = 1;
-  int64_t gathers = 0;  // numbers the store keys of successive gather_to_main calls
+  int64_t gathers = 0;                       // numbers the store keys of successive gather_to_main calls
+  std::unique_ptr<GradientBuckets> buckets;  // made at the first zero_gradients
+  std::vector<c10::intrusive_ptr<c10d::Work>> bucket_works;  // this step's bucket all-reduces, in launch order
 
   void allreduce_sum(torch::Tensor& t) {
     std::vector<torch::Tensor> v{t};
     pg->allreduce(v)->wait();  // orders the current stream after the NCCL op
+  }
+  // Asynchronous mean over ranks (NCCL's ncclAvg); wait() on the Work orders the current stream after it.
+  c10::intrusive_ptr<c10d::Work> allreduce_mean_async(torch::Tensor& t) {
+    std::vector<torch::Tensor> v{t};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::AVG;
+    return pg->allreduce(v, opts);
   }
 };
 
@@ -94,7 +111,7 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(en
   TORCH_CHECK(device.is_cuda() && device.index() == env.local_rank,
               "DataParallel: device must be cuda:LOCAL_RANK, got ", device);
   c10::cuda::set_device(device.index());
-  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0});
+  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0, nullptr, {}});
   c10d::TCPStoreOptions opts;
   opts.port = uint16_t(env.master_port);
   opts.isServer = env.rank == 0 && !env.agent_store;  // torchrun's agent may already serve MASTER_PORT
@@ -129,50 +146,44 @@ void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>& tensors
   for (auto& w : works) w->wait();
 }
 
-void DataParallel::average_gradients(const std::vector<torch::Tensor>& params) {
+void DataParallel::zero_gradients(const std::vector<torch::Tensor>& params) {
   if (!impl_) return;
+  if (!impl_->buckets) {
+    constexpr int64_t kBucketBytes = 25 << 20;
+    Impl* impl = impl_.get();
+    impl_->buckets = std::make_unique<GradientBuckets>(params, kBucketBytes, [impl](torch::Tensor& flat) {
+      impl->bucket_works.push_back(impl->allreduce_mean_async(flat));
+    });
+  }
+  TORCH_CHECK(impl_->buckets->params().size() == params.size(), "DataParallel::zero_gradients: ", params.size(),
+              " parameters, the buckets were made for ", impl_->buckets->params().size());
+  impl_->bucket_works.clear();
+  impl_->buckets->zero();
+}
+
+void DataParallel::sync_next_backward() {
+  if (impl_ && impl_->buckets) impl_->buckets->arm();
+}
+
+std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars) {
   torch::NoGradGuard no_grad;
-  // Which gradients exist on any rank: rank-local unused parameters must still join the same buckets.
-  auto defined = torch::zeros({int64_t(params.size())}, torch::TensorOptions().device(impl_->device));
-  {
-    std::vector<float> flags(params.size());
-    for (size_t i = 0; i < params.size(); ++i) flags[i] = params[i].grad().defined() ? 1.f : 0.f;
-    defined.copy_(torch::from_blob(flags.data(), {int64_t(flags.size())}, torch::kFloat));
-    impl_->allreduce_sum(defined);
-  }
-  const torch::Tensor any_defined = defined.cpu();
-  const float* on_any = any_defined.data_ptr<float>();
-  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (on_any[i] == 0.f) continue;
-    torch::Tensor p = params[i];
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    by_dtype[p.grad().scalar_type()].push_back(p.grad());
-  }
-  constexpr int64_t kBucketBytes = 25 << 20;
-  const double inv_world = 1.0 / double(impl_->world);
-  for (auto& [dtype, grads] : by_dtype) {
-    size_t i = 0;
-    while (i < grads.size()) {
-      // One bucket: grads[i, j) flattened into one buffer (N,), all-reduced (sum), scaled, copied back.
-      size_t j = i;
-      int64_t bytes = 0;
-      while (j < grads.size() && (j == i || bytes + grads[j].nbytes() <= size_t(kBucketBytes)))
-        bytes += int64_t(grads[j].nbytes()), ++j;
-      std::vector<torch::Tensor> flat_parts;
-      for (size_t k = i; k < j; ++k) flat_parts.push_back(grads[k].reshape({-1}));
-      torch::Tensor flat = torch::cat(flat_parts);
-      impl_->allreduce_sum(flat);
-      flat.mul_(inv_world);
-      int64_t off = 0;
-      for (size_t k = i; k < j; ++k) {
-        const int64_t n = grads[k].numel();
-        grads[k].copy_(flat.narrow(0, off, n).view_as(grads[k]));
-        off += n;
-      }
-      i = j;
-    }
-  }
+  if (!impl_) return host_values(scalars);
+  const torch::Tensor local = scalars.detach().to(torch::kFloat64).reshape({-1});
+  TORCH_CHECK(impl_->buckets, "DataParallel::finish_gradients before zero_gradients");
+  const std::vector<bool> reached = impl_->buckets->flush();
+  for (auto& w : impl_->bucket_works) w->wait();
+  impl_->bucket_works.clear();
+  std::vector<double> flags(reached.size());
+  for (size_t k = 0; k < reached.size(); ++k) flags[k] = reached[k] ? 1.0 : 0.0;
+  torch::Tensor t = torch::cat({local.to(impl_->device), torch::tensor(flags, torch::kFloat64).to(impl_->device)});
+  impl_->allreduce_mean_async(t)->wait();
+  const torch::Tensor host = t.cpu();  // the step's one host read before the update
+  const double* h = host.data_ptr<double>();
+  const int64_t n = local.numel();
+  const auto& params = impl_->buckets->params();
+  for (size_t k = 0; k < params.size(); ++k)
+    if (h[n + int64_t(k)] == 0.0) params[k].mutable_grad().reset();  // no rank reached it
+  return std::vector<double>(h, h + n);
 }
 
 std::vector<double> DataParallel::average(const std::vector<double>& values) {
@@ -215,7 +226,9 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device) : world_(env.world
 }
 DataParallel::~DataParallel() = default;
 void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>&) {}
-void DataParallel::average_gradients(const std::vector<torch::Tensor>&) {}
+void DataParallel::zero_gradients(const std::vector<torch::Tensor>&) {}
+void DataParallel::sync_next_backward() {}
+std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars) { return host_values(scalars); }
 std::vector<double> DataParallel::average(const std::vector<double>& values) { return values; }
 bool DataParallel::any(bool flag) { return flag; }
 std::vector<std::string> DataParallel::gather_to_main(const std::string& value) { return {value}; }

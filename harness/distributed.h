@@ -1,6 +1,7 @@
 // Implements: multi-GPU data parallelism (DESIGN.md §6): the torchrun environment contract (RANK, WORLD_SIZE,
 // LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and a c10d NCCL process group, one process per GPU: parameters are
-// broadcast from rank 0, gradients averaged once per optimizer step, logged scalars averaged over ranks.
+// broadcast from rank 0, gradients averaged once per optimizer step (overlapped with the backward: see
+// harness/grad_buckets.h), logged scalars averaged over ranks.
 // A single process (no WORLD_SIZE, or 1) is rank 0 of 1 and never touches c10d.
 #pragma once
 #include <memory>
@@ -43,9 +44,18 @@ class DataParallel {
   int world() const { return world_; }
   // In place: every rank ends with rank 0's values (contiguous tensors on this rank's device).
   void broadcast_from_main(const std::vector<torch::Tensor>& tensors);
-  // grad ← mean over ranks, in ~25 MB buckets per dtype. A gradient undefined on some ranks only is
-  // taken as zeros there; one undefined on every rank stays undefined (the optimizer skips it).
-  void average_gradients(const std::vector<torch::Tensor>& params);
+  // The gradient mean over ranks, overlapped with the backward (harness/grad_buckets.h: ~25 MB buckets whose
+  // all-reduce starts while the backward still runs). Per optimizer step: zero_gradients (instead of the
+  // optimizer's zero_grad: every .grad becomes a zeroed view into the buckets), the micro-step backwards with
+  // sync_next_backward() just before the last one, then finish_gradients. No-ops when inactive.
+  void zero_gradients(const std::vector<torch::Tensor>& params);
+  void sync_next_backward();
+  // Waits (on the stream, not the host) for the bucket all-reduces, then returns the rank mean of `scalars`
+  // (a float 1-D tensor on this rank's device: the loss and logged metrics) in one more all-reduce, which
+  // also tells which parameters no rank's backward reached: those gradients are set undefined (the
+  // optimizer skips them, as in a single process); one reached on some ranks only counts as zeros elsewhere.
+  // Inactive: `scalars` read back unchanged.
+  std::vector<double> finish_gradients(const torch::Tensor& scalars);
   // Element-wise mean over ranks (float64).
   std::vector<double> average(const std::vector<double>& values);
   // True when `flag` is true on any rank.

@@ -25,9 +25,10 @@ PluginLibrary load_plugin_library(const std::string& path) {
                       "rebuild it with the harness (cmake --build build), or remove it from the plugin directory");
   }
   if (!lib->has("aobench_plugin_api_version") || !lib->has("aobench_create_plugin"))
-    throw PluginError("'" + path + "' is not an aobench plugin (no aobench_plugin_api_version symbol)",
-                      "plugins end with AOBENCH_PLUGIN(YourClass) (see README 'Adding a plugin'); delete a library that "
-                      "is not one from the plugin directory");
+    throw PluginError(
+        "'" + path + "' is not an aobench plugin (no aobench_plugin_api_version symbol)",
+        "plugins end with AOBENCH_PLUGIN(YourClass) (see README 'Adding a plugin'); delete a library that "
+        "is not one from the plugin directory");
   const uint32_t version = lib->get<uint32_t()>("aobench_plugin_api_version")();
   if (version != kPluginApiVersion)
     throw PluginError("plugin '" + path + "' was built against plugin API version " + std::to_string(version) +

@@ -194,6 +194,7 @@ class Trainer {
   void resume_from_checkpoint(bool allow_config_changes);
   TrainBatch draw_batch(BatchSampler& sampler, at::Generator& gen);
   StepStats train_step(double lr);
+  void zero_grad();  // the optimizer's (set to none), or the data-parallel buckets' (zeroed views)
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
   double validate();
   std::string checkpoint(double elapsed);
@@ -396,12 +397,19 @@ TrainBatch Trainer::draw_batch(BatchSampler& sampler, at::Generator& gen) {
   return batch;
 }
 
+void Trainer::zero_grad() {
+  if (dp_.active())
+    dp_.zero_gradients(optimizer_->params());
+  else
+    optimizer_->zero_grad();
+}
+
 // Micro-batches (loss / accum, backward), the gradient all-reduce when data parallel, global-norm clipping
 // and the AdamW update. Single-process steps queue loss, norm and update without waiting for the device;
 // the one host read per step comes after the update is queued.
 StepStats Trainer::train_step(double lr) {
   const int64_t accum = hp_.gradient_accumulation_steps;
-  optimizer_->zero_grad();
+  zero_grad();
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   StepStats s;
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -411,21 +419,24 @@ StepStats Trainer::train_step(double lr) {
       AutocastGuard ac(bf16_);
       out = model_->loss(batch, gen_);
     }
-    (out.loss / double(accum)).backward();  // mean over micro-batches (spec-ao-gpt §2.2)
+    if (micro == accum - 1) dp_.sync_next_backward();  // its gradient all-reduces overlap this backward
+    (out.loss / double(accum)).backward();             // mean over micro-batches (spec-ao-gpt §2.2)
     loss_sum += out.loss.detach().to(torch::kFloat64) / double(accum);
     for (const auto& [k, v] : out.metrics) s.extra[k] += v / double(accum);
   }
   if (dp_.active()) {
-    const double local = loss_sum.item<double>();
-    // Mean gradient over ranks (one all-reduce per optimizer step, none per micro-step); the logged
-    // loss and metrics are rank means, so every rank takes the same finite / non-finite decision.
-    dp_.average_gradients(optimizer_->params());
-    std::vector<double> scalars{local};
-    for (const auto& kv : s.extra) scalars.push_back(kv.second);
-    scalars = dp_.average(scalars);
+    // Mean gradient over ranks (bucket all-reduces launched during the last backward, none per earlier
+    // micro-step); the logged loss and metrics are rank means, so every rank takes the same finite /
+    // non-finite decision.
+    std::vector<double> extra;
+    for (const auto& kv : s.extra) extra.push_back(kv.second);
+    const torch::Tensor local =
+        torch::cat({loss_sum.reshape({1}), torch::tensor(extra, torch::kFloat64).to(device_)});  // (1 + extras)
+    const std::vector<double> scalars = dp_.finish_gradients(local);
     if (debug_ddp_ && step_ == start_step_)
       std::cout << "ddp-debug rank " << dist_.rank << " step " << step_ + 1 << ": local loss "
-                << format_number("%.6f", local) << ", mean over ranks " << format_number("%.6f", scalars[0]) << "\n"
+                << format_number("%.6f", loss_sum.item<double>()) << ", mean over ranks "
+                << format_number("%.6f", scalars[0]) << "\n"
                 << std::flush;
     size_t i = 1;
     for (auto& kv : s.extra) kv.second = scalars[i++];
@@ -463,7 +474,7 @@ void Trainer::apply_nan_policy(const StepStats& s, TrainLogger& log) {
                             "/checkpoints; lower train.learning_rate or set train.nan_policy=skip");
   }
   ++nan_skips_;
-  optimizer_->zero_grad();
+  zero_grad();
   log.note("step " + std::to_string(step_) + ": non-finite " + culprit + ", batch skipped (" +
            std::to_string(nan_skips_) + " so far)");
 }

@@ -147,8 +147,8 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
   }
   h << "<h2>Context</h2>\n<table>";
   for (auto it = r.context.begin(); it != r.context.end(); ++it)
-    h << "<tr><th>" << esc(it.key()) << "</th><td><code>"
-      << esc(context_text(it.key(), it.value())) << "</code></td></tr>";
+    h << "<tr><th>" << esc(it.key()) << "</th><td><code>" << esc(context_text(it.key(), it.value()))
+      << "</code></td></tr>";
   h << "</table>\n</body></html>\n";
   return h.str();
 }

@@ -134,7 +134,9 @@ TEST(DistributedTest, InactiveGroupLeavesValuesUntouched) {
   (p * p).sum().backward();
   const torch::Tensor grad_before = p.grad().clone();
   const torch::Tensor value_before = p.detach().clone();
-  dp.average_gradients({p});
+  dp.zero_gradients({p});  // inactive: leaves the gradient alone
+  dp.sync_next_backward();
+  EXPECT_EQ(dp.finish_gradients(torch::tensor({2.5, -1.0})), (std::vector<double>{2.5, -1.0}));
   dp.broadcast_from_main({p});
   dp.barrier();
   EXPECT_TRUE(torch::equal(p.grad(), grad_before));

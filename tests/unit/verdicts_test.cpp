@@ -200,8 +200,7 @@ TEST(Verdicts, SectionCarriesClaimProtocolAndDeviationsInEveryFormat) {
   EXPECT_EQ(tex.find("Σ"), std::string::npos) << tex;
   // The context block names the experiment by file and findings (its description leads the report).
   const std::string md = render_markdown(r);
-  EXPECT_NE(md.find("- experiment: configs/experiments/finding1_loss.json (findings 1, 5)\n"), std::string::npos)
-      << md;
+  EXPECT_NE(md.find("- experiment: configs/experiments/finding1_loss.json (findings 1, 5)\n"), std::string::npos) << md;
   EXPECT_EQ(context_text("tier", "debug"), "debug");
   EXPECT_EQ(context_text("params", nlohmann::json{{"n", 2}}), "{\"n\":2}");
 }

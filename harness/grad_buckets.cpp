@@ -1,0 +1,127 @@
+// Implements: harness/grad_buckets.h.
+#include "harness/grad_buckets.h"
+
+#include <map>
+
+#include <torch/csrc/autograd/function_hook.h>
+
+namespace aobench {
+namespace {
+
+// Calls back after the gradient accumulator of one parameter ran (its .grad holds this backward's sum).
+struct ReachedHook : torch::autograd::FunctionPostHook {
+  std::function<void()> fn;
+  explicit ReachedHook(std::function<void()> f) : fn(std::move(f)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    fn();
+    return outputs;
+  }
+};
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t bucket_bytes, Launch launch)
+    : params_(std::move(params)), launch_(std::move(launch)) {
+  const size_t n = params_.size();
+  TORCH_CHECK(n > 0, "GradientBuckets: no parameters");
+  for (const auto& p : params_) {
+    TORCH_CHECK(p.is_leaf() && p.requires_grad(), "GradientBuckets: parameters must be leaves that require grad");
+    TORCH_CHECK(p.device() == params_[0].device(), "GradientBuckets: parameters on ", p.device(), " and ",
+                params_[0].device());
+  }
+  // Reverse parameter order, one open bucket per dtype; offsets run consecutively per dtype, so each
+  // bucket is one contiguous slice of its dtype's buffer.
+  struct Slot {
+    c10::ScalarType dtype;
+    int64_t offset;
+  };
+  std::vector<Slot> slots(n);
+  std::map<c10::ScalarType, int64_t> used_numel;
+  std::map<c10::ScalarType, size_t> open;  // dtype → its open bucket
+  std::vector<int64_t> bucket_bytes_so_far, bucket_begin;
+  std::vector<c10::ScalarType> bucket_dtype;
+  bucket_of_.assign(n, 0);
+  for (size_t k = n; k-- > 0;) {
+    const torch::Tensor& p = params_[k];
+    const c10::ScalarType dtype = p.scalar_type();
+    auto it = open.find(dtype);
+    if (it == open.end() || bucket_bytes_so_far[it->second] + int64_t(p.nbytes()) > bucket_bytes) {
+      buckets_.emplace_back();
+      bucket_bytes_so_far.push_back(0);
+      bucket_begin.push_back(used_numel[dtype]);
+      bucket_dtype.push_back(dtype);
+      open[dtype] = buckets_.size() - 1;
+    }
+    const size_t b = open[dtype];
+    slots[k] = {dtype, used_numel[dtype]};
+    used_numel[dtype] += p.numel();
+    bucket_bytes_so_far[b] += int64_t(p.nbytes());
+    buckets_[b].params.push_back(k);
+    bucket_of_[k] = b;
+  }
+  std::map<c10::ScalarType, torch::Tensor> buffer;
+  for (const auto& [dtype, numel] : used_numel) {
+    buffer[dtype] = torch::zeros({numel}, params_[0].options().dtype(dtype).requires_grad(false));
+    buffers_.push_back(buffer[dtype]);
+  }
+  views_.resize(n);
+  for (size_t k = 0; k < n; ++k)
+    views_[k] = buffer[slots[k].dtype].narrow(0, slots[k].offset, params_[k].numel()).view(params_[k].sizes());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    int64_t numel = 0;
+    for (size_t k : buckets_[b].params) numel += params_[k].numel();
+    buckets_[b].flat = buffer[bucket_dtype[b]].narrow(0, bucket_begin[b], numel);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[k]));
+    TORCH_CHECK(accumulators_.back(), "GradientBuckets: parameter ", k, " has no gradient accumulator");
+    hook_keys_.push_back(accumulators_.back()->add_post_hook(std::make_unique<ReachedHook>([this, k] { reached(k); })));
+  }
+  used_.assign(n, false);
+  armed_reached_.assign(n, false);
+}
+
+GradientBuckets::~GradientBuckets() {
+  for (size_t k = 0; k < accumulators_.size(); ++k) accumulators_[k]->del_post_hook(hook_keys_[k]);
+}
+
+void GradientBuckets::zero() {
+  std::lock_guard<std::mutex> lock(mu_);
+  torch::NoGradGuard no_grad;
+  // Anything that replaced a .grad (an optimizer's set-to-none, say) is undone here.
+  for (size_t k = 0; k < params_.size(); ++k)
+    if (!params_[k].grad().defined() || !params_[k].grad().is_same(views_[k])) params_[k].mutable_grad() = views_[k];
+  for (auto& b : buffers_) b.zero_();
+  std::fill(used_.begin(), used_.end(), false);
+  std::fill(armed_reached_.begin(), armed_reached_.end(), false);
+  for (auto& b : buckets_) b.pending = b.params.size();
+  next_ = 0;
+  armed_ = false;
+}
+
+void GradientBuckets::arm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = true;
+}
+
+void GradientBuckets::reached(size_t k) {
+  std::lock_guard<std::mutex> lock(mu_);
+  used_[k] = true;
+  if (!armed_ || armed_reached_[k]) return;
+  armed_reached_[k] = true;
+  if (--buckets_[bucket_of_[k]].pending == 0) launch_completed_locked();
+}
+
+void GradientBuckets::launch_completed_locked() {
+  while (next_ < buckets_.size() && buckets_[next_].pending == 0) launch_(buckets_[next_++].flat);
+}
+
+std::vector<bool> GradientBuckets::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (next_ < buckets_.size()) launch_(buckets_[next_++].flat);
+  armed_ = false;
+  return used_;
+}
+
+}  // namespace aobench

@@ -1,0 +1,69 @@
+// Implements: the gradient buckets of data-parallel training, which overlap the all-reduce with the backward
+// (what PyTorch DDP's Reducer does, with gradient_as_bucket_view). Every parameter's .grad is a view into one
+// flat buffer per dtype, cut into buckets of ~bucket_bytes in REVERSE parameter order (the order the backward
+// produces gradients). A post-hook on each parameter's gradient accumulator marks it reached; in an armed
+// backward (the last micro-step of an optimizer step) a bucket is handed to `launch` as soon as it and every
+// bucket before it are complete, so every rank launches the same collectives in the same order while the rest
+// of the backward still runs. A parameter that this rank's backward never reaches keeps its bucket open until
+// flush(), which launches what is left, in order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace aobench {
+
+class GradientBuckets {
+ public:
+  // flat: a contiguous (N,) slice of one dtype's buffer, the gradients of one bucket; reduce it in place
+  // (asynchronously is fine: the caller waits before the gradients are read).
+  using Launch = std::function<void(torch::Tensor& flat)>;
+
+  // params: leaf tensors that require grad, all on one device. Registers one hook per parameter.
+  GradientBuckets(std::vector<torch::Tensor> params, int64_t bucket_bytes, Launch launch);
+  ~GradientBuckets();  // removes the hooks
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+
+  // Start of an optimizer step: every .grad is (again) its view into the buffer, all zeros; not armed.
+  void zero();
+  // The next backward launches buckets as they complete (call just before the last micro-step's backward).
+  void arm();
+  // After that backward: launches every bucket not launched yet, in order, and disarms. Returns, per
+  // parameter, whether any backward since zero() reached it.
+  std::vector<bool> flush();
+
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  size_t bucket_count() const { return buckets_.size(); }
+  // Indices into params() of bucket b, in the order they were assigned (reverse parameter order).
+  const std::vector<size_t>& bucket_params(size_t b) const { return buckets_[b].params; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;
+    torch::Tensor flat;  // (numel,) view of its dtype's buffer
+    size_t pending = 0;  // parameters not reached yet in the armed backward
+  };
+  void reached(size_t k);  // the hook: parameter k's gradient is accumulated
+  void launch_completed_locked();
+
+  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> views_;    // params_[k].grad() when attached: (param shape) view of a buffer
+  std::vector<torch::Tensor> buffers_;  // one flat buffer per dtype
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive: they hold the hooks
+  std::vector<uintptr_t> hook_keys_;
+  Launch launch_;
+  std::mutex mu_;  // the hooks run on the autograd engine's device thread
+  std::vector<bool> used_, armed_reached_;
+  size_t next_ = 0;  // first bucket not launched yet
+  bool armed_ = false;
+};
+
+}  // namespace aobench

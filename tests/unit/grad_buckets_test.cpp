@@ -1,0 +1,130 @@
+// Implements: tests of harness/grad_buckets.h on the CPU, the launch callback standing in for the NCCL
+// all-reduce: bucket layout, gradients as views, accumulation over micro-steps equal to plain autograd, buckets
+// launched from the hooks in order and only in the armed backward, complete when launched, unused parameters.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "harness/grad_buckets.h"
+
+namespace aobench {
+namespace {
+
+// Four parameters of 10, 1000, 20 and 300 floats; loss uses all of them unless `skip_c`.
+struct Net {
+  std::vector<torch::Tensor> params;
+  explicit Net(uint64_t seed) {
+    torch::manual_seed(seed);
+    for (int64_t n : {10, 1000, 20, 300}) params.push_back(torch::randn({n}, torch::requires_grad()));
+  }
+  torch::Tensor loss(const torch::Tensor& x, bool skip_c = false) const {
+    torch::Tensor l = (params[0] * x.narrow(0, 0, 10)).sum().pow(2) + (params[1].sin() * 0.5).sum() +
+                      (params[3] * params[3]).sum() * x[0];
+    if (!skip_c) l = l + params[2].exp().sum() * x[1];
+    return l;
+  }
+};
+
+TEST(GradientBuckets, ReverseOrderBucketsWithinTheCapAndGradientsAsViews) {
+  Net net(1);
+  GradientBuckets g(net.params, /*bucket_bytes=*/1200 * 4, [](torch::Tensor&) {});
+  // Reverse order: d (300) + c (20) fit 1200 floats, b (1000) would not; then b + a.
+  ASSERT_EQ(g.bucket_count(), 2u);
+  EXPECT_EQ(g.bucket_params(0), (std::vector<size_t>{3, 2}));
+  EXPECT_EQ(g.bucket_params(1), (std::vector<size_t>{1, 0}));
+  g.zero();
+  const auto* base = static_cast<const char*>(net.params[3].grad().data_ptr());
+  int64_t offset = 0;
+  for (size_t k : {3u, 2u, 1u, 0u}) {  // consecutive in one buffer, in bucket order
+    ASSERT_TRUE(net.params[k].grad().defined());
+    EXPECT_EQ(static_cast<const char*>(net.params[k].grad().data_ptr()), base + offset * 4) << k;
+    EXPECT_EQ(net.params[k].grad().sizes(), net.params[k].sizes());
+    EXPECT_EQ(net.params[k].grad().abs().sum().item<float>(), 0.f);
+    offset += net.params[k].numel();
+  }
+  // A parameter larger than the cap gets a bucket of its own.
+  GradientBuckets small(net.params, 100 * 4, [](torch::Tensor&) {});
+  EXPECT_EQ(small.bucket_count(), 4u);
+}
+
+TEST(GradientBuckets, AccumulatesLikeAutogradAndLaunchesCompleteBucketsInOrderFromTheHooks) {
+  Net ref(2), net(2);
+  const std::vector<torch::Tensor> xs{torch::randn({10}), torch::randn({10}), torch::randn({10})};
+  for (const auto& x : xs) (ref.loss(x) / 3.0).backward();
+
+  std::vector<size_t> launched;
+  std::vector<bool> complete;
+  GradientBuckets* gp = nullptr;
+  GradientBuckets g(net.params, 1200 * 4, [&](torch::Tensor& flat) {
+    const size_t b = launched.size();
+    launched.push_back(b);
+    // The slice holds the finished sum of every micro-step for each of its parameters.
+    std::vector<torch::Tensor> expect;
+    for (size_t k : gp->bucket_params(b)) expect.push_back(ref.params[k].grad().reshape({-1}));
+    complete.push_back(torch::allclose(flat, torch::cat(expect), 1e-6, 1e-6));
+    flat.mul_(0.5);  // what an all-reduce mean over two equal ranks would leave
+  });
+  gp = &g;
+  for (int step = 0; step < 2; ++step) {  // the second step starts from zeroed views again
+    launched.clear();
+    complete.clear();
+    g.zero();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (i + 1 == xs.size()) g.arm();
+      (net.loss(xs[i]) / 3.0).backward();
+      if (i + 1 < xs.size()) {
+        EXPECT_TRUE(launched.empty()) << "launched in an unarmed backward";
+      }
+    }
+    EXPECT_EQ(launched, (std::vector<size_t>{0, 1})) << "the hooks launch every bucket during the backward";
+    EXPECT_EQ(complete, (std::vector<bool>{true, true}));
+    const std::vector<bool> used = g.flush();
+    EXPECT_EQ(used, (std::vector<bool>{true, true, true, true}));
+    EXPECT_EQ(launched.size(), 2u) << "flush launches nothing twice";
+    for (size_t k = 0; k < 4; ++k)
+      EXPECT_TRUE(torch::allclose(net.params[k].grad(), ref.params[k].grad() * 0.5, 1e-6, 1e-6)) << k;
+  }
+}
+
+TEST(GradientBuckets, AnUnreachedParameterKeepsZerosAndFlushLaunchesTheRestInOrder) {
+  Net net(3);
+  std::vector<size_t> order;
+  GradientBuckets* gp = nullptr;
+  GradientBuckets g(net.params, 100 * 4, [&](torch::Tensor& flat) {
+    for (size_t b = 0; b < gp->bucket_count(); ++b)
+      if (flat.data_ptr() == gp->params()[gp->bucket_params(b)[0]].grad().data_ptr()) order.push_back(b);
+  });
+  gp = &g;
+  ASSERT_EQ(g.bucket_count(), 4u);  // buckets: d, c, b, a
+  g.zero();
+  g.arm();
+  net.loss(torch::randn({10}), /*skip_c=*/true).backward();
+  EXPECT_EQ(order, (std::vector<size_t>{0})) << "bucket 1 (c) never completes, so 2 and 3 wait behind it";
+  const std::vector<bool> used = g.flush();
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(used, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(net.params[2].grad().abs().sum().item<float>(), 0.f);
+}
+
+TEST(GradientBuckets, ZeroReattachesGradientsSetToNoneAndTheHooksGoWithTheObject) {
+  Net net(4);
+  int launches = 0;
+  {
+    GradientBuckets g(net.params, 1 << 20, [&](torch::Tensor&) { ++launches; });
+    g.zero();
+    for (auto& p : net.params) p.mutable_grad().reset();  // an optimizer's zero_grad(set_to_none)
+    net.loss(torch::randn({10})).backward();              // accumulators steal fresh tensors
+    g.zero();
+    const void* base = net.params[3].grad().data_ptr();
+    EXPECT_EQ(net.params[2].grad().data_ptr(), static_cast<const void*>(static_cast<const float*>(base) + 300));
+    g.arm();
+    net.loss(torch::randn({10})).backward();
+    EXPECT_EQ(launches, 1);
+    g.flush();
+  }
+  net.loss(torch::randn({10})).backward();  // no hook left to call into the destroyed object
+  EXPECT_EQ(launches, 1);
+}
+
+}  // namespace
+}  // namespace aobench
