@@ -35,7 +35,7 @@ echo "=== 2 processes (torchrun --standalone --nproc_per_node=2) ==="
 echo "=== 2 processes, --resume for 10 more steps from step $STEPS ==="
 "${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
   --set train.out_dir="$W/run2" --set train.max_iters=$((STEPS + 10)) --set train.lr_decay_iters=$((STEPS + 10)) \
-  --resume
+  --resume --resume-with-changes
 echo "=== WORLD_SIZE=2 on CPU must be refused ==="
 if WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 build/aobench train --config "$W/config.json" \
      --set train.device=cpu --set train.out_dir="$W/run_cpu"; then
