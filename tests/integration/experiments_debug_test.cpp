@@ -3,7 +3,9 @@
 // where the file generates, report), and the report's verdict section: one line per finding the file names,
 // each "yes", "no" or "not enough data" with its counts, beside the claim, the protocol and the deviations.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -18,11 +20,21 @@ namespace fs = std::filesystem;
 
 TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
   AOBENCH_REQUIRE_FORTUNES();
-  testing::TempDir tmp;
+  // AOBENCH_KEEP_DEBUG_TIER=DIR (new or empty): run in DIR and keep it, so that scripts/regress.sh can gate
+  // these runs (AOBENCH_REGRESS_DEBUG_DIR=DIR) instead of training them a second time, as .ci/run does.
+  std::optional<testing::TempDir> scratch;
+  fs::path root;
+  if (const char* keep = std::getenv("AOBENCH_KEEP_DEBUG_TIER"); keep && *keep) {
+    root = keep;
+    ASSERT_TRUE(!fs::exists(root) || fs::is_empty(root)) << "AOBENCH_KEEP_DEBUG_TIER=" << keep << " is not empty";
+    fs::create_directories(root);
+  } else {
+    root = scratch.emplace().path;
+  }
   // The files name each other ("base") by repository-relative paths: run from a copy of configs/.
-  fs::copy(std::string(AOBENCH_SOURCE_DIR) + "/configs", tmp.path / "configs", fs::copy_options::recursive);
+  fs::copy(std::string(AOBENCH_SOURCE_DIR) + "/configs", root / "configs", fs::copy_options::recursive);
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(tmp.path / "configs/experiments"))
+  for (const auto& e : fs::directory_iterator(root / "configs/experiments"))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 8u);
@@ -30,14 +42,14 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
     SCOPED_TRACE(file.filename().string());
     const std::string rel = "configs/experiments/" + file.filename().string();
     std::string out;
-    ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
+    ASSERT_EQ(testing::run_aobench_in(root.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
     const json exp = load_json_file(file.string());
     const std::string out_dir =
         exp["tiers"]["debug"].contains("out_dir")
             ? exp["tiers"]["debug"]["out_dir"].get<std::string>()
-            : load_json_file((tmp.path / exp["base"].get<std::string>()).string())["tiers"]["debug"]["out_dir"]
+            : load_json_file((root / exp["base"].get<std::string>()).string())["tiers"]["debug"]["out_dir"]
                   .get<std::string>();
-    const fs::path report = tmp.path / out_dir / "report";
+    const fs::path report = root / out_dir / "report";
     for (const char* f : {"results.json", "summary.md", "results.tex", "index.html"})
       EXPECT_TRUE(fs::exists(report / f)) << f << "\n" << out;
     // The paper's figures, where the experiment has their data (PNG and SVG).
@@ -49,7 +61,7 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
       for (const auto& fig : figures)
         for (const char* ext : {".png", ".svg"}) EXPECT_TRUE(fs::exists(report / (fig + ext))) << fig << ext;
     }
-    const json record = load_json_file((tmp.path / out_dir / "experiment.json").string());
+    const json record = load_json_file((root / out_dir / "experiment.json").string());
     EXPECT_EQ(record["tier"], "debug");
     const std::string md = testing::read_text((report / "summary.md").string());
     const std::string tex = testing::read_text((report / "results.tex").string());
