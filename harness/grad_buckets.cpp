@@ -31,48 +31,43 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t buck
                 params_[0].device());
   }
   // Reverse parameter order, one open bucket per dtype; offsets run consecutively per dtype, so each
-  // bucket is one contiguous slice of its dtype's buffer.
-  struct Slot {
+  // bucket is one contiguous slice [begin, begin + numel) of its dtype's buffer.
+  struct Span {
     c10::ScalarType dtype;
-    int64_t offset;
+    int64_t begin = 0, numel = 0, bytes = 0;
   };
-  std::vector<Slot> slots(n);
-  std::map<c10::ScalarType, int64_t> used_numel;
-  std::map<c10::ScalarType, size_t> open;  // dtype → its open bucket
-  std::vector<int64_t> bucket_bytes_so_far, bucket_begin;
-  std::vector<c10::ScalarType> bucket_dtype;
+  std::vector<Span> spans;                  // one per bucket
+  std::vector<int64_t> offset(n);           // parameter k's first element in its dtype's buffer
+  std::map<c10::ScalarType, int64_t> used;  // elements assigned so far, per dtype
+  std::map<c10::ScalarType, size_t> open;   // dtype → its open bucket
   bucket_of_.assign(n, 0);
   for (size_t k = n; k-- > 0;) {
     const torch::Tensor& p = params_[k];
     const c10::ScalarType dtype = p.scalar_type();
     auto it = open.find(dtype);
-    if (it == open.end() || bucket_bytes_so_far[it->second] + int64_t(p.nbytes()) > bucket_bytes) {
+    if (it == open.end() || spans[it->second].bytes + int64_t(p.nbytes()) > bucket_bytes) {
       buckets_.emplace_back();
-      bucket_bytes_so_far.push_back(0);
-      bucket_begin.push_back(used_numel[dtype]);
-      bucket_dtype.push_back(dtype);
+      spans.push_back({dtype, used[dtype]});
       open[dtype] = buckets_.size() - 1;
     }
     const size_t b = open[dtype];
-    slots[k] = {dtype, used_numel[dtype]};
-    used_numel[dtype] += p.numel();
-    bucket_bytes_so_far[b] += int64_t(p.nbytes());
+    offset[k] = used[dtype];
+    used[dtype] += p.numel();
+    spans[b].numel += p.numel();
+    spans[b].bytes += int64_t(p.nbytes());
     buckets_[b].params.push_back(k);
     bucket_of_[k] = b;
   }
   std::map<c10::ScalarType, torch::Tensor> buffer;
-  for (const auto& [dtype, numel] : used_numel) {
+  for (const auto& [dtype, numel] : used) {
     buffer[dtype] = torch::zeros({numel}, params_[0].options().dtype(dtype).requires_grad(false));
     buffers_.push_back(buffer[dtype]);
   }
   views_.resize(n);
   for (size_t k = 0; k < n; ++k)
-    views_[k] = buffer[slots[k].dtype].narrow(0, slots[k].offset, params_[k].numel()).view(params_[k].sizes());
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    int64_t numel = 0;
-    for (size_t k : buckets_[b].params) numel += params_[k].numel();
-    buckets_[b].flat = buffer[bucket_dtype[b]].narrow(0, bucket_begin[b], numel);
-  }
+    views_[k] = buffer[params_[k].scalar_type()].narrow(0, offset[k], params_[k].numel()).view(params_[k].sizes());
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    buckets_[b].flat = buffer[spans[b].dtype].narrow(0, spans[b].begin, spans[b].numel);
   for (size_t k = 0; k < n; ++k) {
     accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[k]));
     TORCH_CHECK(accumulators_.back(), "GradientBuckets: parameter ", k, " has no gradient accumulator");
