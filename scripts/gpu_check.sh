@@ -2,7 +2,7 @@
 # GPU checks, run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 #                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
-#                                    plateau tiers
+#                                    plateau tiers lanes
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -22,12 +22,14 @@ phase_build() {  # AOBENCH_CMAKE_ARGS / AOBENCH_TARGETS narrow it (default: no t
 }
 ensure_libs() { export LD_LIBRARY_PATH="${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"; }
 
-phase_data() {   # prepare every dataset of the paradigms experiment (the runner skips existing outputs)
+phase_data() {   # prepare every dataset of the paradigms experiment, or only $DATA_ONLY (a prepare entry's name)
   ensure_libs
   python3 - ${DATA_EXPERIMENT:-} <<'PY' > /tmp/prepare_cmds.sh
 import json, shlex
 import sys
+import os
 for p in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))["prepare"]:
+    if os.environ.get("DATA_ONLY") and p["name"] != os.environ["DATA_ONLY"]: continue
     args = ["build/aobench", "prepare"]
     for k, v in p.items():
         if k == "name": continue
@@ -406,19 +408,50 @@ PY
   echo "plateau phase: ${SECONDS} s"
 }
 
+# One experiment at one tier: loss curves, verdicts and the run folder (without checkpoints) into $OUT. Stopped
+# (SIGINT: the trainer checkpoints) once $LANE_DEADLINE seconds of this script have passed; the report then
+# shows what finished, and a later call resumes the experiment.
+run_tier() {
+  local exp=$1 tier=$2 d left=$(( ${LANE_DEADLINE:-100000} - SECONDS ))
+  d=$(python3 - configs/experiments/$exp.json $tier <<'PY'
+import json, sys
+def out_dir(path, tier):  # the tier's out_dir, else the body's, else the "base" file's at the same tier
+    e = json.load(open(path))
+    return e["tiers"][tier].get("out_dir") or e.get("out_dir") or out_dir(e["base"], tier)
+print(out_dir(sys.argv[1], sys.argv[2]))
+PY
+)
+  if (( left > 0 )); then
+    timeout --signal=INT --kill-after=30 $left $A run configs/experiments/$exp.json --set tier=$tier 2>&1 |
+      tee "$OUT/tiers_${exp}_$tier.log" | grep -E "^done:|val loss|verdict|rror|^run: done" || true
+  fi
+  [[ -f $d/report/summary.md && $d/report/summary.md -nt $d/experiment.json ]] || $A report $d > /dev/null 2>&1 || true
+  sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${exp}_${tier}_verdicts.md"
+  tar czf "$OUT/tiers_${exp}_$tier.tgz" --exclude=checkpoints --exclude=data $d
+}
+
 phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (default tiny_t256): loss curves + verdicts
   ensure_libs
   for exp in ${TIER_EXPERIMENTS:-finding1_loss}; do
-    for tier in ${TIERS:-tiny_t256}; do
-      $A run configs/experiments/$exp.json --set tier=$tier 2>&1 | tee "$OUT/tiers_${exp}_$tier.log" |
-        grep -E "^done:|val loss|verdict|rror|^run: done" || true
-      d=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["tiers"][sys.argv[2]].get("out_dir", e["out_dir"]))' \
-          configs/experiments/$exp.json $tier)
-      sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md | tee "$OUT/tiers_${exp}_${tier}_verdicts.md"
-      tar czf "$OUT/tiers_${exp}_$tier.tgz" --exclude=checkpoints --exclude=data $d
-    done
+    for tier in ${TIERS:-tiny_t256}; do run_tier $exp $tier; done
   done
   echo "tiers phase: ${SECONDS} s"
+}
+
+# $TIER_LANES (space-separated lanes, each a comma-separated list of experiments run one after another) at tier
+# $TIER (default tiny_t256); the lanes run at the same time, lane i on GPU i mod (GPU count). The shared
+# training pack is prepared once first so that no two lanes write it.
+phase_lanes() {
+  ensure_libs
+  local ngpu i=0 tier=${TIER:-tiny_t256}
+  ngpu=$(nvidia-smi -L | wc -l)
+  DATA_ONLY=wiki_train phase_data > /dev/null
+  for lane in $TIER_LANES; do
+    (export CUDA_VISIBLE_DEVICES=$(( i % ngpu )); for exp in ${lane//,/ }; do run_tier $exp $tier; done) &
+    i=$(( i + 1 ))
+  done
+  wait
+  echo "lanes phase: ${SECONDS} s"
 }
 
 for p in "$@"; do

@@ -7,11 +7,13 @@
 // Every model first sits on that plateau for a while (longer for larger T), so T is short and a plugin gets
 // up to kSeeds training seeds: the test passes when one of them ends under its threshold.
 // Run alone: ctest -L learning (or aobench_learning_tests --gtest_filter='MarkovLearning.*').
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -59,6 +61,8 @@ std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.plugi
 class MarkovLearning : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
+    // ctest runs these tests alone (RUN_SERIAL in tests/CMakeLists.txt), so they take every core (up to 8).
+    torch::set_num_threads(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
     train_ = dir_.file("train.bin");
     val_ = dir_.file("val.bin");
     write_token_file(train_, markov_stream(200000, 1), int32_t(kLetters));

@@ -8,6 +8,8 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "harness/experiment_tiers.h"
+#include "harness/resolve_config.h"
+#include "harness/run_generation.h"
 
 namespace aobench {
 namespace {
@@ -132,6 +134,9 @@ TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
 
 // Every shipped experiment file resolves at every tier it declares, names known findings, and has a debug tier
 // (tests/integration/experiments_debug_test.cpp runs it).
+// Every tier a file declares (the four standard ones at least) resolves the way `aobench run` resolves it: the
+// tier's patch, the "base" file at the same tier, every job's config validated strictly (a misspelt key in a
+// tiny_t256 patch fails here, not after an hour on a GPU), and the generation section.
 TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
   int files = 0;
   for (const auto& entry :
@@ -141,11 +146,27 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
     const std::string origin = entry.path().string();
     const json exp = load_json_file(origin);
     ASSERT_TRUE(exp.contains("tiers")) << origin;
-    for (const char* tier : {"debug", "tiny", "small", "medium"}) {
-      ASSERT_TRUE(exp["tiers"].contains(tier)) << origin << " lacks tier " << tier;
-      const json e = apply_tier(exp, tier, origin);
-      EXPECT_NO_THROW(experiment_record(e, origin)) << origin << " " << tier;
-      EXPECT_TRUE(e.contains("out_dir") || e.contains("base")) << origin;
+    for (const char* tier : {"debug", "tiny", "small", "medium"})
+      EXPECT_TRUE(exp["tiers"].contains(tier)) << origin << " lacks tier " << tier;
+    for (auto tier = exp["tiers"].begin(); tier != exp["tiers"].end(); ++tier) {
+      SCOPED_TRACE(origin + " tier " + tier.key());
+      // The base file is named relative to the repository root, as `aobench run` is started there.
+      const std::filesystem::path cwd = std::filesystem::current_path();
+      std::filesystem::current_path(AOBENCH_SOURCE_DIR);
+      json e;
+      EXPECT_NO_THROW(e = experiment_with_base(apply_tier(exp, tier.key(), origin), origin));
+      std::filesystem::current_path(cwd);
+      EXPECT_NO_THROW(experiment_record(e, origin));
+      ASSERT_TRUE(e.contains("out_dir") && e.contains("jobs") && e.contains("common"));
+      for (const auto& job : e["jobs"]) {
+        json patch = e["common"];
+        if (job.contains("config")) patch.merge_patch(job["config"]);
+        patch["train"]["out_dir"] = e["out_dir"].get<std::string>() + "/" + job["name"].get<std::string>();
+        EXPECT_NO_THROW(resolve_config(patch, {}, origin)) << "job " << job["name"];
+      }
+      if (e.contains("generation")) {
+        EXPECT_NO_THROW(check_generation_section(e["generation"], origin));
+      }
     }
   }
   EXPECT_GE(files, 8);
