@@ -75,25 +75,28 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
   run.metrics[prefix + "eval_tok_s" + suf] = tps;
 }
 
+// Formats into its own stream: manipulators set on std::cout would outlive the table (a later "top-p 0.95"
+// in the same `aobench run` printed as 0.9).
 void print_table(const std::vector<LikelihoodResult>& rows) {
-  std::cout << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right << std::setw(10)
-            << "nll" << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb" << std::setw(6) << "n"
-            << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11) << "tok/s" << std::setw(10)
-            << "wall s"
-            << "\n";
+  std::ostringstream table;
+  table << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right << std::setw(10) << "nll"
+        << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb" << std::setw(6) << "n"
+        << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11) << "tok/s" << std::setw(10)
+        << "wall s"
+        << "\n";
   for (const auto& r : rows) {
     std::ostringstream windows;
     windows << r.windows_used << "/" << r.windows_total;
-    std::cout << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r)) << std::right
-              << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9) << r.stderr_
-              << std::setprecision(2) << std::setw(11) << r.ppl << std::setprecision(3) << std::setw(8)
-              << r.bits_per_byte << std::setw(6) << r.sequences << std::setw(10) << r.tokens << std::setw(10)
-              << windows.str() << std::setprecision(0) << std::setw(11) << r.tok_per_s << std::setprecision(1)
-              << std::setw(10) << r.wall_s << "\n"
-              << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol
-              << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
-    std::cout.unsetf(std::ios::fixed);
+    table << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r)) << std::right
+          << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9) << r.stderr_
+          << std::setprecision(2) << std::setw(11) << r.ppl << std::setprecision(3) << std::setw(8) << r.bits_per_byte
+          << std::setw(6) << r.sequences << std::setw(10) << r.tokens << std::setw(10) << windows.str()
+          << std::setprecision(0) << std::setw(11) << r.tok_per_s << std::setprecision(1) << std::setw(10) << r.wall_s
+          << "\n"
+          << "    " << (r.is_bound ? "upper bound; " : "") << r.protocol
+          << (r.bpb_estimate ? "; bits/byte estimated" : "") << "\n";
   }
+  std::cout << table.str();
 }
 
 }  // namespace
@@ -151,9 +154,9 @@ void run_eval(const EvalTask& task) {
     check_token_ids(file, model.vocab_size(),
                     "model " + get_string(config, "model.plugin") + "/" + get_string(config, "model.flavour"));
     const double tps = l2r_throughput(model, file, options, device, /*warmup=*/3, /*iters=*/10);
-    std::cout << "throughput: " << std::fixed << std::setprecision(0) << tps
-              << " tok/s (L2R log_prob forward, B=" << options.batch_size << ", T=" << model.block_size() << ", "
-              << device.str() << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
+    std::cout << "throughput: " << std::llround(tps) << " tok/s (L2R log_prob forward, B=" << options.batch_size
+              << ", T=" << model.block_size() << ", " << device.str()
+              << (options.autocast_bf16 ? ", bf16 autocast" : ", fp32") << ")\n";
     return;
   }
 

@@ -1,6 +1,7 @@
 // Implements: the quickstart end to end, shortened (configs/quickstart.json with 20 training steps):
-// prepare the fortunes corpus → train the debug GPT → L2R eval → report. Checks every report file and that
-// the held-out perplexity is finite and below the uniform 257, and that a re-run skips finished work.
+// prepare the fortunes corpus → train the five debug models → evals → samples, generation perplexity and
+// speed → report. Checks every report file, that the held-out perplexity is finite and below the uniform 257,
+// the generation metrics and verdict lines, and that a re-run skips finished work.
 #include <cmath>
 #include <filesystem>
 
@@ -60,6 +61,20 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
     EXPECT_TRUE(bound.is_bound) << name;
     EXPECT_TRUE(std::isfinite(bound.value) && bound.value > 1.0) << name;
   }
+
+  // Generation: every model sampled at every setting, judged by the gpt job, timed against steps.
+  for (const char* name : {"gpt", "sigma_gpt", "ao_gpt", "sedd", "radd"})
+    for (const char* key : {"gen_p1_t1_s16/genppl", "gen_p0.95_t0.7_s128/genppl", "gen_p1_t1_s64/entropy",
+                            "speed_s16/gen_s", "speed_s128/gen_s"}) {
+      ASSERT_TRUE(r.runs.at(name).metrics.count(key)) << name << " " << key;
+      const double v = r.runs.at(name).metrics.at(key).value;
+      EXPECT_TRUE(std::isfinite(v) && v > 0) << name << " " << key << " = " << v;
+    }
+  const std::string summary = testing::read_text((report / "summary.md").string());
+  for (const char* finding : {"| 1 |", "| zero-shot |", "| 7 |", "| 8.1 |", "| 8.2 |"})
+    EXPECT_NE(summary.find(finding), std::string::npos) << finding << "\n" << summary;
+  // The speed header comes after the evals' tables in the same process: their number format must not leak.
+  EXPECT_NE(out.find("top-p 0.95, temperature 0.9, float64 draws"), std::string::npos) << out;
 
   // The terminal shows where the run is and ends with the report's headline table.
   EXPECT_NE(out.find("run [1/"), std::string::npos) << out;
