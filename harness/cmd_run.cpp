@@ -4,11 +4,17 @@
 // idempotent: <out_dir>/<job>/DONE.json records finished training (with the resolved config it used)
 // and evals, so a re-run skips them (--force redoes everything); a finished job whose
 // resolved config has changed since is refused with the differences, never skipped with stale results,
-// and a killed run resumes its training job from the latest checkpoint. <out_dir>/.lock keeps a second
-// `aobench run` out of the same experiment. The experiment file format is documented in configs/quickstart.json ("comment").
+// and a killed run resumes its training job from the latest checkpoint. `--jobs a,b` runs only those jobs, so
+// one experiment can be spread over processes (one per GPU) or machines sharing the folder. Locks: each job's
+// work holds <out_dir>/.job_<name>.lock (a second process on the same job fails at once); the experiment's
+// <out_dir>/.lock is held for the whole run without --jobs, and with --jobs only while preparing the data and
+// writing the report (waiting for a holder), so runs of disjoint jobs proceed side by side.
+// The experiment file format is documented in configs/quickstart.json ("comment").
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "core/config.h"
@@ -33,7 +39,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* kUsage = "aobench run EXPERIMENT.json [--set key.path=value]... [--force]";
+const char* kUsage = "aobench run EXPERIMENT.json [--set key.path=value]... [--jobs NAME[,NAME]...] [--force]";
 
 // `aobench prepare` with the arguments of a "prepare" entry (whose keys are that command's options). Every
 // other step calls the library function behind its command (harness/tasks.h), so there is one code path
@@ -108,6 +114,18 @@ bool run_prepare(const json& entry, size_t i, const std::string& origin, bool fo
   return true;
 }
 
+// "a,b,,c" → {"a", "b", "c"}.
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    if (end > begin) out.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
 // Does eval mode `mode` (with its optional "jobs" filter) apply to job `name`?
 bool mode_applies(const json& mode, const std::string& name) {
   return !mode.contains("jobs") ||
@@ -120,6 +138,8 @@ int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("run options");
   desc.add_options()("experiment", po::value<std::string>()->required(), "experiment JSON file")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")(
+      "jobs", po::value<std::vector<std::string>>()->composing(),
+      "run only these jobs (comma-separated or repeated); the report covers every job finished so far")(
       "force", po::bool_switch(), "redo prepared data, training and evals even when finished");
   po::positional_options_description pos;
   pos.add("experiment", 1);
@@ -156,6 +176,26 @@ int cmd_run(const std::vector<std::string>& args) {
                         "every job needs its own name: it is the run directory <out_dir>/<name>");
     job_names.push_back(name);
   }
+  // --jobs: the jobs this invocation works on, in the file's order (all without it).
+  const bool subset = vm.count("jobs") > 0;
+  std::vector<std::string> selected = job_names;
+  if (subset) {
+    std::set<std::string> requested;
+    for (const auto& arg : vm["jobs"].as<std::vector<std::string>>())
+      for (const auto& name : comma_list(arg)) {
+        if (std::find(job_names.begin(), job_names.end(), name) == job_names.end())
+          throw ConfigError(origin + ": --jobs names '" + name + "', which is no job of this experiment",
+                            "jobs: " + join_names(job_names));
+        requested.insert(name);
+      }
+    if (requested.empty()) throw ConfigError("--jobs names no job", "jobs: " + join_names(job_names));
+    selected.clear();
+    for (const auto& name : job_names)
+      if (requested.count(name)) selected.push_back(name);
+  }
+  auto is_selected = [&](const std::string& name) {
+    return std::find(selected.begin(), selected.end(), name) != selected.end();
+  };
   const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
   for (const auto& mode : modes) {
@@ -179,7 +219,9 @@ int cmd_run(const std::vector<std::string>& args) {
   for (auto d = datasets.begin(); d != datasets.end(); ++d)
     if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   fs::create_directories(out_dir);
-  const DirLock lock((out_dir / ".lock").string(), "aobench run " + origin, /*wait=*/false);
+  const std::string holder = "aobench run " + origin + (subset ? " --jobs " + join_names(selected) : "");
+  std::optional<DirLock> experiment_lock;
+  experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/subset);
   write_experiment_record(out_dir.string(), record);  // <out_dir>/experiment.json, for `aobench report`
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
@@ -187,11 +229,10 @@ int cmd_run(const std::vector<std::string>& args) {
 
   // Progress over the experiment's steps (prepare entries, trainings, evals); the ETA counts only the
   // steps done in this process, not the ones skipped as finished earlier.
-  size_t n_steps = prepare.size() + jobs.size();
-  for (const auto& job : jobs)
+  size_t n_steps = prepare.size() + selected.size();
+  for (const auto& name : selected)
     for (const auto& mode : modes)
-      if (job.contains("name") && job["name"].is_string() && mode_applies(mode, job["name"].get<std::string>()))
-        ++n_steps;
+      if (mode_applies(mode, name)) ++n_steps;
   Progress::Options quiet;  // no lines of its own: the runner prints status() with each step
   quiet.interval_s = 1e300;
   Progress progress("run " + origin, static_cast<int64_t>(n_steps), "steps", quiet);
@@ -209,6 +250,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ++skipped;
     }
   }
+  if (subset) experiment_lock.reset();  // the data is there: other --jobs runs may go on beside this one
 
   // Resolve every job before training any, so a typo in the last job fails in seconds.
   std::vector<std::pair<std::string, json>> resolved;
@@ -227,6 +269,7 @@ int cmd_run(const std::vector<std::string>& args) {
   // A job finished with another config than the experiment gives now would be skipped with stale results:
   // refuse, listing the differences, before any job trains.
   for (const auto& [name, config] : resolved) {
+    if (!is_selected(name)) continue;
     const json done = force ? json::object() : read_done(out_dir / name);
     if (!done.value("train", false)) continue;
     if (!done.contains("config")) {
@@ -245,8 +288,13 @@ int cmd_run(const std::vector<std::string>& args) {
                           "job, or undo the change");
   }
 
+  auto lock_job = [&](const std::string& name) {
+    return std::make_unique<DirLock>((out_dir / (".job_" + name + ".lock")).string(), holder, /*wait=*/false);
+  };
   int64_t trained = 0, evaluated = 0;
   for (const auto& [name, config] : resolved) {
+    if (!is_selected(name)) continue;
+    const auto job_lock = lock_job(name);
     const fs::path job_dir = out_dir / name;
     if (force && fs::exists(job_dir)) {
       std::cout << "run: --force: removing " << job_dir.string() << "\n";
@@ -304,14 +352,24 @@ int cmd_run(const std::vector<std::string>& args) {
       ++evaluated;
     }
   }
-  // Generation after every job is trained: a job of this experiment may be the genppl judge.
-  if (exp.contains("generation"))
+  // Generation after every job is trained: a job of this experiment may be the genppl judge. Under --jobs the
+  // judge may be another run's job, still training.
+  const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";
+  const bool judge_pending = std::find(job_names.begin(), job_names.end(), judge) != job_names.end() &&
+                             !read_done(out_dir / judge).value("train", false);
+  if (exp.contains("generation") && judge_pending)
+    std::cout << "run: generation skipped: its judge, job " << judge
+              << ", is not trained yet; run the same command again once it is\n";
+  if (exp.contains("generation") && !judge_pending)
     for (const auto& [name, config] : resolved) {
+      if (!is_selected(name)) continue;
+      const auto job_lock = lock_job(name);
       const fs::path job_dir = out_dir / name;
       json done = read_done(job_dir);
       run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
                             [&] { write_done(job_dir, done); });
     }
+  if (subset) experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/true);
   const ReportTask report_task{out_dir.string()};
   announce_task("report", report_task);
   run_report(report_task);

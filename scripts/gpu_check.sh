@@ -408,11 +408,12 @@ PY
   echo "plateau phase: ${SECONDS} s"
 }
 
-# One experiment at one tier: loss curves, verdicts and the run folder (without checkpoints) into $OUT. Stopped
-# (SIGINT: the trainer checkpoints) once $LANE_DEADLINE seconds of this script have passed; the report then
-# shows what finished, and a later call resumes the experiment.
+# One experiment at one tier ($3: optional job names, comma-separated, for `aobench run --jobs`): loss curves,
+# verdicts and the run folder (without checkpoints) into $OUT. Stopped (SIGINT: the trainer checkpoints) once
+# $LANE_DEADLINE seconds of this script have passed; the report then shows what finished, and a later call
+# resumes the experiment.
 run_tier() {
-  local exp=$1 tier=$2 d left=$(( ${LANE_DEADLINE:-100000} - SECONDS ))
+  local exp=$1 tier=$2 jobs=${3:-} d left=$(( ${LANE_DEADLINE:-100000} - SECONDS )) tag=${1}_$2${3:+_${3//,/_}}
   d=$(python3 - configs/experiments/$exp.json $tier <<'PY'
 import json, sys
 def out_dir(path, tier):  # the tier's out_dir, else the body's, else the "base" file's at the same tier
@@ -422,12 +423,12 @@ print(out_dir(sys.argv[1], sys.argv[2]))
 PY
 )
   if (( left > 0 )); then
-    timeout --signal=INT --kill-after=30 $left $A run configs/experiments/$exp.json --set tier=$tier 2>&1 |
-      tee "$OUT/tiers_${exp}_$tier.log" | grep -E "^done:|val loss|verdict|rror|^run: done" || true
+    timeout --signal=INT --kill-after=30 $left $A run configs/experiments/$exp.json --set tier=$tier \
+      ${jobs:+--jobs $jobs} 2>&1 | tee "$OUT/tiers_$tag.log" | grep -E "^done:|val loss|verdict|rror|^run: done" || true
   fi
-  [[ -f $d/report/summary.md && $d/report/summary.md -nt $d/experiment.json ]] || $A report $d > /dev/null 2>&1 || true
-  sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${exp}_${tier}_verdicts.md"
-  tar czf "$OUT/tiers_${exp}_$tier.tgz" --exclude=checkpoints --exclude=data $d
+  $A report $d > /dev/null 2>&1 || true   # again: other lanes may have finished jobs of it since
+  sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${tag}_verdicts.md"
+  tar czf "$OUT/tiers_$tag.tgz" --exclude=checkpoints --exclude=data $d
 }
 
 phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (default tiny_t256): loss curves + verdicts
@@ -438,19 +439,31 @@ phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (
   echo "tiers phase: ${SECONDS} s"
 }
 
-# $TIER_LANES (space-separated lanes, each a comma-separated list of experiments run one after another) at tier
-# $TIER (default tiny_t256); the lanes run at the same time, lane i on GPU i mod (GPU count). The shared
-# training pack is prepared once first so that no two lanes write it.
+# $TIER_LANES at tier $TIER (default tiny_t256): space-separated lanes, each a comma-separated list of
+# experiments run one after another, an experiment optionally narrowed to some of its jobs with
+# EXP:JOB+JOB (`aobench run --jobs`), e.g. "order_ablation:l2r+fixed1+fixed2 order_ablation:fixed3+random".
+# The lanes run at the same time, lane i on GPU i mod (GPU count). The shared training pack is prepared once
+# first so that no two lanes write it; at the end every experiment is reported again over all its lanes' jobs,
+# then the experiments of $TIER_AFTER run one after another (e.g. generation_tiny, which needs every model of
+# paradigms_tiny trained).
 phase_lanes() {
   ensure_libs
-  local ngpu i=0 tier=${TIER:-tiny_t256}
+  local ngpu i=0 tier=${TIER:-tiny_t256} item exps=""
   ngpu=$(nvidia-smi -L | wc -l)
-  DATA_ONLY=wiki_train phase_data > /dev/null
+  DATA_ONLY=${LANES_DATA:-wiki_train} phase_data > /dev/null
   for lane in $TIER_LANES; do
-    (export CUDA_VISIBLE_DEVICES=$(( i % ngpu )); for exp in ${lane//,/ }; do run_tier $exp $tier; done) &
+    (export CUDA_VISIBLE_DEVICES=$(( i % ngpu ))
+     for item in ${lane//,/ }; do
+       if [[ $item == *:* ]]; then j=${item#*:}; run_tier ${item%%:*} $tier ${j//+/,}; else run_tier $item $tier; fi
+     done) &
     i=$(( i + 1 ))
+    for item in ${lane//,/ }; do exps+=" ${item%%:*}"; done
   done
   wait
+  for exp in $(printf '%s\n' $exps | sort -u); do
+    if [[ $TIER_LANES == *"$exp:"* ]]; then LANE_DEADLINE=0 run_tier $exp $tier; fi   # report + archive only
+  done
+  for exp in ${TIER_AFTER:-}; do run_tier $exp $tier; done
   echo "lanes phase: ${SECONDS} s"
 }
 
