@@ -140,7 +140,8 @@ int cmd_run(const std::vector<std::string>& args) {
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")(
       "jobs", po::value<std::vector<std::string>>()->composing(),
       "run only these jobs (comma-separated or repeated); the report covers every job finished so far")(
-      "force", po::bool_switch(), "redo prepared data, training and evals even when finished");
+      "force", po::bool_switch(),
+      "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
@@ -243,14 +244,15 @@ int cmd_run(const std::vector<std::string>& args) {
   };
   int64_t skipped = 0;  // steps finished by an earlier invocation
   for (size_t i = 0; i < prepare.size(); ++i) {
-    if (run_prepare(prepare[i], i, origin, force)) {
+    if (run_prepare(prepare[i], i, origin, force && !subset)) {
       progress.advance();
     } else {
       progress.skip(1);
       ++skipped;
     }
   }
-  if (subset) experiment_lock.reset();  // the data is there: other --jobs runs may go on beside this one
+  // The data is there (with --jobs, --force leaves it: other runs may be reading it): others may go on beside us.
+  if (subset) experiment_lock.reset();
 
   // Resolve every job before training any, so a typo in the last job fails in seconds.
   std::vector<std::pair<std::string, json>> resolved;

@@ -1,7 +1,7 @@
 // Implements: `aobench run --jobs` (harness/cmd_run.cpp): an unknown job name is refused with the job list;
 // a job locked by another process is refused at once while a run of another job goes on; a later run without
-// --jobs trains only what is missing, and its report holds every job. Uses finding1_loss.json at tier debug
-// (two jobs, gpt and ao_gpt, 20 CPU steps each on the fortunes corpus).
+// --jobs trains only what is missing, and its report holds every job; --force with --jobs leaves the data.
+// Uses finding1_loss.json at tier debug (two jobs, gpt and ao_gpt, 20 CPU steps each on the fortunes corpus).
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   AOBENCH_REQUIRE_FORTUNES();
   testing::TempDir tmp;
-  const std::string run = "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" +
-                          " --set tier=debug";
+  const std::string run =
+      "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" + " --set tier=debug";
   const fs::path out_dir = tmp.path / "runs/finding1_loss_debug";
   std::string out;
 
@@ -44,6 +44,12 @@ TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   EXPECT_NE(out.find("1 trainings, 1 evals"), std::string::npos) << out;
   const std::string summary = testing::read_text((out_dir / "report/summary.md").string());
   EXPECT_NE(summary.find("| 1 | **yes**"), std::string::npos) << summary;
+
+  // --force with --jobs redoes those jobs only, not the data other runs may be reading.
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run + " --jobs gpt --force", &out), 0) << out;
+  EXPECT_NE(out.find("run: dataset fortunes already prepared"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 trainings, 1 evals"), std::string::npos) << out;
+  EXPECT_EQ(out.find("job ao_gpt"), std::string::npos) << out;
 }
 
 }  // namespace
