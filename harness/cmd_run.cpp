@@ -139,7 +139,8 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()("experiment", po::value<std::string>()->required(), "experiment JSON file")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")(
       "jobs", po::value<std::vector<std::string>>()->composing(),
-      "run only these jobs (comma-separated or repeated); the report covers every job finished so far")(
+      "run only these jobs (comma-separated or repeated); the report shows every job of the folder, one still "
+      "training elsewhere with its steps so far")(
       "force", po::bool_switch(),
       "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)");
   po::positional_options_description pos;
@@ -268,6 +269,15 @@ int cmd_run(const std::vector<std::string>& args) {
     resolved.emplace_back(name, resolve_config(patch, sets, where));
   }
 
+  // Retraining the genppl judge alone would leave the other jobs' generation perplexities scored by the old one.
+  const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";
+  if (force && subset && is_selected(judge))
+    for (const auto& name : job_names)
+      if (!is_selected(name) && !read_done(out_dir / name).value("generation", json::array()).empty())
+        throw ConfigError("--force --jobs retrains " + judge + ", the generation judge, but job " + name +
+                              " has generation perplexities scored by it",
+                          "add " + name + " (and every other sampled job) to --jobs, or drop --jobs");
+
   // A job finished with another config than the experiment gives now would be skipped with stale results:
   // refuse, listing the differences, before any job trains.
   for (const auto& [name, config] : resolved) {
@@ -356,7 +366,6 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   // Generation after every job is trained: a job of this experiment may be the genppl judge. Under --jobs the
   // judge may be another run's job, still training.
-  const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";
   const bool judge_pending = std::find(job_names.begin(), job_names.end(), judge) != job_names.end() &&
                              !read_done(out_dir / judge).value("train", false);
   if (exp.contains("generation") && judge_pending)

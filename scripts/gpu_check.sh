@@ -22,19 +22,20 @@ phase_build() {  # AOBENCH_CMAKE_ARGS / AOBENCH_TARGETS narrow it (default: no t
 }
 ensure_libs() { export LD_LIBRARY_PATH="${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"; }
 
-phase_data() {   # prepare every dataset of the paradigms experiment, or only $DATA_ONLY (a prepare entry's name)
+# Prepares every dataset of the paradigms experiment, or only $DATA_ONLY (a prepare entry's name); an entry
+# whose output exists is skipped, as `aobench run` does.
+phase_data() {
   ensure_libs
   python3 - ${DATA_EXPERIMENT:-} <<'PY' > /tmp/prepare_cmds.sh
-import json, shlex
-import sys
-import os
+import json, os, shlex, sys
 for p in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))["prepare"]:
     if os.environ.get("DATA_ONLY") and p["name"] != os.environ["DATA_ONLY"]: continue
     args = ["build/aobench", "prepare"]
     for k, v in p.items():
         if k == "name": continue
         for x in (v if isinstance(v, list) else [v]): args += ["--" + k.replace("_", "-"), str(x)]
-    print("mkdir -p " + shlex.quote(p["output"].rsplit("/", 1)[0]) + " && " + " ".join(map(shlex.quote, args)))
+    print("[[ -e " + shlex.quote(p["output"]) + " ]] || { mkdir -p " + shlex.quote(p["output"].rsplit("/", 1)[0]) +
+          " && " + " ".join(map(shlex.quote, args)) + "; }")
 PY
   bash -e /tmp/prepare_cmds.sh 2>&1 | tee "$OUT/prepare.log"
 }
@@ -427,8 +428,9 @@ PY
       ${jobs:+--jobs $jobs} 2>&1 | tee "$OUT/tiers_$tag.log" | grep -E "^done:|val loss|verdict|rror|^run: done" || true
   fi
   $A report $d > /dev/null 2>&1 || true   # again: other lanes may have finished jobs of it since
-  sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${tag}_verdicts.md"
-  tar czf "$OUT/tiers_$tag.tgz" --exclude=checkpoints --exclude=data $d
+  # Neither may stop a lane: no summary yet (deadline), or files another lane is writing while tar reads them.
+  sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${tag}_verdicts.md" || true
+  tar czf "$OUT/tiers_$tag.tgz" --exclude=checkpoints --exclude=data $d || echo "run_tier: tar of $d incomplete"
 }
 
 phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (default tiny_t256): loss curves + verdicts
@@ -448,18 +450,19 @@ phase_tiers() {  # $TIER_EXPERIMENTS (default finding1_loss) at each of $TIERS (
 # paradigms_tiny trained).
 phase_lanes() {
   ensure_libs
-  local ngpu i=0 tier=${TIER:-tiny_t256} item exps=""
+  local ngpu i=0 tier=${TIER:-tiny_t256} item exps="" pids=() pid
   ngpu=$(nvidia-smi -L | wc -l)
-  DATA_ONLY=${LANES_DATA:-wiki_train} phase_data > /dev/null
+  DATA_ONLY=${LANES_DATA:-wiki_train} phase_data
   for lane in $TIER_LANES; do
     (export CUDA_VISIBLE_DEVICES=$(( i % ngpu ))
      for item in ${lane//,/ }; do
        if [[ $item == *:* ]]; then j=${item#*:}; run_tier ${item%%:*} $tier ${j//+/,}; else run_tier $item $tier; fi
      done) &
+    pids+=($!)
     i=$(( i + 1 ))
     for item in ${lane//,/ }; do exps+=" ${item%%:*}"; done
   done
-  wait
+  for pid in "${pids[@]}"; do wait "$pid" || echo "lanes: lane (pid $pid) failed"; done
   for exp in $(printf '%s\n' $exps | sort -u); do
     if [[ $TIER_LANES == *"$exp:"* ]]; then LANE_DEADLINE=0 run_tier $exp $tier; fi   # report + archive only
   done

@@ -1,16 +1,21 @@
 // Implements: `aobench run --jobs` (harness/cmd_run.cpp): an unknown job name is refused with the job list;
 // a job locked by another process is refused at once while a run of another job goes on; a later run without
 // --jobs trains only what is missing, and its report holds every job; --force with --jobs leaves the data.
-// Uses finding1_loss.json at tier debug (two jobs, gpt and ao_gpt, 20 CPU steps each on the fortunes corpus).
+// Retraining the genppl judge alone is refused once other jobs were judged by it. Uses finding1_loss.json at
+// tier debug (two jobs, gpt and ao_gpt, 20 CPU steps each on the fortunes corpus).
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
+#include "core/config.h"
 #include "harness/run_dir.h"
+#include "reports/results.h"
 #include "tests/test_util.h"
 
 namespace aobench {
 namespace {
+
+using nlohmann::json;
 
 namespace fs = std::filesystem;
 
@@ -42,14 +47,41 @@ TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run, &out), 0) << out;
   EXPECT_NE(out.find("job ao_gpt: training finished earlier, skipped"), std::string::npos) << out;
   EXPECT_NE(out.find("1 trainings, 1 evals"), std::string::npos) << out;
+  const Results r = Results::load((out_dir / "report/results.json").string());
+  EXPECT_EQ(r.runs.count("gpt"), 1u);
+  EXPECT_EQ(r.runs.count("ao_gpt"), 1u);
   const std::string summary = testing::read_text((out_dir / "report/summary.md").string());
-  EXPECT_NE(summary.find("| 1 | **yes**"), std::string::npos) << summary;
+  const size_t verdict = summary.find("| 1 | **");
+  ASSERT_NE(verdict, std::string::npos) << summary;
+  EXPECT_NE(summary.compare(verdict, 30, "| 1 | **not enough data"), 0) << summary;  // both runs judged
 
   // --force with --jobs redoes those jobs only, not the data other runs may be reading.
   ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run + " --jobs gpt --force", &out), 0) << out;
   EXPECT_NE(out.find("run: dataset fortunes already prepared"), std::string::npos) << out;
   EXPECT_NE(out.find("1 trainings, 1 evals"), std::string::npos) << out;
   EXPECT_EQ(out.find("job ao_gpt"), std::string::npos) << out;
+}
+
+// Retraining the genppl judge alone would leave other jobs' generation perplexities scored by the old judge.
+TEST(RunJobs, ForceOnTheJudgeAloneIsRefusedOnceOthersWereJudged) {
+  AOBENCH_REQUIRE_FORTUNES();
+  testing::TempDir tmp;
+  json exp = load_json_file(std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json");
+  exp["tier"] = "debug";
+  exp["generation"] = json::parse(R"({"judge": "gpt", "sample": {"num_samples": 2, "batch_size": 2, "length": 16},
+                                      "settings": [{"steps": 4}]})");
+  const std::string file = tmp.file("exp.json");
+  testing::write_text(file, exp.dump(1));
+  std::string out;
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + file, &out), 0) << out;
+  EXPECT_NE(out.find("gen_p1_t1_s4"), std::string::npos) << out;
+
+  EXPECT_NE(testing::run_aobench_in(tmp.path.string(), "run " + file + " --jobs gpt --force", &out), 0);
+  EXPECT_NE(out.find("retrains gpt, the generation judge, but job ao_gpt has generation perplexities"),
+            std::string::npos)
+      << out;
+  // With every judged job named, or without --jobs, it goes ahead.
+  EXPECT_EQ(testing::run_aobench_in(tmp.path.string(), "run " + file + " --jobs gpt,ao_gpt --force", &out), 0) << out;
 }
 
 }  // namespace

@@ -7,13 +7,14 @@
 // Every model first sits on that plateau for a while (longer for larger T), so T is short and a plugin gets
 // up to kSeeds training seeds: the test passes when one of them ends under its threshold.
 // Run alone: ctest -L learning (or aobench_learning_tests --gtest_filter='MarkovLearning.*').
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -61,8 +62,11 @@ std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.plugi
 class MarkovLearning : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    // ctest runs these tests alone (RUN_SERIAL in tests/CMakeLists.txt), so they take every core (up to 8).
-    torch::set_num_threads(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+    // ctest runs these tests alone (RUN_SERIAL in tests/CMakeLists.txt), so they take the CPUs this process may
+    // run on (its affinity mask: a container's share, not the host's core count), up to 8.
+    cpu_set_t cpus;
+    const int usable = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    torch::set_num_threads(std::clamp(usable, 1, 8));
     train_ = dir_.file("train.bin");
     val_ = dir_.file("val.bin");
     write_token_file(train_, markov_stream(200000, 1), int32_t(kLetters));
