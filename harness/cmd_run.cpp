@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <set>
 
@@ -166,7 +165,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const json record = experiment_record(exp, origin);  // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
-  const json& common = section(exp, "common", json::value_t::object, origin);
+  section(exp, "common", json::value_t::object, origin);  // its type; resolve_experiment_jobs merges it
   const json& jobs = section(exp, "jobs", json::value_t::array, origin);
   const json& eval = section(exp, "eval", json::value_t::object, origin);
   if (jobs.empty()) throw ConfigError(origin + ": 'jobs' is empty", "add {\"name\": ..., \"config\": {...}}");
@@ -256,18 +255,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (subset) experiment_lock.reset();
 
   // Resolve every job before training any, so a typo in the last job fails in seconds.
-  std::vector<std::pair<std::string, json>> resolved;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const std::string where = origin + ": jobs[" + std::to_string(i) + "]";
-    const std::string name = str_field(jobs[i], "name", where);
-    if (name.find('/') != std::string::npos || name == "." || name == "..")
-      throw ConfigError(where + ": job name '" + name + "' must be a plain directory name");
-    json patch = common;
-    if (jobs[i].contains("config")) patch.merge_patch(jobs[i]["config"]);
-    patch["train"]["out_dir"] = (out_dir / name).string();
-    if (exp.contains("description")) patch["description"] = exp["description"];
-    resolved.emplace_back(name, resolve_config(patch, sets, where));
-  }
+  const std::vector<std::pair<std::string, json>> resolved = resolve_experiment_jobs(exp, sets, origin);
 
   // Retraining the genppl judge alone would leave the other jobs' generation perplexities scored by the old one.
   const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";
@@ -300,13 +288,11 @@ int cmd_run(const std::vector<std::string>& args) {
                           "job, or undo the change");
   }
 
-  auto lock_job = [&](const std::string& name) {
-    return std::make_unique<DirLock>((out_dir / (".job_" + name + ".lock")).string(), holder, /*wait=*/false);
-  };
+  auto job_lock_path = [&](const std::string& name) { return (out_dir / (".job_" + name + ".lock")).string(); };
   int64_t trained = 0, evaluated = 0;
   for (const auto& [name, config] : resolved) {
     if (!is_selected(name)) continue;
-    const auto job_lock = lock_job(name);
+    const DirLock job_lock(job_lock_path(name), holder, /*wait=*/false);
     const fs::path job_dir = out_dir / name;
     if (force && fs::exists(job_dir)) {
       std::cout << "run: --force: removing " << job_dir.string() << "\n";
@@ -368,18 +354,18 @@ int cmd_run(const std::vector<std::string>& args) {
   // judge may be another run's job, still training.
   const bool judge_pending = std::find(job_names.begin(), job_names.end(), judge) != job_names.end() &&
                              !read_done(out_dir / judge).value("train", false);
-  if (exp.contains("generation") && judge_pending)
+  if (exp.contains("generation") && judge_pending) {
     std::cout << "run: generation skipped: its judge, job " << judge
               << ", is not trained yet; run the same command again once it is\n";
-  if (exp.contains("generation") && !judge_pending)
-    for (const auto& [name, config] : resolved) {
-      if (!is_selected(name)) continue;
-      const auto job_lock = lock_job(name);
+  } else if (exp.contains("generation")) {
+    for (const auto& name : selected) {
+      const DirLock job_lock(job_lock_path(name), holder, /*wait=*/false);
       const fs::path job_dir = out_dir / name;
       json done = read_done(job_dir);
       run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
                             [&] { write_done(job_dir, done); });
     }
+  }
   if (subset) experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/true);
   const ReportTask report_task{out_dir.string()};
   announce_task("report", report_task);

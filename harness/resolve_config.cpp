@@ -1,6 +1,7 @@
 // Implements: config resolution against the plugin registry (see resolve_config.h).
 #include "harness/resolve_config.h"
 
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -30,6 +31,27 @@ json resolve_config(const json& experiment, const std::vector<std::string>& sets
   merge_strict(config, experiment, experiment_origin);
   for (const auto& s : sets) apply_set(config, s);
   return config;
+}
+
+std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment,
+                                                                  const std::vector<std::string>& sets,
+                                                                  const std::string& origin) {
+  const json common = experiment.value("common", json::object());
+  const std::filesystem::path out_dir = experiment.value("out_dir", std::string());
+  std::vector<std::pair<std::string, json>> resolved;
+  const json jobs = experiment.value("jobs", json::array());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string where = origin + ": jobs[" + std::to_string(i) + "]";
+    const std::string name = jobs[i].is_object() ? jobs[i].value("name", std::string()) : std::string();
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+      throw ConfigError(where + ": job name '" + name + "' must be a plain directory name");
+    json patch = common;
+    if (jobs[i].contains("config")) patch.merge_patch(jobs[i]["config"]);
+    patch["train"]["out_dir"] = (out_dir / name).string();
+    if (experiment.contains("description")) patch["description"] = experiment["description"];
+    resolved.emplace_back(name, resolve_config(patch, sets, where));
+  }
+  return resolved;
 }
 
 std::string config_summary(const json& config, const std::string& full_path) {

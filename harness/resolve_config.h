@@ -2,6 +2,7 @@
 // model defaults → experiment file → --set a.b=c (the strict merge and typed getters are in core/config.h).
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -12,6 +13,14 @@ namespace aobench {
 // model.flavour set. Uses the plugin registry to fetch flavour defaults.
 json resolve_config(const json& experiment, const std::vector<std::string>& sets,
                     const std::string& experiment_origin = "config");
+
+// Every job of an experiment file (its tier and base applied: harness/experiment_tiers.h) resolved as
+// `aobench run` trains it, in file order: "common" merged with the job's "config", train.out_dir set to
+// <out_dir>/<name>, the experiment's description, then resolve_config with `sets`. ConfigError naming
+// `origin` and the job for a name that is not a plain directory name or a key that does not exist.
+std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment,
+                                                                  const std::vector<std::string>& sets,
+                                                                  const std::string& origin);
 
 // The resolved config printed once at the start of a training run: only the keys that differ from the
 // defaults it was resolved from (configs/base.json and the model flavour's section), one line per section,

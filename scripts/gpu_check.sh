@@ -427,7 +427,8 @@ PY
     timeout --signal=INT --kill-after=30 $left $A run configs/experiments/$exp.json --set tier=$tier \
       ${jobs:+--jobs $jobs} 2>&1 | tee "$OUT/tiers_$tag.log" | grep -E "^done:|val loss|verdict|rror|^run: done" || true
   fi
-  $A report $d > /dev/null 2>&1 || true   # again: other lanes may have finished jobs of it since
+  # A run cut by the deadline, or skipped (the lanes' final pass), wrote no report of everything there.
+  grep -q "^run: done" "$OUT/tiers_$tag.log" 2>/dev/null || $A report $d > /dev/null 2>&1 || true
   # Neither may stop a lane: no summary yet (deadline), or files another lane is writing while tar reads them.
   sed -n '/## Findings/,/^- Deviations/p' $d/report/summary.md 2>/dev/null | tee "$OUT/tiers_${tag}_verdicts.md" || true
   tar czf "$OUT/tiers_$tag.tgz" --exclude=checkpoints --exclude=data $d || echo "run_tier: tar of $d incomplete"
