@@ -1,11 +1,14 @@
 // Implements: AO-GPT plugin tests beyond the conformance suite (spec-ao-gpt §1.1, §4.2): the identity-order
-// loss equals the exact L2R chain, causality, chain_log_probs matches log_prob, every injection variant,
+// loss equals the exact L2R chain, the network against an independent plain-PyTorch AO-GPT
+// (tests/data/make_ao_gpt_golden.py), causality, chain_log_probs matches log_prob, every injection variant,
 // init facts (adaLN not zero, truncation), padded ids never sampled, and the KV-cache sampler equals a
 // full-recomputation sampler with one token per step.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +17,7 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "core/safetensors.h"
 #include "plugins/ao_gpt/ao_gpt.h"
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/cuda_graph.h"
@@ -143,6 +147,76 @@ TEST(AoGpt, FusedPathEqualsTheReadableForward) {
       }
     }
   }
+}
+
+// An independent check of the network: logits of a plain-PyTorch AO-GPT written from spec-ao-gpt §1.1 alone
+// (tests/data/make_ao_gpt_golden.py: 2 layers × 32, 2 heads, T 16, V 100 padded to 128, cond_dim 16; random
+// weights with randomised biases and norm weights and adaLN weights of std 0.5, so a swapped shift / scale /
+// gate moves the logits by ~10) for one identity and one random order. All T + 1 slots, the last with the
+// zero "no target" condition, through the fused path and the readable forward, with the position table
+// (2 × 17 slots > 17 rows) and per-slot conditioning (one row); then the plugin's loss, log_prob and
+// chain_log_probs (real vocabulary only).
+TEST(AoGpt, LogitsMatchAnIndependentPyTorchReference) {
+  const SafetensorsFile f = read_safetensors(std::string(AOBENCH_TEST_DATA) + "/ao_gpt_golden/expected.safetensors");
+  const int64_t B = 2, T = 16, V = 100;
+  auto m =
+      make({{"n_layer", 2}, {"n_head", 2}, {"n_embd", 32}, {"block_size", T}, {"vocab_size", V}, {"cond_dim", 16}});
+  m->module().eval();
+  {
+    torch::NoGradGuard no_grad;
+    std::set<std::string> unused;
+    for (const auto& kv : f.tensors) unused.insert(kv.first);
+    for (const char* k : {"input_ids", "orders", "logits", "loss", "loss_padded_vocab"}) unused.erase(k);
+    for (auto& p : m->module().named_parameters()) {
+      const auto it = f.tensors.find(p.key());
+      ASSERT_NE(it, f.tensors.end()) << "plugin parameter " << p.key() << " is missing from the golden file";
+      ASSERT_EQ(p.value().sizes(), it->second.sizes()) << p.key();
+      p.value().copy_(it->second);
+      unused.erase(p.key());
+    }
+    for (const auto& k : unused) ADD_FAILURE() << "golden tensor " << k << " is no parameter of the plugin";
+  }
+  const torch::Tensor ids = f.tensors.at("input_ids"), order = f.tensors.at("orders");  // (2, 16)
+  const torch::Tensor want = f.tensors.at("logits");  // (2, 17, 128): slots 0..T, slot T without a target
+  ASSERT_EQ(want.sizes(), (std::vector<int64_t>{B, T + 1, 128}));
+  torch::NoGradGuard no_grad;
+  auto& net = dynamic_cast<ao_gpt::AoGptImpl&>(m->module());
+  // The T + 1 slots: tokens [None], x_σ(0..T−1); positions none, σ(0..T−1); targets σ(0..T−1), none.
+  const auto xs = ids.gather(1, order), none = torch::full({B, 1}, -1, torch::kLong);
+  const common::Slots all{torch::cat({none, xs}, 1), torch::cat({none, order}, 1), torch::cat({order, none}, 1)};
+  double worst = 0;
+  for (int fused : {1, 0})
+    for (int64_t row : {-1, 0, 1}) {  // −1: both rows (position table), else one row (per-slot conditioning)
+      auto pick = [&](const torch::Tensor& t) { return row < 0 ? t : t.narrow(0, row, 1); };
+      const common::Slots s{pick(all.tokens), pick(all.positions), pick(all.targets)};
+      const auto z = fused ? net.hidden(s, nullptr, std::nullopt, T + 1)
+                           : net.hidden_reference(s, nullptr, std::nullopt, T + 1);  // (b, T+1, d)
+      const auto diff = (torch::nn::functional::linear(z, net.lm_head->weight, net.lm_head->bias) - pick(want)).abs();
+      const double chain = diff.narrow(1, 0, T).max().item<double>(), last = diff.select(1, T).max().item<double>();
+      EXPECT_LT(chain, 1e-4) << (fused ? "fused" : "readable") << " path, row " << row << ": slots 0..T−1";
+      EXPECT_LT(last, 1e-4) << (fused ? "fused" : "readable") << " path, row " << row << ": slot T (no target)";
+      worst = std::max({worst, chain, last});
+    }
+  // The last slot alone (n_last = 1, as chain_log_probs_last runs it).
+  const double last_only =
+      (net.forward(all, nullptr, std::nullopt, 1) - want.narrow(1, T, 1)).abs().max().item<double>();
+  EXPECT_LT(last_only, 1e-4);
+  // The plugin's entry points, over the real vocabulary.
+  auto g = at::make_generator<at::CPUGeneratorImpl>(1);
+  const auto want_lp = torch::log_softmax(want.narrow(1, 0, T).narrow(2, 0, V), -1);  // (2, 16, 100)
+  const double loss = m->loss(TrainBatch{ids, order}, g).loss.item<double>();
+  const double loss_err = std::abs(loss - f.tensors.at("loss").item<double>());
+  EXPECT_LT(loss_err, 1e-5) << "loss " << loss << ", reference " << f.tensors.at("loss").item<double>();
+  const auto nll = m->log_prob(ids, order, g).nll;  // (2, 16) float64, token k of the chain at slot k
+  const auto want_nll = -want_lp.gather(2, xs.unsqueeze(-1)).squeeze(-1).to(torch::kFloat64);
+  const double nll_err = (nll - want_nll).abs().max().item<double>();
+  EXPECT_LT(nll_err, 1e-4);
+  const double chain_err = (m->chain_log_probs(xs, order, order) - want_lp).abs().max().item<double>();
+  EXPECT_LT(chain_err, 1e-4);
+  std::printf(
+      "max |logit − reference| %.3g (last slot alone %.3g), |loss − reference| %.3g, "
+      "max |nll − reference| %.3g, max |chain log-prob − reference| %.3g\n",
+      worst, last_only, loss_err, nll_err, chain_err);
 }
 
 TEST(AoGpt, InjectionVariantsTrainAndDiffer) {
