@@ -197,28 +197,9 @@ int cmd_run(const std::vector<std::string>& args) {
   auto is_selected = [&](const std::string& name) {
     return std::find(selected.begin(), selected.end(), name) != selected.end();
   };
+  check_eval_section(eval, job_names, origin);  // before any work: a typo fails at once
   const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
-  for (const auto& mode : modes) {
-    if (!mode.is_object())
-      throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + brief(mode),
-                        "example: {\"mode\": \"random\", \"orders\": 4}");
-    for (const char* filter : {"jobs", "datasets"})
-      if (mode.contains(filter) && !mode[filter].is_array())
-        throw ConfigError(origin + ": eval.modes[]." + filter + " must be a list of names, got " + brief(mode[filter]));
-    // A filter naming no job or dataset (a typo) would silently evaluate nothing.
-    for (const auto& n : mode.value("jobs", json::array()))
-      if (!n.is_string() || std::find(job_names.begin(), job_names.end(), n.get<std::string>()) == job_names.end())
-        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'jobs' names " + brief(n) + ", which is no job",
-                          "jobs: " + join_names(job_names));
-    for (const auto& n : mode.value("datasets", json::array()))
-      if (!n.is_string() || !datasets.contains(n.get<std::string>()))
-        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'datasets' names " + brief(n) +
-                              ", which is not in eval.datasets",
-                          "add it to eval.datasets or fix the name");
-  }
-  for (auto d = datasets.begin(); d != datasets.end(); ++d)
-    if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
   fs::create_directories(out_dir);
   const std::string holder = "aobench run " + origin + (subset ? " --jobs " + join_names(selected) : "");
   std::optional<DirLock> experiment_lock;

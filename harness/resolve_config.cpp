@@ -1,6 +1,7 @@
 // Implements: config resolution against the plugin registry (see resolve_config.h).
 #include "harness/resolve_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -31,6 +32,33 @@ json resolve_config(const json& experiment, const std::vector<std::string>& sets
   merge_strict(config, experiment, experiment_origin);
   for (const auto& s : sets) apply_set(config, s);
   return config;
+}
+
+void check_eval_section(const json& eval, const std::vector<std::string>& job_names, const std::string& origin) {
+  const json none = json::object(), no_modes = json::array();
+  const json& datasets = eval.contains("datasets") ? eval["datasets"] : none;
+  const json& modes = eval.contains("modes") ? eval["modes"] : no_modes;
+  if (!datasets.is_object()) throw ConfigError(origin + ": eval.datasets must be an object {name: path}");
+  if (!modes.is_array()) throw ConfigError(origin + ": eval.modes must be a list of eval patches");
+  for (auto d = datasets.begin(); d != datasets.end(); ++d)
+    if (!d.value().is_string()) throw ConfigError(origin + ": eval.datasets." + d.key() + " must be a path");
+  for (const auto& mode : modes) {
+    if (!mode.is_object())
+      throw ConfigError(origin + ": eval.modes entries must be objects (eval patches), got " + brief(mode),
+                        "example: {\"mode\": \"random\", \"orders\": 4}");
+    for (const char* filter : {"jobs", "datasets"})
+      if (mode.contains(filter) && !mode[filter].is_array())
+        throw ConfigError(origin + ": eval.modes[]." + filter + " must be a list of names, got " + brief(mode[filter]));
+    for (const auto& n : mode.value("jobs", json::array()))
+      if (!n.is_string() || std::find(job_names.begin(), job_names.end(), n.get<std::string>()) == job_names.end())
+        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'jobs' names " + brief(n) + ", which is no job",
+                          "jobs: " + join_names(job_names));
+    for (const auto& n : mode.value("datasets", json::array()))
+      if (!n.is_string() || !datasets.contains(n.get<std::string>()))
+        throw ConfigError(origin + ": eval.modes[] " + brief(mode) + ": 'datasets' names " + brief(n) +
+                              ", which is not in eval.datasets",
+                          "add it to eval.datasets or fix the name");
+  }
 }
 
 std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment,

@@ -22,6 +22,11 @@ std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& ex
                                                                   const std::vector<std::string>& sets,
                                                                   const std::string& origin);
 
+// The "eval" section of an experiment (an object; absent = {}): "datasets" {name: path} and "modes" [eval
+// patches], each mode's optional "jobs" / "datasets" filters naming jobs and datasets of the file (a typo
+// would silently evaluate nothing). Throws ConfigError naming the entry.
+void check_eval_section(const json& eval, const std::vector<std::string>& job_names, const std::string& origin);
+
 // The resolved config printed once at the start of a training run: only the keys that differ from the
 // defaults it was resolved from (configs/base.json and the model flavour's section), one line per section,
 // and where the full config is (`full_path`, config.resolved.json). Values longer than 60 characters are cut.

@@ -2,6 +2,8 @@
 // the body, jobs patched by name, the default tier, errors naming the file and the tiers; and that every
 // experiment file under configs/experiments/ resolves at each tier it declares, with its findings known.
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -132,10 +134,39 @@ TEST(ExperimentTiers, RecordsOfTwoFilesSharingAnOutDirMerge) {
   EXPECT_EQ(merge_experiment_records(json(), b), b);
 }
 
+TEST(ExperimentTiers, EvalFiltersMustNameDatasetsAndJobsOfTheFile) {
+  const json eval = {{"datasets", {{"wiki_val", "v.bin"}}},
+                     {"modes", {{{"mode", "l2r"}, {"jobs", {"gpt"}}, {"datasets", {"wiki_val"}}}}}};
+  EXPECT_NO_THROW(check_eval_section(eval, {"gpt"}, "x.json"));
+  EXPECT_NO_THROW(check_eval_section(json::object(), {"gpt"}, "x.json"));
+  auto message = [](const json& e) {
+    try {
+      check_eval_section(e, {"gpt"}, "x.json");
+    } catch (const ConfigError& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  json typo = eval;
+  typo["modes"][0]["datasets"] = {"wiki_vall"};
+  EXPECT_NE(message(typo).find("'datasets' names \"wiki_vall\", which is not in eval.datasets"), std::string::npos)
+      << message(typo);
+  typo = eval;
+  typo["modes"][0]["jobs"] = {"gtp"};
+  EXPECT_NE(message(typo).find("'jobs' names \"gtp\", which is no job"), std::string::npos) << message(typo);
+  typo = eval;
+  typo["datasets"]["wiki_val"] = 3;
+  EXPECT_NE(message(typo).find("eval.datasets.wiki_val must be a path"), std::string::npos) << message(typo);
+  typo = eval;
+  typo["modes"] = json::object();
+  EXPECT_NE(message(typo).find("eval.modes must be a list"), std::string::npos) << message(typo);
+}
+
 // Every shipped experiment file has the four standard tiers (tests/integration/experiments_debug_test.cpp runs
 // debug), and every tier it declares resolves the way `aobench run` resolves it: the tier's patch, the "base"
 // file at the same tier, known findings, every job's config validated strictly (a misspelt key in a tiny_t256
-// patch fails here, not after an hour on a GPU), and the generation section.
+// patch fails here, not after an hour on a GPU), the eval section's dataset and job filters, and the generation
+// section.
 TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
   int files = 0;
   for (const auto& entry :
@@ -158,6 +189,9 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
       EXPECT_NO_THROW(experiment_record(e, origin));
       ASSERT_TRUE(e.contains("out_dir") && e.contains("jobs") && e.contains("common"));
       EXPECT_NO_THROW(EXPECT_EQ(resolve_experiment_jobs(e, {}, origin).size(), e["jobs"].size()));
+      std::vector<std::string> job_names;
+      for (const auto& j : e["jobs"]) job_names.push_back(j.value("name", ""));
+      EXPECT_NO_THROW(check_eval_section(e.value("eval", json::object()), job_names, origin));
       if (e.contains("generation")) {
         EXPECT_NO_THROW(check_generation_section(e["generation"], origin));
       }
