@@ -13,7 +13,7 @@ namespace aobench {
 // HOST since TIME" into the file, so a second writer names it: with `wait` it says whom it waits for and
 // blocks until the lock is free, otherwise it fails at once with a ConfigError.
 // train and run lock <dir>/.lock of their run / experiment directory; eval locks RESULTS.json.lock while
-// it merges into a results file.
+// it merges into a results file; report waits for <dir>/.report.lock before it collects and renders.
 class DirLock {
  public:
   DirLock(const std::string& lock_path, const std::string& what, bool wait);

@@ -2,17 +2,23 @@
 // config compactly once and ends with a summary line; an experiment file given to `train` says to use
 // `aobench run`; `eval` writes progress lines with elapsed time, rate and ETA into a log; `eval --hf`
 // evaluates a Hugging Face GPT-2 folder directly and records its loaded shape; `train` records the run
-// (paradigm, parameters, tokens, training FLOPs) in its results.json.
+// (paradigm, parameters, tokens, training FLOPs) in its results.json; two reports of one folder take turns.
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "datasets/token_file.h"
 #include "harness/registry.h"
+#include "harness/run_dir.h"
+#include "harness/tasks.h"
 #include "reports/results.h"
 #include "tests/test_util.h"
 
@@ -127,6 +133,27 @@ TEST_F(EverydayUse, TrainRecordsTheRunForItsReport) {
   EXPECT_DOUBLE_EQ(evaluated.runs.at("run").train_flops, run.train_flops);  // kept by the merge
   EXPECT_EQ(evaluated.runs.at("run").metrics.at("v/ppl").params.to_json(),
             (nlohmann::json{{"family", "ppl"}, {"mode", "l2r"}}));
+}
+
+// One report writer per folder: while another holds <dir>/.report.lock, a report waits, then renders.
+TEST_F(EverydayUse, ReportWaitsForAnotherReportOfTheSameFolder) {
+  std::string out;
+  ASSERT_EQ(train(&out), "0") << out;
+  auto held = std::make_unique<DirLock>(tmp_.file("run/.report.lock"), "the test", /*wait=*/false);
+  std::string error;
+  std::thread second([&] {
+    try {
+      run_report({tmp_.file("run")});
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // in-process, the report itself takes ms
+  EXPECT_FALSE(fs::exists(tmp_.file("run/report/summary.md"))) << "the report was written while the lock was held";
+  held.reset();
+  second.join();
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(fs::exists(tmp_.file("run/report/summary.md")));
 }
 
 // Point 7: in a log, eval writes periodic progress lines with elapsed time, rate and ETA.
