@@ -5,7 +5,7 @@
 // null deletes, anything else replaces) over the body, with one exception so a tier need not repeat the
 // job list: "jobs" given as an object {job name: patch} merges each patch into the body's job of that
 // name (a list still replaces the jobs). A file without "tiers" is run as written.
-// The convention (docs/DESIGN.md §7): debug = CPU seconds (ctest), tiny = one GPU minutes, small / medium =
+// The convention (docs/DESIGN.md §6): debug = CPU seconds (ctest), tiny = one GPU minutes, small / medium =
 // the paper's hyper-parameters (documented, not run here).
 #pragma once
 #include <string>
