@@ -7,8 +7,9 @@
 // and a killed run resumes its training job from the latest checkpoint. `--jobs a,b` runs only those jobs, so
 // one experiment can be spread over processes (one per GPU) or machines sharing the folder. Locks: each job's
 // work holds <out_dir>/.job_<name>.lock (a second process on the same job fails at once); the experiment's
-// <out_dir>/.lock is held for the whole run without --jobs, and with --jobs only while preparing the data and
-// writing the report (waiting for a holder), so runs of disjoint jobs proceed side by side.
+// <out_dir>/.lock is held for the whole run without --jobs, and with --jobs only while preparing the data
+// (waiting for a holder), so runs of disjoint jobs proceed side by side; their reports take turns under
+// run_report's own lock.
 // The experiment file format is documented in configs/quickstart.json ("comment").
 #include <algorithm>
 #include <filesystem>
@@ -347,7 +348,6 @@ int cmd_run(const std::vector<std::string>& args) {
                             [&] { write_done(job_dir, done); });
     }
   }
-  if (subset) experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/true);
   const ReportTask report_task{out_dir.string()};
   announce_task("report", report_task);
   run_report(report_task);
