@@ -299,12 +299,13 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
   done
   # Ours: one whole sample() of 32 × 1024 (small shapes, bf16, float64 draws, top-p 0.95, T 0.9).
   local spec
-  for spec in gpt:1024:3 ao_gpt:1024:3 ao_gpt:64:2 sedd:64:1 sedd:1024:1 \
+  for spec in gpt:1024:3 gpt-split:1024:3 ao_gpt:1024:3 ao_gpt-split:1024:3 ao_gpt:64:2 sedd:64:1 sedd:1024:1 \
               gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1; do
     IFS=: read -r name steps reps <<< "$spec"
     local env=() plugin=${name%%-*}
     [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)
     [[ $name == *-nofused ]] && env=(AOBENCH_FUSED_SAMPLING=0)
+    [[ $name == *-split ]] && env=(AOBENCH_DRAW_SPLIT=1)
     local key=$name; [[ $plugin != gpt ]] && key=${name}_$steps
     env "${env[@]}" AOBENCH_BENCH_PLUGIN=$plugin AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 \
       AOBENCH_BENCH_STEPS=$steps timeout 200 build/aobench_bench --benchmark_filter=PluginSample \

@@ -47,10 +47,12 @@ def main():
     print("\n".join(rows))
     o, hf, sp = summary["ours"], summary["peers"].get("hf_generate"), summary["peers"].get("sedd_step")
     ratios = {}
-    if "gpt" in o and hf:
-        ratios["hf_best_over_gpt"] = hf["best_s"] / o["gpt"]["mean_s"]
-    if "ao_gpt_1024" in o and "sedd_1024" in o:
-        ratios["sedd_1024_over_ao_gpt_1024"] = o["sedd_1024"]["mean_s"] / o["ao_gpt_1024"]["mean_s"]
+    for key in ("gpt", "gpt-split"):  # -split: AOBENCH_DRAW_SPLIT=1
+        if key in o and hf:
+            ratios[f"hf_best_over_{key}"] = hf["best_s"] / o[key]["mean_s"]
+    for key in ("ao_gpt_1024", "ao_gpt-split_1024"):
+        if key in o and "sedd_1024" in o:
+            ratios[f"sedd_1024_over_{key}"] = o["sedd_1024"]["mean_s"] / o[key]["mean_s"]
     if "sedd_1024" in o and sp and o["sedd_1024"]["calls"]:
         ratios["sedd_step_ms"] = 1e3 * o["sedd_1024"]["mean_s"] / o["sedd_1024"]["calls"]
         ratios["peer_step_ms"] = sp["mean_ms"]

@@ -12,6 +12,7 @@
 #include "plugins/common/config_checks.h"
 #include "plugins/common/flops.h"
 #include "plugins/common/fused_ops.h"
+#include "plugins/common/sampling.h"
 #include "plugins/common/slots.h"
 
 namespace aobench::ao_gpt {
@@ -121,6 +122,15 @@ class AoGptPlugin : public ModelPlugin {
 
   SampleOutput sample(const SampleRequest& r) override {
     check_sample_request(info(), r);
+    // Linear weights in bf16 for the call, except the adaLN tables' Linears, which run in fp32 (adaln_table).
+    common::AutocastLinearWeights bf16_weights(*net_, r.device, [](const std::string& name) {
+      return (name.size() >= 5 && name.compare(name.size() - 5, 5, "adaLN") == 0) || name == "adaLN_final";
+    });
+    struct AdaLNTableScope {  // the adaLN tables computed once for the call, dropped however it ends
+      AoGptImpl& net;
+      explicit AdaLNTableScope(AoGptImpl& n) : net(n) { net.cache_adaln_tables(); }
+      ~AdaLNTableScope() { net.adaln_tables.clear(); }
+    } tables{*net_};
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };

@@ -188,19 +188,34 @@ struct AoGptImpl : torch::nn::Module {
   // slots to its row. With more slots than positions (training, evaluation) the rows are the T positions
   // plus a zero "no target" row T; with fewer (a sampling step) they are the slots' own.
   struct Conditioning {
-    torch::Tensor silu_rows;
+    torch::Tensor silu_rows;  // undefined when the tables are cached (adaln_tables)
     common::RowIndex rows;
   };
   Conditioning conditioning(const torch::Tensor& targets) {
     const int64_t N = targets.numel(), T = cfg.block_size;
     const bool grouped = torch::GradMode::is_enabled() && targets.is_cuda();  // only the CUDA backward groups
     auto t = targets.reshape({N});
+    if (!adaln_tables.empty()) return {{}, common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     if (N > T + 1) {
       auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
       return {torch::silu(torch::cat({wtpe->weight, none})),
               common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     }
     return {torch::silu(target_embedding(wtpe, t)), common::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+  }
+
+  // For a sampler's scope (AdaLNTableScope): each block's adaLN table (T + 1, 6d) and the final one
+  // (T + 1, 2d) over all target positions and the "no target" row, computed once, so a decode step looks its
+  // rows up instead of running n_layer + 1 small fp32 GEMMs. Empty otherwise (training always recomputes).
+  std::vector<torch::Tensor> adaln_tables;
+  void cache_adaln_tables() {
+    adaln_tables.clear();
+    if (cfg.injection != Injection::kAdaLN) return;
+    torch::NoGradGuard no_grad;
+    auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
+    auto silu_rows = torch::silu(torch::cat({wtpe->weight, none}));  // (T + 1, cond_dim)
+    for (auto& blk : blocks) adaln_tables.push_back(adaln_table(blk->adaLN, silu_rows, 6, blk->scale_ones));
+    adaln_tables.push_back(adaln_table(adaLN_final, silu_rows, 2, scale_ones_final));
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
@@ -265,7 +280,9 @@ struct AoGptImpl : torch::nn::Module {
       torch::Tensor gate_mlp;
       if (adaln) {
         // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
-        auto m = adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones).split_with_sizes({2 * d, d, 2 * d, d}, 1);
+        auto table =
+            adaln_tables.empty() ? adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones) : adaln_tables[l];
+        auto m = table.split_with_sizes({2 * d, d, 2 * d, d}, 1);
         pre_attn = {pending_gate, m[0]};
         pre_mlp = {m[1], m[2]};
         gate_mlp = m[3];
@@ -294,7 +311,8 @@ struct AoGptImpl : torch::nn::Module {
     common::RowIndex rows = cond.rows;
     if (adaln) {
       // [β | 1+γ]
-      final_tables = {pending_gate, adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)};
+      final_tables = {pending_gate, adaln_tables.empty() ? adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)
+                                                         : adaln_tables.back()};
       if (n_last != S)
         rows =
             common::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows, rows.order.defined());

@@ -1,6 +1,8 @@
 // Implements: plugins/common/attention.h.
 #include "plugins/common/attention.h"
 
+#include <limits>
+
 namespace aobench::common {
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
@@ -28,8 +30,13 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     }
     kb.index_copy_(2, cache->step_slots, k);
     vb.index_copy_(2, cache->step_slots, v);
+    if (!cache->step_bias_of.is_same(cache->step_mask) || cache->step_bias.scalar_type() != q.scalar_type()) {
+      cache->step_bias = torch::zeros(cache->step_mask.sizes(), q.options())
+                             .masked_fill_(cache->step_mask.logical_not(), -std::numeric_limits<double>::infinity());
+      cache->step_bias_of = cache->step_mask;
+    }
     const int64_t span = cache->step_mask.size(1);
-    return sdpa(kb.narrow(2, 0, span), vb.narrow(2, 0, span), cache->step_mask, false);
+    return sdpa(kb.narrow(2, 0, span), vb.narrow(2, 0, span), cache->step_bias, false);
   }
   if (cache->capacity > 0) {
     TORCH_CHECK(old + S <= cache->capacity, "KV cache of ", cache->capacity, " slots cannot take ", old + S);

@@ -23,6 +23,9 @@ struct KVCache {
   // since a replay runs no host code). span_for(S) is a multiple of kSpan: one graph serves kSpan steps.
   static constexpr int64_t kSpan = 256;
   torch::Tensor pos, step_slots, step_mask;
+  // step_mask as the additive mask (0 / −inf, attention dtype) SDPA would build from it in every layer's call;
+  // built once per step by the first layer (attend), with the mask it was built from.
+  torch::Tensor step_bias, step_bias_of;
   int64_t len = 0;
   void make_static(torch::Device device);
   bool is_static() const { return pos.defined(); }

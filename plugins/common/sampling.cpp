@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <unordered_set>
 
 #include <ATen/autocast_mode.h>
@@ -13,7 +15,8 @@
 
 namespace aobench::common {
 
-AutocastLinearWeights::AutocastLinearWeights(torch::nn::Module& module, torch::Device device) {
+AutocastLinearWeights::AutocastLinearWeights(torch::nn::Module& module, torch::Device device,
+                                             const std::function<bool(const std::string& name)>& keep_fp32) {
   if (!device.is_cuda() || !at::autocast::is_autocast_enabled(at::kCUDA)) return;
   const auto dtype = at::autocast::get_autocast_dtype(at::kCUDA);
   std::unordered_set<const void*> elsewhere;  // parameters of modules that are not Linear layers
@@ -21,8 +24,9 @@ AutocastLinearWeights::AutocastLinearWeights(torch::nn::Module& module, torch::D
     if (!m->as<torch::nn::Linear>())
       for (const auto& p : m->parameters(/*recurse=*/false)) elsewhere.insert(p.unsafeGetTensorImpl());
   torch::NoGradGuard no_grad;
-  for (const auto& m : module.modules(/*include_self=*/true)) {
-    if (!m->as<torch::nn::Linear>()) continue;
+  for (const auto& named : module.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    const auto& m = named.value();
+    if (!m->as<torch::nn::Linear>() || (keep_fp32 && keep_fp32(named.key()))) continue;
     for (auto& p : m->parameters(/*recurse=*/false)) {
       if (p.scalar_type() != torch::kFloat32 || elsewhere.count(p.unsafeGetTensorImpl())) continue;
       saved_.emplace_back(p, p.data());
@@ -35,12 +39,19 @@ AutocastLinearWeights::~AutocastLinearWeights() {
   torch::NoGradGuard no_grad;
   for (auto& [p, data] : saved_) p.set_data(data);
 }
+
+torch::Tensor autocast_copy(const torch::Tensor& weight) {
+  if (!weight.is_cuda() || weight.scalar_type() != torch::kFloat32 || !at::autocast::is_autocast_enabled(at::kCUDA))
+    return {};
+  torch::NoGradGuard no_grad;
+  return weight.detach().to(at::autocast::get_autocast_dtype(at::kCUDA));
+}
 using torch::indexing::Slice;
 
 #ifdef AOBENCH_FUSED_CUDA
 // sampling_cuda.cu
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise);
+                              const torch::Tensor& noise, int split);
 #endif
 
 namespace {
@@ -83,13 +94,20 @@ bool fused_draw_supported(const torch::Tensor& logits) {
 }
 
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise) {
+                         const torch::Tensor& noise, int split) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
 #ifdef AOBENCH_FUSED_CUDA
-  return fused_draw_cuda(logits, temperature, top_p, gen, noise);
+  // The automatic split (several blocks per row when rows are fewer than SMs) is opt-in, AOBENCH_DRAW_SPLIT=1,
+  // until its GPU tests and timings are recorded in docs/results/perf; otherwise one block per row.
+  static const bool auto_split = [] {
+    const char* v = std::getenv("AOBENCH_DRAW_SPLIT");
+    return v && std::string(v) == "1";
+  }();
+  if (split == 0 && !auto_split) split = 1;
+  return fused_draw_cuda(logits, temperature, top_p, gen, noise, split);
 #else
-  (void)logits, (void)gen, (void)noise;
+  (void)logits, (void)gen, (void)noise, (void)split;
   TORCH_CHECK(false, "fused_draw: this build has no CUDA kernels");
 #endif
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,10 +25,13 @@ struct EvalMode {
 // Autocast casts an fp32 weight on every call, and a decode step (a replayed CUDA graph records the casts)
 // re-reads and re-writes every weight matrix each step; cast once here, a step reads bf16 weights only. The
 // values are those autocast produces (the same rounding). A parameter that a non-Linear module shares (GPT's
-// lm_head tied to the token embedding) stays fp32, as does everything off CUDA or without autocast.
+// lm_head tied to the token embedding: see autocast_copy) stays fp32, as do the Linear layers whose name
+// (as in named_modules) `keep_fp32` accepts — those a network runs outside autocast on purpose (AO-GPT's
+// adaLN tables) — and everything off CUDA or without autocast.
 class AutocastLinearWeights {
  public:
-  AutocastLinearWeights(torch::nn::Module& module, torch::Device device);
+  AutocastLinearWeights(torch::nn::Module& module, torch::Device device,
+                        const std::function<bool(const std::string& name)>& keep_fp32 = {});
   ~AutocastLinearWeights();
   AutocastLinearWeights(const AutocastLinearWeights&) = delete;
   AutocastLinearWeights& operator=(const AutocastLinearWeights&) = delete;
@@ -34,6 +39,10 @@ class AutocastLinearWeights {
  private:
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_;  // (parameter, its fp32 data)
 };
+
+// `weight` in the CUDA autocast dtype when autocast is on and weight is an fp32 CUDA tensor (what autocast
+// would cast it to on every use), else undefined: a tied head's one cast for a sampler's scope.
+torch::Tensor autocast_copy(const torch::Tensor& weight);
 
 // HF top-p: true for the tokens of the smallest prefix of the descending-sorted distribution whose mass
 // reaches top_p, the token that crosses top_p included (AO-GPT's catsample drops it; spec-ao-gpt §4.3), so
@@ -47,12 +56,15 @@ torch::Tensor top_p_keep(const torch::Tensor& probs, double top_p);
 torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperature, double top_p,
                                     const torch::Tensor& u);
 
-// The same draw in float64 as ONE CUDA kernel per call (sampling_cuda.cu): logits (N, V) float32/bf16/half
-// on the GPU with unit column stride (a narrowed padded head is fine). u comes from `noise` (N, V) when given
-// (tests), else from gen's Philox stream (graph-safe). Ties of the crossing token are kept lowest index
-// first, as top_p_keep does; nucleus masses are summed in 2^-60 fixed point. → (N) int64.
+// The same draw in float64 on the GPU (sampling_cuda.cu): logits (N, V) float32/bf16/half with unit column
+// stride (a narrowed padded head is fine). u comes from `noise` (N, V) when given (tests), else from gen's
+// Philox stream (graph-safe). Ties of the crossing token are kept lowest index first, as top_p_keep does;
+// nucleus masses are summed in 2^-60 fixed point. One kernel and one block per row (split 1), or each row
+// split over `split` blocks and one kernel per phase, so that a few rows (a decode step's 32) keep every SM
+// busy; a token gets the same uniform either way. split 0 = automatic: one block per row, or, with
+// AOBENCH_DRAW_SPLIT=1, enough blocks per row to cover the SMs. → (N) int64.
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise = {});
+                         const torch::Tensor& noise = {}, int split = 0);
 // True when fused_draw can serve these logits: CUDA kernels built, logits on the GPU in float32/bf16/half,
 // and the kernel not switched off (AOBENCH_FUSED_SAMPLING=0 rules it out; tests switch it directly).
 bool fused_draw_supported(const torch::Tensor& logits);

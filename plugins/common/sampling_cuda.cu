@@ -1,13 +1,18 @@
-// Implements: the CUDA kernel of common::fused_draw (sampling.h): temperature, HF top-p and float64
-// Gumbel-max in one kernel. One 1024-thread block per row of logits (N, V):
+// Implements: the CUDA kernels of common::fused_draw (sampling.h): temperature, HF top-p and float64
+// Gumbel-max on the GPU. Per row of logits (N, V):
 //   1. m = max l, Z = Σ exp((l − m)/T) in float64 (logp = (l − m)/T − log Z, log_softmax of l/T);
 //   2. top-p < 1: a 4 × 8-bit radix select on an order-preserving key of the float logit finds the token that
 //      crosses top_p; the masses are summed in 2⁻⁶⁰ fixed point (exact, so the nucleus does not depend on the
 //      order of the atomics); tokens tied with it are kept lowest index first (a stable descending sort);
 //   3. argmax over kept v of logp_v − log(−log u_v), u_v float64 uniforms in [0, 1) from the generator's
 //      Philox stream (or a given noise tensor for the test against the LibTorch reference).
-// The row stays in L2 between the passes (50257 bf16 logits = 100 KB). The histogram atomics are
-// aggregated per warp and bin; the masses are integers, so the sums do not depend on the order.
+// Two launch forms of the same phases (the device functions below): with many rows, ONE kernel and one
+// 1024-thread block per row (the row stays in L2 between the passes: 50257 bf16 logits = 100 KB); with fewer
+// rows than SMs (a decode step: 32 rows), each row is split into S chunks of whole 1024-logit sweeps, one
+// block each, and the phases become kernels whose blocks meet in global memory — integer histogram atomics,
+// and the last block of a row (a ticket counter) doing the row's selection — so all SMs work. Both forms
+// give token v the same uniform (Philox subsequence row·1024 + v mod 1024, pair ⌊v / 2048⌋) and the same
+// nucleus; Z is summed per chunk, so it may differ between S in its last bits.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -17,14 +22,17 @@
 #include <ATen/cuda/PhiloxUtils.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 
 namespace aobench::common {
 namespace {
 
-constexpr int kThreads = 1024;
+constexpr int kThreads = 1024;  // one sweep: kThreads consecutive logits, one per thread
 constexpr int kWarps = kThreads / 32;
+constexpr int kBins = 256;
+constexpr int kMaxSplit = 16;
 constexpr double kFixed = 1152921504606846976.0;  // 2^60: masses in [0, 1] as integers
 
 // Larger float → larger key (sign flipped for positives, all bits for negatives).
@@ -45,141 +53,157 @@ __device__ R block_reduce(R v, R* shared, Op op) {
   return v;
 }
 
+// The sweeps [s0, s1) of one row that a block covers: logit v = s · kThreads + threadIdx.x.
+struct Chunk {
+  int64_t s0, s1;
+};
+
+// The radix select's state of one row, carried from pass to pass.
+struct Nucleus {
+  uint32_t prefix, mask;     // every key whose masked bits exceed `prefix` is kept
+  unsigned long long above;  // their mass (2⁻⁶⁰ units); after the last pass: how many ties to keep
+  int keep_all;              // the rounded total mass stays below top_p: every token is kept
+};
+
+// Row-wide temperature-scaled log-softmax in float64.
+struct LogSoftmax {
+  float m;
+  double temperature, log_z;
+  __device__ double operator()(float l) const { return (static_cast<double>(l) - m) / temperature - log_z; }
+};
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
-                      at::PhiloxCudaState philox, const double* __restrict__ noise, int64_t* __restrict__ out) {
-  const T* row = logits + static_cast<int64_t>(blockIdx.x) * row_stride;
-  __shared__ float red_f[kWarps];
-  __shared__ double red_d[kWarps];
-  __shared__ unsigned long long hist[256];
-  __shared__ unsigned int hist_n[256];
-  __shared__ uint32_t s_prefix, s_mask;
-  __shared__ unsigned long long s_above;
-  __shared__ bool s_keep_all;
-  __shared__ int64_t s_best_i[kWarps];
-  using Scan = cub::BlockScan<int, kThreads>;
-  __shared__ typename Scan::TempStorage scan_tmp;
-
+__device__ float chunk_max(const T* row, int64_t V, Chunk c, float* red) {
   float m = -INFINITY;
-  for (int64_t v = threadIdx.x; v < V; v += kThreads) m = fmaxf(m, static_cast<float>(row[v]));
-  m = block_reduce(m, red_f, [](float a, float b) { return fmaxf(a, b); });
-  double z = 0.0;
-  for (int64_t v = threadIdx.x; v < V; v += kThreads) z += exp((static_cast<double>(row[v]) - m) / temperature);
-  z = block_reduce(z, red_d, [](double a, double b) { return a + b; });
-  const double log_z = log(z);
-  auto logp = [&](float l) { return (static_cast<double>(l) - m) / temperature - log_z; };
+  for (int64_t s = c.s0; s < c.s1; ++s) {
+    const int64_t v = s * kThreads + threadIdx.x;
+    if (v < V) m = fmaxf(m, static_cast<float>(row[v]));
+  }
+  return block_reduce(m, red, [](float a, float b) { return fmaxf(a, b); });
+}
 
-  // Radix select of the crossing token: after the loop every key > s_prefix is kept, s_above is their mass.
-  const bool nucleus = top_p < 1.0;
-  const unsigned long long target = static_cast<unsigned long long>(top_p * kFixed);
-  unsigned long long tie_keep = ~0ull;  // ties of the crossing key kept, lowest index first
-  if (threadIdx.x == 0) {
-    s_prefix = 0;
-    s_mask = 0;
-    s_above = 0;
-    s_keep_all = !nucleus;
+template <typename T>
+__device__ double chunk_z(const T* row, int64_t V, Chunk c, float m, double temperature, double* red) {
+  double z = 0.0;
+  for (int64_t s = c.s0; s < c.s1; ++s) {
+    const int64_t v = s * kThreads + threadIdx.x;
+    if (v < V) z += exp((static_cast<double>(row[v]) - m) / temperature);
+  }
+  return block_reduce(z, red, [](double a, double b) { return a + b; });
+}
+
+// Histogram (mass, count) over the byte at `shift` of the keys that match the state's prefix, for the chunk's
+// logits, into shared `hist` / `hist_n` (zeroed here). Ends synchronised.
+template <typename T>
+__device__ void chunk_histogram(const T* row, int64_t V, Chunk c, int shift, const Nucleus& st, const LogSoftmax& logp,
+                                unsigned long long* hist, unsigned* hist_n) {
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    hist[b] = 0;
+    hist_n[b] = 0;
   }
   __syncthreads();
-  for (int shift = 24; nucleus && shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += kThreads) {
-      hist[b] = 0;
-      hist_n[b] = 0;
-    }
-    __syncthreads();
-    const uint32_t prefix = s_prefix, mask = s_mask;
-    for (int64_t base = 0; base < V; base += kThreads) {  // same trip count in every thread: full warps
-      const int64_t v = base + threadIdx.x;
-      int b = -1;  // this token's bin, −1 when it is out of range or outside the prefix
-      unsigned long long mass = 0;
-      if (v < V) {
-        const float l = static_cast<float>(row[v]);
-        const uint32_t key = order_key(l);
-        if ((key & mask) == prefix) {
-          b = (key >> shift) & 255;
-          mass = static_cast<unsigned long long>(llrint(exp(logp(l)) * kFixed));
-        }
-      }
-      // Most logits share one or two bins of the top byte (sign + exponent), so one shared atomic per token
-      // serialises the pass; the lanes of a bin add their masses first and the lowest lane adds the sum.
-      const unsigned peers = __match_any_sync(0xffffffffu, b);
-      if (b >= 0) {
-        unsigned long long sum = 0;
-        for (unsigned rest = peers; rest; rest &= rest - 1) sum += __shfl_sync(peers, mass, __ffs(rest) - 1);
-        if (static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) {
-          atomicAdd(&hist[b], sum);
-          atomicAdd(&hist_n[b], static_cast<unsigned>(__popc(peers)));
-        }
+  for (int64_t s = c.s0; s < c.s1; ++s) {  // same trip count in every thread: full warps
+    const int64_t v = s * kThreads + threadIdx.x;
+    int b = -1;  // this token's bin, −1 when it is out of range or outside the prefix
+    unsigned long long mass = 0;
+    if (v < V) {
+      const float l = static_cast<float>(row[v]);
+      const uint32_t key = order_key(l);
+      if ((key & st.mask) == st.prefix) {
+        b = (key >> shift) & 255;
+        mass = static_cast<unsigned long long>(llrint(exp(logp(l)) * kFixed));
       }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long above = s_above;
-      int pick = -1, lowest = -1;
-      for (int b = 255; b >= 0; --b) {
-        if (hist_n[b] == 0) continue;
-        lowest = b;
-        if (above + hist[b] >= target) {
-          pick = b;
-          break;
-        }
-        above += hist[b];
-      }
-      if (pick < 0) {  // the rounded total mass stays below top_p: every token is kept
-        s_keep_all = true;
-        pick = lowest;
-        above -= hist[lowest];
-      }
-      s_prefix = prefix | (static_cast<uint32_t>(pick) << shift);
-      s_mask = mask | (255u << shift);
-      s_above = above;
-      if (shift == 0) {
-        // Ties: the j-th (by index) has mass_before = above + j·p*, kept while that is < top_p.
-        const unsigned long long p_star = hist[pick] / hist_n[pick];
-        const unsigned long long ties = p_star == 0 ? ~0ull : (target - above + p_star - 1) / p_star;
-        s_above = ties > 0 ? ties : 1;  // reuse: ties to keep; the first is the crossing token itself
+    // Most logits share one or two bins of the top byte (sign + exponent), so one shared atomic per token
+    // serialises the pass; the lanes of a bin add their masses first and the lowest lane adds the sum.
+    const unsigned peers = __match_any_sync(0xffffffffu, b);
+    if (b >= 0) {
+      unsigned long long sum = 0;
+      for (unsigned rest = peers; rest; rest &= rest - 1) sum += __shfl_sync(peers, mass, __ffs(rest) - 1);
+      if (static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) {
+        atomicAdd(&hist[b], sum);
+        atomicAdd(&hist_n[b], static_cast<unsigned>(__popc(peers)));
       }
     }
-    __syncthreads();
   }
-  if (nucleus) tie_keep = s_above;
-  const bool keep_all = s_keep_all;
-  const uint32_t crossing = s_prefix;
+  __syncthreads();
+}
 
-  // Gumbel-max over the kept tokens; every thread takes one uniform per sweep, kept or not.
+// One thread: picks the bin of the row's histogram (at `shift`) where the descending mass crosses `target`
+// and narrows the state to it; after the last byte, `above` becomes the number of tied tokens to keep.
+__device__ void select_bin(const unsigned long long* hist, const unsigned* hist_n, int shift, unsigned long long target,
+                           Nucleus& st) {
+  unsigned long long above = st.above;
+  int pick = -1, lowest = -1;
+  for (int b = kBins - 1; b >= 0; --b) {
+    if (hist_n[b] == 0) continue;
+    lowest = b;
+    if (above + hist[b] >= target) {
+      pick = b;
+      break;
+    }
+    above += hist[b];
+  }
+  if (pick < 0) {  // the rounded total mass stays below top_p: every token is kept
+    st.keep_all = 1;
+    pick = lowest;
+    above -= hist[lowest];
+  }
+  st.prefix |= static_cast<uint32_t>(pick) << shift;
+  st.mask |= 255u << shift;
+  st.above = above;
+  if (shift == 0) {
+    // Ties: the j-th (by index) has mass_before = above + j·p*, kept while that is < top_p.
+    const unsigned long long p_star = hist[pick] / hist_n[pick];
+    const unsigned long long ties = p_star == 0 ? ~0ull : (target - above + p_star - 1) / p_star;
+    st.above = ties > 0 ? ties : 1;  // the first tie is the crossing token itself
+  }
+}
+
+// Gumbel-max over the chunk's kept tokens, the block's best (score, id) returned in thread 0. Every thread
+// takes one uniform per sweep, kept or not; `ties_before` = tied tokens in the row's earlier chunks.
+template <typename T>
+__device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const LogSoftmax& logp, const Nucleus& st,
+                             bool nucleus, unsigned long long ties_before, at::PhiloxCudaState philox,
+                             const double* noise, double& out_d, int64_t& out_i) {
+  using Scan = cub::BlockScan<int, kThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ double s_best_d[kWarps];
+  __shared__ int64_t s_best_i[kWarps];
+  const bool keep_all = !nucleus || st.keep_all;
+  const uint32_t crossing = st.prefix;
+  const unsigned long long tie_keep = nucleus ? st.above : ~0ull;
   curandStatePhilox4_32_10_t state;
   if (!noise) {
     const auto seeds = at::cuda::philox::unpack(philox);
-    curand_init(std::get<0>(seeds), static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x, std::get<1>(seeds),
-                &state);
+    // Pair k of a thread's subsequence sits 4k 32-bit values in: the chunk starts at pair ⌊s0 / 2⌋.
+    curand_init(std::get<0>(seeds), static_cast<uint64_t>(n) * kThreads + threadIdx.x,
+                std::get<1>(seeds) + 4 * static_cast<uint64_t>(c.s0 / 2), &state);
   }
   double2 pair{};
   int64_t best_i = INT64_MAX;
   double best_d = -INFINITY;
-  int ties_before = 0;
-  int sweep = 0;
-  for (int64_t base = 0; base < V; base += kThreads, ++sweep) {
-    const int64_t v = base + threadIdx.x;
+  for (int64_t s = c.s0; s < c.s1; ++s) {
+    const int64_t v = s * kThreads + threadIdx.x;
     const bool valid = v < V;
     const float l = valid ? static_cast<float>(row[v]) : 0.f;
     const uint32_t key = order_key(l);
     const int tie = valid && !keep_all && key == crossing ? 1 : 0;
     int rank = 0, n_ties = 0;
     // Ties of the crossing logit are rare: the block-wide scan runs only in sweeps that hold one.
-    if (nucleus && !keep_all && __syncthreads_or(tie)) {
+    if (!keep_all && __syncthreads_or(tie)) {
       Scan(scan_tmp).ExclusiveSum(tie, rank, n_ties);
       __syncthreads();  // scan_tmp is reused by the next sweep
     }
     double u;
     if (noise) {
-      u = valid ? noise[static_cast<int64_t>(blockIdx.x) * V + v] : 0.5;
+      u = valid ? noise[n * V + v] : 0.5;
     } else {
-      if (sweep % 2 == 0) pair = curand_uniform2_double(&state);
-      u = sweep % 2 == 0 ? pair.x : pair.y;
+      if (s % 2 == 0 || s == c.s0) pair = curand_uniform2_double(&state);
+      u = s % 2 == 0 ? pair.x : pair.y;
       if (u == 1.0) u = 0.0;  // curand gives (0, 1]; torch's uniform_ maps 1 to 0: [0, 1)
     }
-    const bool kept = valid && (keep_all || key > crossing ||
-                                (tie && static_cast<unsigned long long>(ties_before + rank) < tie_keep));
+    const bool kept = valid && (keep_all || key > crossing || (tie && ties_before + rank < tie_keep));
     ties_before += n_ties;
     if (kept) {
       const double score = logp(l) - log(-log(u));  // u = 0: −log(inf) = −inf, never chosen
@@ -198,7 +222,6 @@ __global__ void __launch_bounds__(kThreads)
       best_i = oi;
     }
   }
-  __shared__ double s_best_d[kWarps];
   if (threadIdx.x % 32 == 0) {
     s_best_d[threadIdx.x / 32] = best_d;
     s_best_i[threadIdx.x / 32] = best_i;
@@ -210,22 +233,197 @@ __global__ void __launch_bounds__(kThreads)
         best_d = s_best_d[w];
         best_i = s_best_i[w];
       }
-    out[blockIdx.x] = best_i == INT64_MAX ? 0 : best_i;  // all −inf (or NaN): index 0, like argmax
+    out_d = best_d;
+    out_i = best_i;
   }
 }
+
+// ---- One block per row: every phase in one kernel. ----
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
+                      at::PhiloxCudaState philox, const double* __restrict__ noise, int64_t* __restrict__ out) {
+  const int64_t n = blockIdx.x;
+  const T* row = logits + n * row_stride;
+  const Chunk all{0, (V + kThreads - 1) / kThreads};
+  __shared__ float red_f[kWarps];
+  __shared__ double red_d[kWarps];
+  __shared__ unsigned long long hist[kBins];
+  __shared__ unsigned hist_n[kBins];
+  __shared__ Nucleus st;
+
+  const float m = chunk_max(row, V, all, red_f);
+  const double z = chunk_z(row, V, all, m, temperature, red_d);
+  const LogSoftmax logp{m, temperature, log(z)};
+  const bool nucleus = top_p < 1.0;
+  if (threadIdx.x == 0) st = Nucleus{0, 0, 0, 0};
+  __syncthreads();
+  for (int shift = 24; nucleus && shift >= 0; shift -= 8) {
+    chunk_histogram(row, V, all, shift, st, logp, hist, hist_n);
+    if (threadIdx.x == 0) select_bin(hist, hist_n, shift, static_cast<unsigned long long>(top_p * kFixed), st);
+    __syncthreads();
+  }
+  double best_d;
+  int64_t best_i;
+  chunk_gumbel(row, V, all, n, logp, st, nucleus, 0, philox, noise, best_d, best_i);
+  if (threadIdx.x == 0) out[n] = best_i == INT64_MAX ? 0 : best_i;  // all −inf (or NaN): index 0, like argmax
+}
+
+// ---- A row split over S blocks: one kernel per phase, block b = row · S + chunk. ----
+
+// Global scratch of the split form; hist, hist_n, state and tickets start zeroed.
+struct Split {
+  int S;
+  int64_t sweeps_per_chunk;
+  float* part_max;           // (N, S)
+  double* part_z;            // (N, S)
+  double* part_best_d;       // (N, S)
+  int64_t* part_best_i;      // (N, S)
+  unsigned long long* hist;  // (N, 256) the row's histogram of the current pass
+  unsigned* hist_n;          // (N, 256)
+  unsigned* chunk_n;         // (N, S, 256) each chunk's counts of the last pass: ties before a chunk
+  Nucleus* state;            // (N)
+  unsigned* tickets;         // (N) blocks of the row done with the current phase
+};
+
+__device__ Chunk chunk_of(const Split& sp, int64_t V) {
+  const int64_t c = blockIdx.x % sp.S, sweeps = (V + kThreads - 1) / kThreads;
+  return {std::min(sweeps, c * sp.sweeps_per_chunk), std::min(sweeps, (c + 1) * sp.sweeps_per_chunk)};
+}
+
+// m and log Z of row n from its chunks' partials, summed in chunk order (the same in every block).
+__device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double temperature) {
+  float m = -INFINITY;
+  double z = 0.0;
+  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
+  for (int c = 0; c < sp.S; ++c) z += sp.part_z[n * sp.S + c];
+  return {m, temperature, log(z)};
+}
+
+// True in every thread of the block that finishes a phase of its row last; the others' global writes are
+// visible to it.
+__device__ bool last_of_row(const Split& sp, int64_t n) {
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(&sp.tickets[n], 1u) == static_cast<unsigned>(sp.S - 1);
+  __syncthreads();
+  if (s_last) __threadfence();
+  return s_last;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_max_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, Split sp) {
+  __shared__ float red_f[kWarps];
+  const int64_t n = blockIdx.x / sp.S;
+  const float m = chunk_max(logits + n * row_stride, V, chunk_of(sp, V), red_f);
+  if (threadIdx.x == 0) sp.part_max[blockIdx.x] = m;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_z_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, Split sp) {
+  __shared__ double red_d[kWarps];
+  const int64_t n = blockIdx.x / sp.S;
+  float m = -INFINITY;
+  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
+  const double z = chunk_z(logits + n * row_stride, V, chunk_of(sp, V), m, temperature, red_d);
+  if (threadIdx.x == 0) sp.part_z[blockIdx.x] = z;
+}
+
+// One radix pass: the chunks' histograms are added into the row's (integers: order-free), and the row's last
+// block selects the bin, clears the histogram and the ticket for the next pass.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_radix_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
+                       int shift, Split sp) {
+  __shared__ unsigned long long hist[kBins];
+  __shared__ unsigned hist_n[kBins];
+  const int64_t n = blockIdx.x / sp.S;
+  const Nucleus st = sp.state[n];
+  chunk_histogram(logits + n * row_stride, V, chunk_of(sp, V), shift, st, row_log_softmax(sp, n, temperature), hist,
+                  hist_n);
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    if (hist_n[b] != 0) {
+      atomicAdd(&sp.hist[n * kBins + b], hist[b]);
+      atomicAdd(&sp.hist_n[n * kBins + b], hist_n[b]);
+    }
+    if (shift == 0) sp.chunk_n[static_cast<int64_t>(blockIdx.x) * kBins + b] = hist_n[b];
+  }
+  if (!last_of_row(sp, n)) return;
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {  // the row's totals, read past L1
+    hist[b] = __ldcg(&sp.hist[n * kBins + b]);
+    hist_n[b] = __ldcg(&sp.hist_n[n * kBins + b]);
+    sp.hist[n * kBins + b] = 0;
+    sp.hist_n[n * kBins + b] = 0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Nucleus next = st;
+    select_bin(hist, hist_n, shift, static_cast<unsigned long long>(top_p * kFixed), next);
+    sp.state[n] = next;
+    sp.tickets[n] = 0;
+  }
+}
+
+// Gumbel-max per chunk; the row's last block takes the best of the chunks (lowest id among equal scores).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_gumbel_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
+                        at::PhiloxCudaState philox, const double* __restrict__ noise, Split sp,
+                        int64_t* __restrict__ out) {
+  const int64_t n = blockIdx.x / sp.S;
+  const int c = blockIdx.x % sp.S;
+  const Nucleus st = sp.state[n];
+  unsigned long long ties_before = 0;  // tokens with the crossing key in the earlier chunks
+  if (nucleus && !st.keep_all)
+    for (int e = 0; e < c; ++e) ties_before += sp.chunk_n[(n * sp.S + e) * kBins + (st.prefix & 255)];
+  double best_d;
+  int64_t best_i;
+  chunk_gumbel(logits + n * row_stride, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), st, nucleus,
+               ties_before, philox, noise, best_d, best_i);
+  if (threadIdx.x == 0) {
+    sp.part_best_d[blockIdx.x] = best_d;
+    sp.part_best_i[blockIdx.x] = best_i;
+  }
+  if (!last_of_row(sp, n) || threadIdx.x != 0) return;
+  for (int e = 0; e < sp.S; ++e) {
+    const double d = __ldcg(&sp.part_best_d[n * sp.S + e]);
+    const int64_t i = __ldcg(&sp.part_best_i[n * sp.S + e]);
+    if (d > best_d || (d == best_d && i < best_i)) {
+      best_d = d;
+      best_i = i;
+    }
+  }
+  out[n] = best_i == INT64_MAX ? 0 : best_i;
+}
+
+// Chunks per row: enough blocks to cover the SMs when there are fewer rows than SMs.
+int auto_split(int64_t N, int64_t sweeps) {
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  return static_cast<int>(std::clamp<int64_t>(sms / std::max<int64_t>(N, 1), 1, std::min<int64_t>(sweeps, kMaxSplit)));
+}
+
+// Bytes `n` rounded up to 16, for packing the scratch buffers into one allocation.
+int64_t aligned(int64_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise) {
+                              const torch::Tensor& noise, int split) {
   TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1),
               "fused_draw: logits must be (N, V) on CUDA with unit column stride, got ", logits.sizes(), " strides ",
               logits.strides());
   const int64_t N = logits.size(0), V = logits.size(1);
   TORCH_CHECK(V >= 1 && V < (int64_t(1) << 31), "fused_draw: vocabulary of ", V, " columns");
+  TORCH_CHECK(split >= 0 && split <= kMaxSplit, "fused_draw: split ", split, " outside [0, ", kMaxSplit, "]");
   c10::cuda::CUDAGuard guard(logits.device());
   auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
   if (N == 0) return out;
+  const int64_t sweeps = (V + kThreads - 1) / kThreads;
+  const int S = static_cast<int>(std::min<int64_t>(split > 0 ? split : auto_split(N, sweeps), sweeps));
   torch::Tensor u;
   at::PhiloxCudaState philox;
   if (noise.defined()) {
@@ -234,17 +432,63 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   } else {
     TORCH_CHECK(gen != nullptr, "fused_draw: a CUDA generator or a noise tensor is needed");
     auto* g = at::check_generator<at::CUDAGeneratorImpl>(*gen);
-    const int64_t sweeps = (V + kThreads - 1) / kThreads;
     std::lock_guard<std::mutex> lock(g->mutex_);
     philox = g->philox_cuda_state(4 * ((sweeps + 1) / 2));  // 4 32-bit values per curand_uniform2_double
   }
+  const double* u_ptr = u.defined() ? u.data_ptr<double>() : nullptr;
+  const bool nucleus = top_p < 1.0;
   auto stream = at::cuda::getCurrentCUDAStream();
+  if (S == 1) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
+      fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(
+          logits.data_ptr<scalar_t>(), logits.stride(0), V, temperature, top_p, philox, u_ptr, out.data_ptr<int64_t>());
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+  }
+  // Scratch: the zeroed part first (histograms, states, tickets), then the partials.
+  const int64_t NS = N * S;
+  const int64_t b_hist = aligned(N * kBins * 8), b_hist_n = aligned(N * kBins * 4),
+                b_state = aligned(N * static_cast<int64_t>(sizeof(Nucleus))), b_tickets = aligned(N * 4);
+  const int64_t zeroed = b_hist + b_hist_n + b_state + b_tickets;
+  const int64_t b_chunk_n = aligned(NS * kBins * 4), b_max = aligned(NS * 4), b_z = aligned(NS * 8),
+                b_best_d = aligned(NS * 8), b_best_i = aligned(NS * 8);
+  auto scratch =
+      torch::empty({zeroed + b_chunk_n + b_max + b_z + b_best_d + b_best_i}, logits.options().dtype(torch::kUInt8));
+  scratch.narrow(0, 0, zeroed).zero_();
+  char* p = static_cast<char*>(scratch.data_ptr());
+  auto take = [&](int64_t bytes) {
+    char* q = p;
+    p += bytes;
+    return q;
+  };
+  Split sp;
+  sp.S = S;
+  sp.sweeps_per_chunk = (sweeps + S - 1) / S;
+  sp.hist = reinterpret_cast<unsigned long long*>(take(b_hist));
+  sp.hist_n = reinterpret_cast<unsigned*>(take(b_hist_n));
+  sp.state = reinterpret_cast<Nucleus*>(take(b_state));
+  sp.tickets = reinterpret_cast<unsigned*>(take(b_tickets));
+  sp.chunk_n = reinterpret_cast<unsigned*>(take(b_chunk_n));
+  sp.part_max = reinterpret_cast<float*>(take(b_max));
+  sp.part_z = reinterpret_cast<double*>(take(b_z));
+  sp.part_best_d = reinterpret_cast<double*>(take(b_best_d));
+  sp.part_best_i = reinterpret_cast<int64_t*>(take(b_best_i));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
-    fused_draw_kernel<scalar_t>
-        <<<N, kThreads, 0, stream>>>(logits.data_ptr<scalar_t>(), logits.stride(0), V, temperature, top_p, philox,
-                                     u.defined() ? u.data_ptr<double>() : nullptr, out.data_ptr<int64_t>());
+    const scalar_t* x = logits.data_ptr<scalar_t>();
+    const int64_t rs = logits.stride(0);
+    split_max_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, sp);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    split_z_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, sp);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    for (int shift = 24; nucleus && shift >= 0; shift -= 8) {
+      split_radix_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, top_p, shift, sp);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    split_gumbel_kernel<scalar_t>
+        <<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, nucleus, philox, u_ptr, sp, out.data_ptr<int64_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 

@@ -141,7 +141,8 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
 
 torch::Tensor GptImpl::logits(const torch::Tensor& ids, common::KVCache* cache) {
   // Tied head; the padded columns are dropped so every distribution is over the real vocabulary.
-  return F::linear(hidden(ids, cache), wte->weight).narrow(-1, 0, cfg.vocab_size);  // (B, S, V)
+  const auto& head = head_cast.defined() ? head_cast : wte->weight;
+  return F::linear(hidden(ids, cache), head).narrow(-1, 0, cfg.vocab_size);  // (B, S, V)
 }
 
 // ---------------------------------------------------------------------------------------------- config
@@ -405,6 +406,11 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   torch::NoGradGuard ng;
   common::EvalMode eval_mode(*net_);
   common::AutocastLinearWeights bf16_weights(*net_, device_);
+  struct HeadCastScope {  // the tied head cast once; back to wte's own weight however the call ends
+    GptImpl& net;
+    ~HeadCastScope() { net.head_cast = torch::Tensor(); }
+  } head_scope{*net_};
+  net_->head_cast = common::autocast_copy(net_->wte->weight);
   const torch::Device dev = device_;
   torch::Tensor prompt =
       r.prompt.defined() ? r.prompt.to(torch::kCPU, torch::kLong).clone() : torch::full({B, L}, -1, torch::kLong);

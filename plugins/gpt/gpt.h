@@ -78,6 +78,9 @@ struct GptImpl : torch::nn::Module {
   GptConfig cfg;
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::Tensor wnonee;  // (1, d), only with start_token
+  // logits()' head weight when defined: wte's weight cast once for a sampler's scope (common::autocast_copy),
+  // instead of by autocast at every decode step. Not a parameter.
+  torch::Tensor head_cast;
   torch::nn::ModuleList h;
   LayerNorm ln_f{nullptr};
   torch::nn::Dropout drop{nullptr};

@@ -53,10 +53,13 @@ TEST(FusedDraw, SameIdsAsReferenceGivenTheSameUniforms) {
       u.index_put_({0, 0}, 0.0);  // u = 0 is never chosen
       for (double temperature : {1.0, 0.9, 0.7}) {
         for (double top_p : {1.0, 0.95, 0.5, 1e-6}) {
-          auto ours = fused_draw(logits, temperature, top_p, nullptr, u);
           auto ref = gumbel_draw_reference(logits, temperature, top_p, u);
-          EXPECT_TRUE(torch::equal(ours, ref)) << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p
-                                               << ": " << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
+          for (int split : {1, 3, 16}) {  // one block per row, and rows split over blocks (ties across chunks)
+            auto ours = fused_draw(logits, temperature, top_p, nullptr, u, split);
+            EXPECT_TRUE(torch::equal(ours, ref))
+                << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p << " split=" << split << ": "
+                << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
+          }
         }
       }
     }
@@ -86,6 +89,24 @@ TEST(FusedDraw, PhiloxDrawsFollowTheFilteredDistribution) {
   auto a = fused_draw(rows, 1.0, 1.0, &g1), b = fused_draw(rows, 1.0, 1.0, &g2);
   EXPECT_TRUE(torch::equal(a, b));
   EXPECT_FALSE(torch::equal(fused_draw(rows, 1.0, 1.0, &g1), a));
+}
+
+TEST(FusedDraw, SplitRowsDrawTheSameUniformsAsOneBlockPerRow) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  // A decode step's shape: 32 rows of a GPT-2 vocabulary, bf16 with many exact ties; a token gets the same
+  // Philox uniform whichever way the row is split, so one seed gives the same ids.
+  torch::manual_seed(1);
+  auto logits = (torch::randn({32, 50257}) * 0.3).to(torch::kCUDA, torch::kBFloat16);
+  for (double top_p : {1.0, 0.95, 0.3}) {
+    auto g1 = make_generator(torch::Device(torch::kCUDA, 0), 9);
+    auto one = fused_draw(logits, 0.9, top_p, &g1, {}, 1);
+    for (int split : {2, 4, 7, 16}) {
+      auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
+      auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split);
+      EXPECT_TRUE(torch::equal(ids, one)) << "top_p=" << top_p << " split=" << split << ": "
+                                          << ids.ne(one).sum().item<int64_t>() << " of 32 rows differ";
+    }
+  }
 }
 
 }  // namespace
