@@ -196,12 +196,13 @@ struct AoGptImpl : torch::nn::Module {
     const bool grouped = torch::GradMode::is_enabled() && targets.is_cuda();  // only the CUDA backward groups
     auto t = targets.reshape({N});
     if (!adaln_tables.empty()) return {{}, common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
-    if (N > T + 1) {
-      auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
-      return {torch::silu(torch::cat({wtpe->weight, none})),
-              common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
-    }
+    if (N > T + 1) return {silu_position_rows(), common::RowIndex::of(torch::where(t.ge(0), t, T), T + 1, grouped)};
     return {torch::silu(target_embedding(wtpe, t)), common::RowIndex::of(torch::arange(N, t.options()), N, grouped)};
+  }
+  // SiLU of every target position's embedding and of the zero "no target" row T: (T + 1, cond_dim).
+  torch::Tensor silu_position_rows() {
+    auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
+    return torch::silu(torch::cat({wtpe->weight, none}));
   }
 
   // For a sampler's scope (AdaLNTableScope): each block's adaLN table (T + 1, 6d) and the final one
@@ -212,8 +213,7 @@ struct AoGptImpl : torch::nn::Module {
     adaln_tables.clear();
     if (cfg.injection != Injection::kAdaLN) return;
     torch::NoGradGuard no_grad;
-    auto none = torch::zeros({1, cfg.cond_dim}, wtpe->weight.options());
-    auto silu_rows = torch::silu(torch::cat({wtpe->weight, none}));  // (T + 1, cond_dim)
+    auto silu_rows = silu_position_rows();
     for (auto& blk : blocks) adaln_tables.push_back(adaln_table(blk->adaLN, silu_rows, 6, blk->scale_ones));
     adaln_tables.push_back(adaln_table(adaLN_final, silu_rows, 2, scale_ones_final));
   }

@@ -292,13 +292,18 @@ __device__ Chunk chunk_of(const Split& sp, int64_t V) {
   return {std::min(sweeps, c * sp.sweeps_per_chunk), std::min(sweeps, (c + 1) * sp.sweeps_per_chunk)};
 }
 
+// The max of row n from its chunks' partials.
+__device__ float row_max(const Split& sp, int64_t n) {
+  float m = -INFINITY;
+  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
+  return m;
+}
+
 // m and log Z of row n from its chunks' partials, summed in chunk order (the same in every block).
 __device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double temperature) {
-  float m = -INFINITY;
   double z = 0.0;
-  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
   for (int c = 0; c < sp.S; ++c) z += sp.part_z[n * sp.S + c];
-  return {m, temperature, log(z)};
+  return {row_max(sp, n), temperature, log(z)};
 }
 
 // True in every thread of the block that finishes a phase of its row last; the others' global writes are
@@ -327,9 +332,7 @@ __global__ void __launch_bounds__(kThreads)
     split_z_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, Split sp) {
   __shared__ double red_d[kWarps];
   const int64_t n = blockIdx.x / sp.S;
-  float m = -INFINITY;
-  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
-  const double z = chunk_z(logits + n * row_stride, V, chunk_of(sp, V), m, temperature, red_d);
+  const double z = chunk_z(logits + n * row_stride, V, chunk_of(sp, V), row_max(sp, n), temperature, red_d);
   if (threadIdx.x == 0) sp.part_z[blockIdx.x] = z;
 }
 
