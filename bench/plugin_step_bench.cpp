@@ -11,6 +11,7 @@
 // (run "<plugin>/<flavour>", metrics "<bench>_b<B>/tok_s|mfu|step_ms|peak_mem_gib"), which `aobench compare
 // BASE.json NEW.json` checks: throughput lower or step time / memory higher past --threshold is a regression.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -59,21 +60,27 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   const torch::profiler::impl::ProfilerConfig cfg(torch::profiler::impl::ProfilerState::KINETO);
   prof::prepareProfiler(cfg, acts);
   prof::enableProfiler(cfg, acts);
+  const auto t0 = std::chrono::steady_clock::now();
   fn();
   torch::cuda::synchronize();
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto result = prof::disableProfiler();
   std::map<std::string, std::pair<double, int>> per_kernel;  // name → (total µs, calls)
   double total = 0;
+  int64_t launches = 0;
   for (const auto& e : result->events()) {
     if (e.deviceType() != c10::DeviceType::CUDA) continue;
     auto& k = per_kernel[e.name().substr(0, 90)];
     k.first += e.durationNs() / 1e3;
     k.second += 1;
     total += e.durationNs() / 1e3;
+    ++launches;
   }
   std::vector<std::pair<std::string, std::pair<double, int>>> rows(per_kernel.begin(), per_kernel.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
-  std::printf("profile %s: %.2f ms of GPU time in %zu kernel kinds\n", label.c_str(), total / 1e3, rows.size());
+  // GPU time well under the wall time means the GPU waited for the host (launches, synchronisations).
+  std::printf("profile %s: %.2f ms of GPU time in %lld kernels of %zu kinds, %.2f ms wall (profiler on)\n",
+              label.c_str(), total / 1e3, static_cast<long long>(launches), rows.size(), wall_ms);
   for (size_t i = 0; i < rows.size() && i < 25; ++i)
     std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second, rows[i].first.c_str());
 }

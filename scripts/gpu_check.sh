@@ -299,8 +299,8 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
   done
   # Ours: one whole sample() of 32 × 1024 (small shapes, bf16, float64 draws, top-p 0.95, T 0.9).
   local spec
-  for spec in gpt:1024:3 gpt-split:1024:3 ao_gpt:1024:3 ao_gpt-split:1024:3 ao_gpt:64:2 sedd:64:1 sedd:1024:1 \
-              gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1; do
+  for spec in ${GENSPEED_SPECS:-gpt:1024:3 gpt-split:1024:3 ao_gpt:1024:3 ao_gpt-split:1024:3 ao_gpt:64:2 sedd:64:1 \
+              sedd:1024:1 gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1}; do
     IFS=: read -r name steps reps <<< "$spec"
     local env=() plugin=${name%%-*}
     [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)
@@ -314,7 +314,7 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
       2>&1 | grep -E "^BM_|rror" | tee "$d/bench_sample_$key.log" || true
   done
   # The `aobench speed` sweep (steps 64 … 1024) where this build has the command.
-  if $A speed --help >/dev/null 2>&1; then
+  if [[ ${GENSPEED_SWEEP:-1} == 1 ]] && $A speed --help >/dev/null 2>&1; then
     for spec in gpt:[1024]:3 ao_gpt:[64,128,256,512,1024]:2 sedd:[64,128]:1; do
       IFS=: read -r plugin steps reps <<< "$spec"
       timeout 120 $A speed --set model.plugin=$plugin --set model.flavour=small --set "speed.steps=$steps" \
@@ -323,9 +323,9 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
     done
   fi
   # The peers, same GPU, same call (comparison only; their compilation is excluded from their times).
-  timeout 240 python3 bench/peers/hf_generate.py --out "$d/peer_hf_generate.json" 2>&1 | tail -n 40 \
+  [[ ${GENSPEED_PEERS:-hf sedd} == *hf* ]] && timeout 240 python3 bench/peers/hf_generate.py ${GENSPEED_HF_ARGS:-} --out "$d/peer_hf_generate.json" 2>&1 | tail -n 40 \
     | tee "$d/peer_hf_generate.log" || true
-  timeout 150 python3 bench/peers/sedd_step.py --out "$d/peer_sedd_step.json" 2>&1 | tail -n 20 \
+  [[ ${GENSPEED_PEERS:-hf sedd} == *sedd* ]] && timeout 150 python3 bench/peers/sedd_step.py --out "$d/peer_sedd_step.json" 2>&1 | tail -n 20 \
     | tee "$d/peer_sedd_step.log" || true
   python3 bench/peers/genspeed_summary.py "$d" | tee "$d/summary.md"
 }
