@@ -98,11 +98,11 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
 #ifdef AOBENCH_FUSED_CUDA
-  // The automatic split (several blocks per row when rows are fewer than SMs) is opt-in, AOBENCH_DRAW_SPLIT=1,
-  // until its GPU tests and timings are recorded in docs/results/perf; otherwise one block per row.
+  // The automatic split (several blocks per row when rows are fewer than SMs; docs/results/perf) unless
+  // AOBENCH_DRAW_SPLIT=0, which keeps one block per row (the split form's reference in timings).
   static const bool auto_split = [] {
     const char* v = std::getenv("AOBENCH_DRAW_SPLIT");
-    return v && std::string(v) == "1";
+    return !(v && std::string(v) == "0");
   }();
   if (split == 0 && !auto_split) split = 1;
   return fused_draw_cuda(logits, temperature, top_p, gen, noise, split);

@@ -61,8 +61,8 @@ torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperat
 // Philox stream (graph-safe). Ties of the crossing token are kept lowest index first, as top_p_keep does;
 // nucleus masses are summed in 2^-60 fixed point. One kernel and one block per row (split 1), or each row
 // split over `split` blocks and one kernel per phase, so that a few rows (a decode step's 32) keep every SM
-// busy; a token gets the same uniform either way. split 0 = automatic: one block per row, or, with
-// AOBENCH_DRAW_SPLIT=1, enough blocks per row to cover the SMs. → (N) int64.
+// busy; a token gets the same uniform either way. split 0 = automatic: enough blocks per row to cover the
+// SMs, or one block per row with AOBENCH_DRAW_SPLIT=0. → (N) int64.
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
                          const torch::Tensor& noise = {}, int split = 0);
 // True when fused_draw can serve these logits: CUDA kernels built, logits on the GPU in float32/bf16/half,
