@@ -32,6 +32,7 @@
 #include "core/plugin_api.h"
 #include "harness/optim.h"
 #include "harness/registry.h"
+#include "harness/train_graph.h"
 #include "reports/results.h"
 
 namespace {
@@ -296,6 +297,54 @@ void BM_PluginTrainFullStep(benchmark::State& state) {
   state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
 }
 
+// The same full step recorded once in a CUDA graph (harness/train_graph.h, as `aobench train` does for a
+// capturable plugin) and replayed: the step's GPU time without the host's per-kernel launches, the floor of
+// a captured training step (`aobench train` adds its batch draw, input copies and one host read per step).
+void BM_PluginTrainGraphStep(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
+    return;
+  }
+  const torch::Device dev(torch::kCUDA, 0);
+  std::string label;
+  aobench::TrainBatch batch;
+  auto model = train_bench_model(dev, label, batch);
+  if (!model->info().capabilities.capturable_loss) {
+    state.SkipWithError("the plugin does not declare capturable_loss");
+    return;
+  }
+  if (!model->info().capabilities.any_order) batch.order = torch::Tensor();  // identity implied
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  std::vector<aobench::AdamWGroup> groups;
+  for (auto& g : model->param_groups())
+    if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
+  aobench::AdamW optimizer(std::move(groups), 0.9, 0.95, 1e-8);
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  const auto lr = torch::full({}, 1e-4, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
+  auto step = [&] {  // no zero_grad: each replay overwrites the gradients the graph owns
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    auto loss = model->loss(batch, gen).loss;
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    loss.backward();
+    const auto norm = optimizer.grad_norm();
+    optimizer.step(lr, 1.0, norm, torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
+  };
+  for (int i = 0; i < 3; ++i) {  // eager warm-up: kernels chosen, optimizer state allocated
+    optimizer.zero_grad();
+    step();
+  }
+  optimizer.zero_grad();
+  aobench::TrainStepGraph graph(dev);
+  graph.capture(step);
+  const double seconds = warm_up_and_time(state, dev, label + " captured step", [&] { graph.replay(); });
+  record_result("train_graph_step", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
+  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_GiB"] = aobench::max_memory_gib(dev);
+  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+}
+
 // The device's measured bf16 GEMM peak (8192³, the shape cuBLAS runs fastest): the denominator of a FLOP
 // floor (forward FLOPs / this rate), which the SEDD sampling-step target of issue C is stated against.
 void BM_Bf16MatmulPeak(benchmark::State& state) {
@@ -325,6 +374,12 @@ BENCHMARK(BM_PluginTrainStep)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_PluginTrainFullStep)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_PluginTrainGraphStep)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(20)

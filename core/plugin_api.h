@@ -29,7 +29,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 4;
+inline constexpr uint32_t kPluginApiVersion = 5;
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -63,6 +63,10 @@ struct Capabilities {
   bool infill = false;           // sample() with given ids anywhere, every draw conditioned on all of them
   bool forced_tokens = false;    // sample() with given ids anywhere, kept in place but seen only by the
                                  // draws after them (a left-to-right model's teacher forcing; not infilling)
+  bool capturable_loss = false;  // loss() makes no host read, draws nothing from gen and returns no metrics,
+                                 // given an undefined batch.order when any_order is false (identity implied):
+                                 // the trainer may record a whole training step once in a CUDA graph and
+                                 // replay it on new batches
 };
 
 struct PluginInfo {

@@ -50,6 +50,17 @@ void AdamW::init_slot(size_t i) {
 }
 
 void AdamW::step(double lr, double max_norm, const torch::Tensor& norm, const torch::Tensor& skip) {
+  step_impl(lr, {}, max_norm, norm, skip);
+}
+
+void AdamW::step(const torch::Tensor& lr, double max_norm, const torch::Tensor& norm, const torch::Tensor& skip) {
+  TORCH_CHECK(lr.dim() == 0 && lr.scalar_type() == torch::kFloat32, "AdamW::step: lr must be a float32 0-dim tensor");
+  step_impl(0.0, lr, max_norm, norm, skip);
+}
+
+// lr_tensor defined: the learning rate is that tensor (the fused kernel reads it on the device), else lr.
+void AdamW::step_impl(double lr, const torch::Tensor& lr_tensor, double max_norm, const torch::Tensor& norm,
+                      const torch::Tensor& skip) {
   torch::NoGradGuard no_grad;
   stepped_.clear();
   std::vector<torch::Tensor> steps;
@@ -80,14 +91,19 @@ void AdamW::step(double lr, double max_norm, const torch::Tensor& norm, const to
       }
       first += g.params.size();
       if (ps.empty()) continue;
-      at::_fused_adamw_(ps, grads, m, v, /*max_exp_avg_sqs=*/{}, st, lr, beta1_, beta2_, g.weight_decay, eps_,
-                        /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+      if (lr_tensor.defined())
+        at::_fused_adamw_(ps, grads, m, v, /*max_exp_avg_sqs=*/{}, st, lr_tensor, beta1_, beta2_, g.weight_decay, eps_,
+                          /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+      else
+        at::_fused_adamw_(ps, grads, m, v, /*max_exp_avg_sqs=*/{}, st, lr, beta1_, beta2_, g.weight_decay, eps_,
+                          /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
     }
     return;
   }
 
   // Reference: torch::optim::AdamW's per-parameter expressions, clip factor as clip_grad_norm_ applies it.
   if (skip.defined() && skip.item<float>() != 0.f) return;
+  if (lr_tensor.defined()) lr = lr_tensor.item<double>();
   torch::Tensor coef;
   if (max_norm > 0) coef = torch::clamp_max(max_norm / (norm.to(torch::kFloat32) + 1e-6), 1.0);
   size_t first = 0;

@@ -41,6 +41,9 @@ class AdamW {
   // loss or norm), 0 = update; undefined = update. Nothing here waits for the device, except that the
   // reference path (fused = false) reads `skip` on the host.
   void step(double lr, double max_norm, const torch::Tensor& norm, const torch::Tensor& skip = {});
+  // The same with lr a float32 0-dim tensor on the parameters' device, read by the fused kernel when it runs:
+  // the form a CUDA graph can record once and replay with a new learning rate filled in.
+  void step(const torch::Tensor& lr, double max_norm, const torch::Tensor& norm, const torch::Tensor& skip = {});
   // After a step whose skip flag turned out 1: the step counters go back (bias correction unchanged).
   void undo_step_count();
 
@@ -57,6 +60,8 @@ class AdamW {
     torch::Tensor exp_avg, exp_avg_sq, step;  // step: float32 0-dim on the device (what the fused kernel reads)
   };
   void init_slot(size_t i);
+  void step_impl(double lr, const torch::Tensor& lr_tensor, double max_norm, const torch::Tensor& norm,
+                 const torch::Tensor& skip);
 
   std::vector<AdamWGroup> groups_;
   std::vector<torch::Tensor> all_;

@@ -32,6 +32,7 @@
 #include "harness/resolve_config.h"
 #include "harness/run_dir.h"
 #include "harness/run_record.h"
+#include "harness/train_graph.h"
 #include "harness/train_logger.h"
 
 namespace aobench {
@@ -193,8 +194,11 @@ class Trainer {
   void build_optimizer();
   void resume_from_checkpoint(bool allow_config_changes);
   TrainBatch draw_batch(BatchSampler& sampler, at::Generator& gen);
-  StepStats train_step(double lr);
-  void zero_grad();  // the optimizer's (set to none), or the data-parallel buckets' (zeroed views)
+  StepStats train_step(double lr, TrainLogger& log);
+  StepStats eager_step(double lr, TrainBatch first);  // first: micro-batch 0, already drawn
+  StepStats graph_step(double lr, TrainLogger& log);  // the step replayed from step_graph_ (captured first)
+  void zero_grad();  // the optimizer's (set to none), the data-parallel buckets' (zeroed views), or nothing
+                     // once a graph's replays overwrite the gradients
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
   double validate();
   std::string checkpoint(double elapsed);
@@ -220,6 +224,15 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::vector<std::string> param_names_;
   std::unique_ptr<Ema> ema_;
+  // Whole-step CUDA graph (train_graph.h): wanted for a capturable plugin trained single-process without
+  // accumulation by the fused AdamW; captured after kEagerSteps eager steps of this segment.
+  bool graph_wanted_ = false;
+  std::unique_ptr<TrainStepGraph> step_graph_;
+  TrainBatch graph_batch_;                // the graph's inputs, overwritten before each replay
+  torch::Tensor graph_lr_, graph_stats_;  // float32 0-dim learning rate; (2) float64 loss, gradient norm
+  int64_t graph_from_step_ = 0;           // first step replayed (0: none)
+  TrainBatch next_batch_;                 // drawn while the GPU runs the replayed step before it
+  nlohmann::json rng_before_next_;        // the generators before that draw: what a checkpoint in between saves
   std::unique_ptr<RunDir> run_;
   std::unique_ptr<DirLock> lock_;  // one writer per run directory; rank 0 writes for all ranks
   int64_t step_ = 0, tokens_seen_ = 0, nan_skips_ = 0, start_step_ = 0;
@@ -325,6 +338,8 @@ void Trainer::build_optimizer() {
   optimizer_ = std::make_unique<AdamW>(std::move(groups), hp_.beta1, hp_.beta2, hp_.eps);
   param_names_ = optimizer_names(*optimizer_, net());
   if (hp_.ema > 0) ema_ = std::make_unique<Ema>(net(), hp_.ema);
+  graph_wanted_ = train_graphs_enabled(device_) && !dp_.active() && hp_.gradient_accumulation_steps == 1 &&
+                  info_.capabilities.capturable_loss && optimizer_->fused();
 }
 
 // Weights, optimizer moments, EMA, counters and every RNG stream from the newest checkpoint of the run.
@@ -398,6 +413,7 @@ TrainBatch Trainer::draw_batch(BatchSampler& sampler, at::Generator& gen) {
 }
 
 void Trainer::zero_grad() {
+  if (step_graph_) return;  // each replay overwrites the gradients the graph owns
   if (dp_.active())
     dp_.zero_gradients(optimizer_->params());
   else
@@ -407,13 +423,21 @@ void Trainer::zero_grad() {
 // Micro-batches (loss / accum, backward), the gradient all-reduce when data parallel, global-norm clipping
 // and the AdamW update. Single-process steps queue loss, norm and update without waiting for the device;
 // the one host read per step comes after the update is queued.
-StepStats Trainer::train_step(double lr) {
+StepStats Trainer::train_step(double lr, TrainLogger& log) {
+  // Eager steps first: kernels chosen, workspaces and optimizer state allocated, and the plugin's checks
+  // (e.g. gpt's identity order) passed on real batches before anything is recorded.
+  constexpr int64_t kEagerSteps = 2;
+  if (graph_wanted_ && step_ - start_step_ >= kEagerSteps) return graph_step(lr, log);
+  return eager_step(lr, draw_batch(*sampler_, gen_));
+}
+
+StepStats Trainer::eager_step(double lr, TrainBatch first) {
   const int64_t accum = hp_.gradient_accumulation_steps;
   zero_grad();
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   StepStats s;
   for (int64_t micro = 0; micro < accum; ++micro) {
-    TrainBatch batch = draw_batch(*sampler_, gen_);
+    TrainBatch batch = micro == 0 ? std::move(first) : draw_batch(*sampler_, gen_);
     LossOutput out;
     {
       AutocastGuard ac(bf16_);
@@ -447,6 +471,66 @@ StepStats Trainer::train_step(double lr) {
   const torch::Tensor stats = torch::stack({loss_sum, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
   optimizer_->step(lr, hp_.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
   const torch::Tensor stats_host = stats.to(torch::kCPU);
+  s.loss = stats_host[0].item<double>();
+  s.grad_norm = stats_host[1].item<double>();
+  return s;
+}
+
+// The eager step's work for one micro-batch (no accumulation, one process) with the same expressions,
+// recorded once and replayed with the new batch and learning rate copied into the graph's inputs. The
+// batch is drawn exactly as eagerly (same generators, same order draws), so a run is resumable across both.
+StepStats Trainer::graph_step(double lr, TrainLogger& log) {
+  TrainBatch batch = next_batch_.tokens.defined() ? std::move(next_batch_) : draw_batch(*sampler_, gen_);
+  next_batch_ = {};
+  if (!step_graph_) {
+    graph_batch_.tokens = batch.tokens.clone();
+    // An identity-only plugin's order is the identity (its eager steps checked it): none is passed.
+    if (info_.capabilities.any_order) graph_batch_.order = batch.order.clone();
+    graph_lr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+    optimizer_->zero_grad();  // set to none: the recorded backward allocates the gradients in the graph's pool
+    auto graph = std::make_unique<TrainStepGraph>(device_);
+    try {
+      graph->capture([&] {
+        LossOutput out;
+        {
+          AutocastGuard ac(bf16_);
+          out = model_->loss(graph_batch_, gen_);
+        }
+        TORCH_CHECK(out.metrics.empty(), "a capturable loss returned host metrics");
+        out.loss.backward();
+        const torch::Tensor loss = out.loss.detach().to(torch::kFloat64);
+        graph_stats_ = torch::stack({loss, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
+        optimizer_->step(graph_lr_, hp_.grad_clip, graph_stats_[1],
+                         graph_stats_.isfinite().all().logical_not().to(torch::kFloat32));
+      });
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      what = what.substr(0, what.find('\n'));
+      log.note("step " + std::to_string(step_ + 1) + ": capturing the training step in a CUDA graph failed (" + what +
+               "); training continues uncaptured");
+      graph_wanted_ = false;
+      graph_batch_ = {};
+      optimizer_->zero_grad();
+      return eager_step(lr, std::move(batch));
+    }
+    step_graph_ = std::move(graph);
+    graph_from_step_ = step_ + 1;
+    log.note("steps from " + std::to_string(graph_from_step_) +
+             " replay one CUDA graph of the whole step (AOBENCH_CUDA_GRAPHS=0 runs them uncaptured)");
+  } else {
+    graph_batch_.tokens.copy_(batch.tokens, /*non_blocking=*/true);
+    if (graph_batch_.order.defined()) graph_batch_.order.copy_(batch.order, /*non_blocking=*/true);
+  }
+  graph_lr_.fill_(lr);
+  step_graph_->replay();
+  // The next step's batch is drawn while the GPU runs this one (host work it would otherwise wait for);
+  // the generators' state before that draw is what a checkpoint written in between saves.
+  if (step_ + 1 < hp_.max_iters) {
+    rng_before_next_ = encode_rng_state(*sampler_, gen_, device_);
+    next_batch_ = draw_batch(*sampler_, gen_);
+  }
+  const torch::Tensor stats_host = graph_stats_.to(torch::kCPU);
+  StepStats s;
   s.loss = stats_host[0].item<double>();
   s.grad_norm = stats_host[1].item<double>();
   return s;
@@ -502,7 +586,8 @@ double Trainer::validate() {
 
 // Writes checkpoints/step_<step> (collective when data parallel: rank 0 gathers every rank's RNG streams).
 std::string Trainer::checkpoint(double elapsed) {
-  const nlohmann::json rng = encode_rng_state(*sampler_, gen_, device_);
+  const nlohmann::json rng =
+      next_batch_.tokens.defined() ? rng_before_next_ : encode_rng_state(*sampler_, gen_, device_);
   const std::vector<std::string> rank_rngs = dp_.active() ? dp_.gather_to_main(rng.dump()) : std::vector<std::string>{};
   if (!main_rank_) return "";
   CheckpointData data;
@@ -572,7 +657,7 @@ TrainSummary Trainer::run() {
 
   while (step_ < hp_.max_iters) {
     const double lr = learning_rate_at(hp_, step_);
-    const StepStats s = train_step(lr);
+    const StepStats s = train_step(lr, log);
     if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm))
       apply_nan_policy(s, log);  // no update made
     else if (ema_)
@@ -605,6 +690,7 @@ TrainSummary Trainer::run() {
   summary.nan_skips = nan_skips_;
   summary.tokens = tokens_seen_;
   summary.wall_s = log.run_time_s();
+  summary.graph_from_step = graph_from_step_;
   for (const auto& p : net().parameters()) summary.params += p.numel();
   if (interrupted) {
     summary.interrupted = true;

@@ -24,6 +24,7 @@ struct TrainSummary {
   int64_t tokens = 0;                   // tokens trained on (all ranks, all segments)
   int64_t params = 0;                   // parameter count of the model
   double wall_s = 0;                    // training wall time, resumed segments included
+  int64_t graph_from_step = 0;          // first step of this segment replayed from a CUDA graph (0: none)
 };
 
 // "300 steps, 614400 tokens (614.4k) in 41s; val loss best 2.3100 (step 200), final 2.3500; 1.23M

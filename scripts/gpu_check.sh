@@ -218,9 +218,10 @@ phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models
   peer_run --batch 32 --compile
   speed_run gpt_b32 gpt small 32 50
   speed_run ao_gpt_b16 ao_gpt small 16 60
-  AOBENCH_FUSED_CE=0 AOBENCH_FUSED_LN=0 AOBENCH_FUSED_ADAMW=0 speed_run gpt_b16_reference gpt small 16 60
+  AOBENCH_CUDA_GRAPHS=0 speed_run gpt_b16_uncaptured gpt small 16 60
   speed_run gpt_medium_b16 gpt medium 16 30
   speed_run ao_gpt_medium_b16 ao_gpt medium 16 30
+  AOBENCH_FUSED_CE=0 AOBENCH_FUSED_LN=0 AOBENCH_FUSED_ADAMW=0 speed_run gpt_b16_reference gpt small 16 60
   for m in sigma_gpt sedd radd; do speed_run ${m}_b16 $m small 16 60; done
   peer_run --batch 16
   python3 scripts/trainspeed_table.py "$OUT/ts_peers.jsonl" runs/trainspeed 30 | tee "$OUT/trainspeed.md" || true
@@ -299,13 +300,13 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
   done
   # Ours: one whole sample() of 32 × 1024 (small shapes, bf16, float64 draws, top-p 0.95, T 0.9).
   local spec
-  for spec in ${GENSPEED_SPECS:-gpt:1024:3 gpt-split:1024:3 ao_gpt:1024:3 ao_gpt-split:1024:3 ao_gpt:64:2 sedd:64:1 \
+  for spec in ${GENSPEED_SPECS:-gpt:1024:3 gpt-onerow:1024:3 ao_gpt:1024:3 ao_gpt-onerow:1024:3 ao_gpt:64:2 sedd:64:1 \
               sedd:1024:1 gpt-nographs:1024:1 gpt-nofused:1024:1 ao_gpt-nographs:1024:1}; do
     IFS=: read -r name steps reps <<< "$spec"
     local env=() plugin=${name%%-*}
     [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)
     [[ $name == *-nofused ]] && env=(AOBENCH_FUSED_SAMPLING=0)
-    [[ $name == *-split ]] && env=(AOBENCH_DRAW_SPLIT=1)
+    [[ $name == *-onerow ]] && env=(AOBENCH_DRAW_SPLIT=0)
     local key=$name; [[ $plugin != gpt ]] && key=${name}_$steps
     env "${env[@]}" AOBENCH_BENCH_PLUGIN=$plugin AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 \
       AOBENCH_BENCH_STEPS=$steps timeout 200 build/aobench_bench --benchmark_filter=PluginSample \

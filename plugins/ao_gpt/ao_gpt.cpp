@@ -31,6 +31,7 @@ class AoGptPlugin : public ModelPlugin {
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
+    caps.capturable_loss = true;  // loss(): device ops on tokens and order only
     return {"ao_gpt", "0.1.0", Paradigm::kAnyOrder,
             "AO-GPT: any-order GPT, adaLN target-position conditioning, KV-cache any-order sampler", caps};
   }

@@ -90,25 +90,6 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-// Sums acc over the block's warps into out[j] = scale_j · Σ (scale null: 1), j < d. red (kWarps, d).
-template <int C>
-__device__ __forceinline__ void sum_warps(const float (&acc)[C][4], float* red, float* out, const float* scale) {
-  constexpr int d = 128 * C;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();  // the previous call's readers are done with red
-#pragma unroll
-  for (int c = 0; c < C; ++c)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) red[warp * d + c * 128 + lane * 4 + k] = acc[c][k];
-  __syncthreads();
-  for (int j = threadIdx.x; j < d; j += blockDim.x) {
-    float t = 0.f;
-#pragma unroll
-    for (int q = 0; q < kWarps; ++q) t += red[q * d + j];
-    out[j] = scale ? t * scale[j] : t;
-  }
-}
-
 // Block = one group of rows: table row blockIdx.x (order/offsets), or rows [g·per_group, (g+1)·per_group)
 // without tables. With n = s·rstd, a = ∂h·scale·w: ∂s = ∂s_out + rstd·(a − n·mean(a·n)), ∂x = ∂s,
 // ∂y = ∂s·gate; per table row Σ ∂s·y (gate), Σ ∂h (shift), w·Σ ∂h·n (scale);
@@ -190,12 +171,12 @@ __global__ void __launch_bounds__(32 * kWarps)
       }
     }
   }
-  if (grad_gate) sum_warps<C>(acc_gate, red, grad_gate + grp * d, nullptr);
+  if (grad_gate) sum_warps<kWarps, C>(acc_gate, red, grad_gate + grp * d, nullptr);
   if (grad_mod) {
-    sum_warps<C>(acc_shift, red, grad_mod + grp * 2 * d, nullptr);
-    sum_warps<C>(acc_hn, red, grad_mod + grp * 2 * d + d, w);
+    sum_warps<kWarps, C>(acc_shift, red, grad_mod + grp * 2 * d, nullptr);
+    sum_warps<kWarps, C>(acc_hn, red, grad_mod + grp * 2 * d + d, w);
   }
-  sum_warps<C>(acc_hn, red, w_part + grp * d, sh ? sh + d : nullptr);
+  sum_warps<kWarps, C>(acc_hn, red, w_part + grp * d, sh ? sh + d : nullptr);
 }
 
 // One warp per (token n, head): q at qkv[n, 0, head], k at qkv[n, 1, head], v at qkv[n, 2, head] (h = 32·kV).

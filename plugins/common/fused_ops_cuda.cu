@@ -224,13 +224,15 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 // Backward of (s, h) = (x + y, LN(s)·w + b) for d = 128·kChunks, the warp layout of the forward: each warp
 // takes rows_per_warp consecutive rows, recomputes μ and rstd from the saved s (the forward's arithmetic,
 // so the same values), and writes ∂x = ∂s_in + rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = ∂h·w (fp32) and
-// ∂y = ∂x in y's dtype. Σ ∂h·x̂ and Σ ∂h over its rows go to the warp's row of pw / pb (summed by the caller:
-// deterministic, no atomics).
+// ∂y = ∂x in y's dtype. Σ ∂h·x̂ and Σ ∂h over the block's rows go to the block's row of pw / pb (summed by
+// the caller: deterministic, no atomics; one row per block, not per warp, keeps those buffers 8× smaller).
+constexpr int kLnBackwardWarps = 8;  // warps per block
 template <typename Ty, int kChunks>
-__global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, const Ty* __restrict__ gh,
-                                               const float* __restrict__ gs, const float* __restrict__ w, int64_t rows,
-                                               int64_t rows_per_warp, float eps, float* __restrict__ gx,
-                                               Ty* __restrict__ gy, float* __restrict__ pw, float* __restrict__ pb) {
+__global__ void __launch_bounds__(32 * kLnBackwardWarps)
+    add_layer_norm_backward_kernel(const float* __restrict__ s, const Ty* __restrict__ gh, const float* __restrict__ gs,
+                                   const float* __restrict__ w, int64_t rows, int64_t rows_per_warp, float eps,
+                                   float* __restrict__ gx, Ty* __restrict__ gy, float* __restrict__ pw,
+                                   float* __restrict__ pb) {
   using P = Pack<Ty, 4>;
   constexpr int d = kChunks * 128;
   const int lane = threadIdx.x % 32;
@@ -286,12 +288,9 @@ __global__ void add_layer_norm_backward_kernel(const float* __restrict__ s, cons
       *reinterpret_cast<P*>(gy + base + j) = oy;
     }
   }
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int j = c * 128 + lane * 4;
-    *reinterpret_cast<float4*>(pw + warp * d + j) = make_float4(aw[c][0], aw[c][1], aw[c][2], aw[c][3]);
-    *reinterpret_cast<float4*>(pb + warp * d + j) = make_float4(ab[c][0], ab[c][1], ab[c][2], ab[c][3]);
-  }
+  __shared__ float red[kLnBackwardWarps * d];
+  sum_warps<kLnBackwardWarps, kChunks>(aw, red, pw + static_cast<int64_t>(blockIdx.x) * d, nullptr);
+  sum_warps<kLnBackwardWarps, kChunks>(ab, red, pb + static_cast<int64_t>(blockIdx.x) * d, nullptr);
 }
 
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
@@ -460,15 +459,15 @@ std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& g
   auto gx = torch::empty_like(s);
   auto gy = torch::empty_like(grad_h);
   if (rows == 0) return {gx, gy, torch::zeros_like(weight), torch::zeros_like(weight)};
-  // Enough warps to fill the GPU (64 per SM), each over consecutive rows; one partial row per warp.
-  constexpr int kWarpsPerBlock = 8;
+  // Enough warps to fill the GPU (64 per SM), each over consecutive rows; one partial row per block.
+  constexpr int kWarpsPerBlock = kLnBackwardWarps;
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t rows_per_warp = std::max<int64_t>(1, (rows + 64 * sms - 1) / (64 * sms));
   const int64_t warps = (rows + rows_per_warp - 1) / rows_per_warp;
   const int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
   TORCH_CHECK(blocks <= 0x7fffffff, "add_layer_norm backward: too many rows (", rows, ")");
-  auto pw = torch::empty({blocks * kWarpsPerBlock, d}, s.options());
-  auto pb = torch::empty({blocks * kWarpsPerBlock, d}, s.options());
+  auto pw = torch::empty({blocks, d}, s.options());
+  auto pb = torch::empty({blocks, d}, s.options());
   const auto stream = at::cuda::getCurrentCUDAStream();
   const auto w = weight.contiguous();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, grad_h.scalar_type(), "add_layer_norm_backward", [&] {

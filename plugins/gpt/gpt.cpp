@@ -151,6 +151,7 @@ PluginInfo GptPlugin::info() const {
   Capabilities c;
   c.prefix_prompt = true;  // left to right: a prefix is a prompt, given ids after free ones are forced
   c.forced_tokens = true;
+  c.capturable_loss = true;  // loss(): device ops only once an undefined order skips the identity check
   return {"gpt", "1.0.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2", c};
 }
 

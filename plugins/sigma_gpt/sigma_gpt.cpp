@@ -130,6 +130,7 @@ class SigmaGptPlugin : public ModelPlugin {
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
+    caps.capturable_loss = true;  // loss(): device ops on tokens and order only
     return {"sigma_gpt", "0.1.0", Paradigm::kAnyOrder,
             "σ-GPT: random-order GPT with additive target-position embedding (AO-GPT repo baseline; idiap "
             "variant)",

@@ -239,6 +239,27 @@ TEST_P(PluginConformance, ElboCapability) {
   EXPECT_GT(out.nll.mean().item<double>(), 0.75 * lnV);
 }
 
+// capabilities.capturable_loss: the loss is the same whatever generator it is given and returns no host
+// metrics; an identity-only plugin takes an undefined order as the identity. (That it makes no host read is
+// what the GPU test TrainTest.CudaGraphStepsTrainLikeUncapturedSteps checks: a capture fails on one.)
+TEST_P(PluginConformance, CapturableLossUsesNoGeneratorAndNoMetrics) {
+  auto p = make();
+  if (!p->info().capabilities.capturable_loss) GTEST_SKIP() << "capturable_loss not declared";
+  ASSERT_FALSE(encoder(*p)) << "an encoder's loss draws its noise from gen";
+  p->module().eval();  // no dropout: the two calls must see the same network
+  torch::Tensor x = tokens(*p);
+  TrainBatch b = batch(*p, x);
+  torch::NoGradGuard ng;
+  auto g1 = at::make_generator<at::CPUGeneratorImpl>(1), g2 = at::make_generator<at::CPUGeneratorImpl>(2);
+  LossOutput a = p->loss(b, g1), c = p->loss(b, g2);
+  EXPECT_TRUE(a.metrics.empty());
+  EXPECT_EQ(a.loss.item<double>(), c.loss.item<double>());
+  if (!p->info().capabilities.any_order) {
+    b.order = torch::Tensor();
+    EXPECT_EQ(p->loss(b, g1).loss.item<double>(), a.loss.item<double>());
+  }
+}
+
 // capabilities.chain_log_probs: covered by LastSlotLogProbsMatchTheFullChain; undeclared: PluginError from
 // both entry points.
 TEST_P(PluginConformance, ChainLogProbsCapability) {

@@ -50,8 +50,11 @@ std::vector<torch::Tensor> torch_reference(torch::Device dev, int steps) {
   return ps;
 }
 
-std::vector<torch::Tensor> ours(torch::Device dev, bool fused, int steps, int skipped_step = -1) {
+// lr_tensor: the learning rate as a float32 0-dim tensor on `dev` (the form a captured training step uses).
+std::vector<torch::Tensor> ours(torch::Device dev, bool fused, int steps, int skipped_step = -1,
+                                bool lr_tensor = false) {
   auto ps = make_params(dev);
+  const auto lr = torch::full({}, kLr, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
   AdamW opt({{{ps[0], ps[1]}, kWd}, {{ps[2]}, 0.0}}, kB1, kB2, kEps, fused);
   EXPECT_EQ(opt.fused(), fused);
   for (int s = 0; s < steps; ++s) {
@@ -68,7 +71,10 @@ std::vector<torch::Tensor> ours(torch::Device dev, bool fused, int steps, int sk
     double expect = 0;
     for (const auto& p : ps) expect += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
     EXPECT_NEAR(norm.item<double>(), std::sqrt(expect), 1e-5 * std::sqrt(expect));
-    opt.step(kLr, kClip, norm, torch::zeros({}, norm.options()));
+    if (lr_tensor)
+      opt.step(lr, kClip, norm, torch::zeros({}, norm.options()));
+    else
+      opt.step(kLr, kClip, norm, torch::zeros({}, norm.options()));
     opt.zero_grad();
     EXPECT_FALSE(ps[0].grad().defined());
   }
@@ -90,6 +96,9 @@ TEST(AdamW, FusedAndReferenceMatchTorchAdamWWithClipping) {
   // A skipped step in the middle changes nothing: same parameters as without it.
   expect_close(ours(torch::kCPU, true, 5, 2), want, 1e-5);
   expect_close(ours(torch::kCPU, false, 5, 2), want, 1e-6);
+  // The learning rate as a device tensor: the same trajectory on both paths.
+  expect_close(ours(torch::kCPU, true, 5, 2, /*lr_tensor=*/true), want, 1e-5);
+  expect_close(ours(torch::kCPU, false, 5, -1, /*lr_tensor=*/true), want, 1e-6);
 }
 
 TEST(AdamW, StateRoundTripContinuesTheSameTrajectory) {
@@ -141,6 +150,7 @@ TEST(AdamW, CudaFusedMatchesTorchAdamW) {
   expect_close(ours(torch::kCUDA, true, 5), want, 1e-5);
   expect_close(ours(torch::kCUDA, true, 5, 2), want, 1e-5);
   expect_close(ours(torch::kCUDA, false, 5), want, 1e-6);
+  expect_close(ours(torch::kCUDA, true, 5, 2, /*lr_tensor=*/true), want, 1e-5);
 }
 
 }  // namespace

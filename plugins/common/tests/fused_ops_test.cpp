@@ -95,12 +95,15 @@ TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(12);
   const auto dev = torch::Device(torch::kCUDA);
+  // 3 × 37 rows: one row per warp, a last block part empty; 4 × 5003 rows (d = 768, bf16): several rows per
+  // warp, the training shape's layout.
   for (int64_t d : {128, 768, 1024}) {
     for (auto dt : {torch::kBFloat16, torch::kFloat32, torch::kHalf}) {
-      for (bool use_s : {true, false}) {
-        auto x0 = torch::randn({3, 37, d}, dev), y0 = torch::randn({3, 37, d}, dev).to(dt);
+      for (auto [use_s, B, T] : {std::tuple{true, 3, 37}, std::tuple{false, 3, 37}, std::tuple{true, 4, 5003}}) {
+        if (T == 5003 && (d != 768 || dt != torch::kBFloat16)) continue;
+        auto x0 = torch::randn({B, T, d}, dev), y0 = torch::randn({B, T, d}, dev).to(dt);
         auto w0 = 1 + 0.1 * torch::randn({d}, dev), b0 = 0.1 * torch::randn({d}, dev);
-        auto rs = torch::randn({3, 37, d}, dev), rh = torch::randn({3, 37, d}, dev);
+        auto rs = torch::randn({B, T, d}, dev), rh = torch::randn({B, T, d}, dev);
         auto run = [&](bool fused) {
           set_fused_ln_training_enabled(fused);
           auto x = x0.clone().requires_grad_(true), y = y0.clone().requires_grad_(true);
@@ -121,8 +124,8 @@ TEST(FusedOps, CudaAddLayerNormTrainingMatchesReference) {
         for (size_t i = 0; i < ref.size(); ++i) {
           const double scale = ref[i].abs().max().item<double>();
           const double err = (got[i] - ref[i]).abs().max().item<double>();
-          EXPECT_LE(err, tol * scale + 1e-6)
-              << what[i] << " d=" << d << " " << dt << " use_s=" << use_s << ": max |Δ| " << err << " of " << scale;
+          EXPECT_LE(err, tol * scale + 1e-6) << what[i] << " d=" << d << " " << dt << " use_s=" << use_s
+                                             << " rows=" << B * T << ": max |Δ| " << err << " of " << scale;
         }
       }
     }

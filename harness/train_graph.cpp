@@ -1,0 +1,58 @@
+// Implements: harness/train_graph.h (at::cuda::CUDAGraph around a whole training step).
+#include "harness/train_graph.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace aobench {
+
+bool train_graphs_enabled(torch::Device device) {
+  const char* v = std::getenv("AOBENCH_CUDA_GRAPHS");
+  return device.is_cuda() && !(v && std::strcmp(v, "0") == 0);
+}
+
+struct TrainStepGraph::Impl {
+  explicit Impl(torch::Device d) : device(d) {}
+  torch::Device device;
+  at::cuda::CUDAGraph graph;
+  bool ready = false;
+};
+
+TrainStepGraph::TrainStepGraph(torch::Device device) : impl_(std::make_unique<Impl>(device)) {}
+TrainStepGraph::~TrainStepGraph() = default;
+
+void TrainStepGraph::capture(const std::function<void()>& fn) {
+  TORCH_CHECK(!impl_->ready, "TrainStepGraph: already captured");
+  const int index = impl_->device.index() < 0 ? 0 : impl_->device.index();
+  c10::cuda::CUDAGuard device_guard(index);
+  torch::cuda::synchronize(index);
+  // The eager warm-up steps' cached blocks go back to the device, so the graph's private pool can reuse
+  // that memory instead of doubling the reservation.
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  // Capture happens off the legacy default stream; the replays run on the caller's current stream.
+  c10::cuda::CUDAStreamGuard stream_guard(at::cuda::getStreamFromPool(false, index));
+  impl_->graph.capture_begin();
+  try {
+    fn();
+  } catch (...) {
+    try {
+      impl_->graph.capture_end();  // ends the stream's capture; throws for the invalidated capture
+    } catch (...) {
+    }
+    throw;
+  }
+  impl_->graph.capture_end();
+  impl_->ready = true;
+}
+
+void TrainStepGraph::replay() {
+  TORCH_CHECK(impl_->ready, "TrainStepGraph: replay before a successful capture");
+  impl_->graph.replay();
+}
+
+}  // namespace aobench
