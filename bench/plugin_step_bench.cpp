@@ -171,6 +171,34 @@ std::unique_ptr<aobench::ModelPlugin> train_bench_model(torch::Device dev, std::
   return model;
 }
 
+// The plugin's training loss on `batch` under bf16 autocast, the cast cache cleared after it.
+torch::Tensor autocast_loss(aobench::ModelPlugin& model, const aobench::TrainBatch& batch, at::Generator& gen) {
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto loss = model.loss(batch, gen).loss;
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  return loss;
+}
+
+// AdamW over the plugin's parameter groups with the paper's settings (β 0.9 / 0.95, weight decay 0.1).
+aobench::AdamW bench_adamw(aobench::ModelPlugin& model) {
+  std::vector<aobench::AdamWGroup> groups;
+  for (auto& g : model.param_groups())
+    if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
+  return aobench::AdamW(std::move(groups), 0.9, 0.95, 1e-8);
+}
+
+// tok/s, TFLOP/s and peak memory counters and the label of a training-step benchmark of B × T tokens.
+void report_train_step(benchmark::State& state, const std::string& label, const aobench::ModelPlugin& model, int64_t B,
+                       int64_t T, torch::Device dev) {
+  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOP/s"] = benchmark::Counter(model.flops_per_token(T) * double(B * T) / 1e12,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_GiB"] = aobench::max_memory_gib(dev);
+  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+}
+
 // Warms `fn` up (3 calls: kernels, caches, rotary tables) under AOBENCH_SDPA_BACKEND, prints its kernel
 // profile as `profile_label` when AOBENCH_BENCH_PROFILE=1, resets the peak-memory counter and returns
 // time_on_gpu's mean seconds per call.
@@ -243,26 +271,22 @@ void BM_PluginTrainStep(benchmark::State& state) {
   const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
   at::Generator gen = at::detail::createCPUGenerator(0);
   auto step = [&] {
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto loss = model->loss(batch, gen).loss;
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
+    auto loss = autocast_loss(*model, batch, gen);
     loss.backward();
     for (auto& p : model->module().parameters()) p.mutable_grad() = torch::Tensor();
   };
   const double seconds = warm_up_and_time(state, dev, label + " train", step);
   record_result("fwd_bwd", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
-  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+  report_train_step(state, label, *model, B, T, dev);
 }
 
 // The whole optimizer step of `aobench train` minus data loading: loss + backward, the global gradient norm,
 // clip 1.0 and the fused AdamW update (harness/optim.h, AdamW groups as the trainer builds them), no host
-// read. The number `aobench train` logs should approach; AOBENCH_FUSED_ADAMW=0 times the reference update.
-void BM_PluginTrainFullStep(benchmark::State& state) {
+// read (BM_PluginTrainFullStep; AOBENCH_FUSED_ADAMW=0 times the reference update). `captured`: the same step
+// recorded once in a CUDA graph (harness/train_graph.h, as `aobench train` does for a capturable plugin) and
+// replayed (BM_PluginTrainGraphStep): the step without the host's per-kernel launches, the floor of a
+// captured training step (`aobench train` adds its batch draw, input copies and one host read per step).
+void time_full_train_step(benchmark::State& state, bool captured) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
     return;
@@ -271,79 +295,41 @@ void BM_PluginTrainFullStep(benchmark::State& state) {
   std::string label;
   aobench::TrainBatch batch;
   auto model = train_bench_model(dev, label, batch);
-  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-  std::vector<aobench::AdamWGroup> groups;
-  for (auto& g : model->param_groups())
-    if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
-  aobench::AdamW optimizer(std::move(groups), 0.9, 0.95, 1e-8);
-  at::Generator gen = at::detail::createCPUGenerator(0);
-  auto step = [&] {
-    optimizer.zero_grad();
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto loss = model->loss(batch, gen).loss;
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
-    loss.backward();
-    const auto norm = optimizer.grad_norm();
-    optimizer.step(1e-4, 1.0, norm, torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
-  };
-  const double seconds = warm_up_and_time(state, dev, label + " full step", step);
-  record_result("train_step", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
-  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["TFLOP/s"] = benchmark::Counter(model->flops_per_token(T) * double(B * T) / 1e12,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_GiB"] = aobench::max_memory_gib(dev);
-  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
-}
-
-// The same full step recorded once in a CUDA graph (harness/train_graph.h, as `aobench train` does for a
-// capturable plugin) and replayed: the step's GPU time without the host's per-kernel launches, the floor of
-// a captured training step (`aobench train` adds its batch draw, input copies and one host read per step).
-void BM_PluginTrainGraphStep(benchmark::State& state) {
-  if (!torch::cuda::is_available()) {
-    state.SkipWithError("CUDA is not available: this benchmark times GPU training steps");
-    return;
-  }
-  const torch::Device dev(torch::kCUDA, 0);
-  std::string label;
-  aobench::TrainBatch batch;
-  auto model = train_bench_model(dev, label, batch);
-  if (!model->info().capabilities.capturable_loss) {
+  if (captured && !model->info().capabilities.capturable_loss) {
     state.SkipWithError("the plugin does not declare capturable_loss");
     return;
   }
-  if (!model->info().capabilities.any_order) batch.order = torch::Tensor();  // identity implied
+  if (captured && !model->info().capabilities.any_order) batch.order = torch::Tensor();  // identity implied
   const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-  std::vector<aobench::AdamWGroup> groups;
-  for (auto& g : model->param_groups())
-    if (!g.params.empty()) groups.push_back({g.params, g.decay ? 0.1 : 0.0});
-  aobench::AdamW optimizer(std::move(groups), 0.9, 0.95, 1e-8);
+  aobench::AdamW optimizer = bench_adamw(*model);
   at::Generator gen = at::detail::createCPUGenerator(0);
   const auto lr = torch::full({}, 1e-4, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
-  auto step = [&] {  // no zero_grad: each replay overwrites the gradients the graph owns
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto loss = model->loss(batch, gen).loss;
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
+  auto step = [&] {  // no zero_grad here: a replay overwrites the gradients the graph owns
+    auto loss = autocast_loss(*model, batch, gen);
     loss.backward();
     const auto norm = optimizer.grad_norm();
     optimizer.step(lr, 1.0, norm, torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
   };
-  for (int i = 0; i < 3; ++i) {  // eager warm-up: kernels chosen, optimizer state allocated
+  auto eager = [&] {
     optimizer.zero_grad();
     step();
+  };
+  double seconds = 0;
+  if (!captured) {
+    seconds = warm_up_and_time(state, dev, label + " full step", eager);
+  } else {
+    for (int i = 0; i < 3; ++i) eager();  // kernels chosen, optimizer state allocated
+    optimizer.zero_grad();
+    aobench::TrainStepGraph graph(dev);
+    graph.capture(step);
+    seconds = warm_up_and_time(state, dev, label + " captured step", [&] { graph.replay(); });
   }
-  optimizer.zero_grad();
-  aobench::TrainStepGraph graph(dev);
-  graph.capture(step);
-  const double seconds = warm_up_and_time(state, dev, label + " captured step", [&] { graph.replay(); });
-  record_result("train_graph_step", label, B, *model, seconds, double(B * T), model->flops_per_token(T), dev);
-  state.counters["tok/s"] = benchmark::Counter(double(B * T), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_GiB"] = aobench::max_memory_gib(dev);
-  state.SetLabel(label + " B=" + std::to_string(B) + " T=" + std::to_string(T));
+  record_result(captured ? "train_graph_step" : "train_step", label, B, *model, seconds, double(B * T),
+                model->flops_per_token(T), dev);
+  report_train_step(state, label, *model, B, T, dev);
 }
+void BM_PluginTrainFullStep(benchmark::State& state) { time_full_train_step(state, false); }
+void BM_PluginTrainGraphStep(benchmark::State& state) { time_full_train_step(state, true); }
 
 // The device's measured bf16 GEMM peak (8192³, the shape cuBLAS runs fastest): the denominator of a FLOP
 // floor (forward FLOPs / this rate), which the SEDD sampling-step target of issue C is stated against.

@@ -42,8 +42,7 @@ void TrainStepGraph::capture(const std::function<void()>& fn) {
   } catch (...) {
     try {
       impl_->graph.capture_end();  // ends the stream's capture; throws for the invalidated capture
-    } catch (...) {
-    }
+    } catch (...) {}
     throw;
   }
   impl_->graph.capture_end();
