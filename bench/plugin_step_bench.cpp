@@ -173,12 +173,8 @@ std::unique_ptr<aobench::ModelPlugin> train_bench_model(torch::Device dev, std::
 
 // The plugin's training loss on `batch` under bf16 autocast, the cast cache cleared after it.
 torch::Tensor autocast_loss(aobench::ModelPlugin& model, const aobench::TrainBatch& batch, at::Generator& gen) {
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  auto loss = model.loss(batch, gen).loss;
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-  at::autocast::clear_cache();
-  return loss;
+  aobench::AutocastScope bf16(true);
+  return model.loss(batch, gen).loss;
 }
 
 // AdamW over the plugin's parameter groups with the paper's settings (β 0.9 / 0.95, weight decay 0.1).

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/errors.h"
 
@@ -100,6 +101,11 @@ AutocastScope::~AutocastScope() {
   at::autocast::set_autocast_enabled(at::kCUDA, prev_enabled);
   at::autocast::set_autocast_dtype(at::kCUDA, prev_dtype);
   at::autocast::clear_cache();
+}
+
+bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && std::strcmp(v, "0") == 0);
 }
 
 }  // namespace aobench

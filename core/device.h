@@ -18,6 +18,10 @@ std::string device_name(torch::Device device);  // "NVIDIA H100 80GB HBM3", "cpu
 // A100 312e12); 0 when unknown. AOBENCH_PEAK_FLOPS (a number) overrides.
 double peak_bf16_flops(const std::string& name);
 
+// True unless the environment variable `name` is "0": how the on-by-default speed switches are read
+// (AOBENCH_FUSED_*, AOBENCH_CUDA_GRAPHS, AOBENCH_DRAW_SPLIT), each turning a fast path off for comparison.
+bool env_switch_on(const char* name);
+
 // Peak memory since the last reset, GiB: CUDA max allocated; on CPU the process's max RSS.
 double max_memory_gib(torch::Device device);
 void reset_peak_memory(torch::Device device);

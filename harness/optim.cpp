@@ -2,17 +2,13 @@
 #include "harness/optim.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
+#include "core/device.h"
 #include "core/errors.h"
 
 namespace aobench {
 
-bool fused_adamw_default() {
-  const char* v = std::getenv("AOBENCH_FUSED_ADAMW");
-  return !(v && std::strcmp(v, "0") == 0);
-}
+bool fused_adamw_default() { return env_switch_on("AOBENCH_FUSED_ADAMW"); }
 
 AdamW::AdamW(std::vector<AdamWGroup> groups, double beta1, double beta2, double eps, bool fused)
     : groups_(std::move(groups)), beta1_(beta1), beta2_(beta2), eps_(eps), fused_(fused) {

@@ -1,20 +1,16 @@
 // Implements: harness/train_graph.h (at::cuda::CUDAGraph around a whole training step).
 #include "harness/train_graph.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include "core/device.h"
+
 namespace aobench {
 
-bool train_graphs_enabled(torch::Device device) {
-  const char* v = std::getenv("AOBENCH_CUDA_GRAPHS");
-  return device.is_cuda() && !(v && std::strcmp(v, "0") == 0);
-}
+bool train_graphs_enabled(torch::Device device) { return device.is_cuda() && env_switch_on("AOBENCH_CUDA_GRAPHS"); }
 
 struct TrainStepGraph::Impl {
   explicit Impl(torch::Device d) : device(d) {}

@@ -15,8 +15,6 @@
 #include <iostream>
 #include <sstream>
 
-#include <ATen/autocast_mode.h>
-
 #include "core/config.h"
 #include "core/config_types.h"
 #include "core/device.h"
@@ -83,25 +81,6 @@ struct SignalGuard {
   ~SignalGuard() {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
-
-// bf16 autocast for the forward on CUDA (fp32 master weights, no GradScaler: spec-ao-gpt §2.2).
-struct AutocastGuard {
-  bool on, prev_enabled = false;
-  at::ScalarType prev_dtype = at::kFloat;
-  explicit AutocastGuard(bool enable) : on(enable) {
-    if (!on) return;
-    prev_enabled = at::autocast::is_autocast_enabled(at::kCUDA);
-    prev_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  }
-  ~AutocastGuard() {
-    if (!on) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, prev_enabled);
-    at::autocast::set_autocast_dtype(at::kCUDA, prev_dtype);
-    at::autocast::clear_cache();
   }
 };
 
@@ -181,6 +160,13 @@ struct StepStats {
   std::map<std::string, double> extra;
 };
 
+// The step's one host read: loss and pre-clip gradient norm from a (2) float64 [loss, norm] device tensor.
+void read_stats(const torch::Tensor& stats, StepStats& s) {
+  const torch::Tensor host = stats.to(torch::kCPU);
+  s.loss = host[0].item<double>();
+  s.grad_norm = host[1].item<double>();
+}
+
 // A training run: the constructor sets up model, data, optimizer and run directory from a resolved config
 // (and, with resume, the newest checkpoint); run() is the loop.
 class Trainer {
@@ -197,6 +183,11 @@ class Trainer {
   StepStats train_step(double lr, TrainLogger& log);
   StepStats eager_step(double lr, TrainBatch first);  // first: micro-batch 0, already drawn
   StepStats graph_step(double lr, TrainLogger& log);  // the step replayed from step_graph_ (captured first)
+  // Global-norm clipping (the logged norm is the pre-clip one; grad_clip 0 = measure only) and the AdamW update
+  // at `lr` (a double, or a captured step's float32 device tensor), skipped on the device when the loss or the
+  // norm is not finite (no update made). → (2) float64 [loss, norm] on the device.
+  template <typename LearningRate>
+  torch::Tensor clip_and_update(const torch::Tensor& loss, const LearningRate& lr);
   void zero_grad();  // the optimizer's (set to none), the data-parallel buckets' (zeroed views), or nothing
                      // once a graph's replays overwrite the gradients
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
@@ -423,6 +414,13 @@ void Trainer::zero_grad() {
 // Micro-batches (loss / accum, backward), the gradient all-reduce when data parallel, global-norm clipping
 // and the AdamW update. Single-process steps queue loss, norm and update without waiting for the device;
 // the one host read per step comes after the update is queued.
+template <typename LearningRate>
+torch::Tensor Trainer::clip_and_update(const torch::Tensor& loss, const LearningRate& lr) {
+  const torch::Tensor stats = torch::stack({loss, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
+  optimizer_->step(lr, hp_.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
+  return stats;
+}
+
 StepStats Trainer::train_step(double lr, TrainLogger& log) {
   // Eager steps first: kernels chosen, workspaces and optimizer state allocated, and the plugin's checks
   // (e.g. gpt's identity order) passed on real batches before anything is recorded.
@@ -440,7 +438,7 @@ StepStats Trainer::eager_step(double lr, TrainBatch first) {
     TrainBatch batch = micro == 0 ? std::move(first) : draw_batch(*sampler_, gen_);
     LossOutput out;
     {
-      AutocastGuard ac(bf16_);
+      AutocastScope ac(bf16_);  // bf16 forward, fp32 master weights, no GradScaler (spec-ao-gpt §2.2)
       out = model_->loss(batch, gen_);
     }
     if (micro == accum - 1) dp_.sync_next_backward();  // its gradient all-reduces overlap this backward
@@ -466,13 +464,7 @@ StepStats Trainer::eager_step(double lr, TrainBatch first) {
     for (auto& kv : s.extra) kv.second = scalars[i++];
     loss_sum.fill_(scalars[0]);  // the rank mean decides the skip on every rank alike
   }
-  // Global-norm clipping (the logged norm is the pre-clip one; grad_clip 0 = measure only) and the AdamW
-  // update, skipped on the device when the loss or the norm is not finite (no update made).
-  const torch::Tensor stats = torch::stack({loss_sum, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
-  optimizer_->step(lr, hp_.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
-  const torch::Tensor stats_host = stats.to(torch::kCPU);
-  s.loss = stats_host[0].item<double>();
-  s.grad_norm = stats_host[1].item<double>();
+  read_stats(clip_and_update(loss_sum, lr), s);
   return s;
 }
 
@@ -493,15 +485,12 @@ StepStats Trainer::graph_step(double lr, TrainLogger& log) {
       graph->capture([&] {
         LossOutput out;
         {
-          AutocastGuard ac(bf16_);
+          AutocastScope ac(bf16_);
           out = model_->loss(graph_batch_, gen_);
         }
         TORCH_CHECK(out.metrics.empty(), "a capturable loss returned host metrics");
         out.loss.backward();
-        const torch::Tensor loss = out.loss.detach().to(torch::kFloat64);
-        graph_stats_ = torch::stack({loss, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
-        optimizer_->step(graph_lr_, hp_.grad_clip, graph_stats_[1],
-                         graph_stats_.isfinite().all().logical_not().to(torch::kFloat32));
+        graph_stats_ = clip_and_update(out.loss.detach().to(torch::kFloat64), graph_lr_);
       });
     } catch (const std::exception& e) {
       std::string what = e.what();
@@ -529,10 +518,8 @@ StepStats Trainer::graph_step(double lr, TrainLogger& log) {
     rng_before_next_ = encode_rng_state(*sampler_, gen_, device_);
     next_batch_ = draw_batch(*sampler_, gen_);
   }
-  const torch::Tensor stats_host = graph_stats_.to(torch::kCPU);
   StepStats s;
-  s.loss = stats_host[0].item<double>();
-  s.grad_norm = stats_host[1].item<double>();
+  read_stats(graph_stats_, s);
   return s;
 }
 
@@ -575,7 +562,7 @@ double Trainer::validate() {
   double sum = 0;
   for (int64_t i = 0; i < hp_.eval_iters; ++i) {
     TrainBatch batch = draw_batch(vs, vg);
-    AutocastGuard ac(bf16_);
+    AutocastScope ac(bf16_);
     sum += model_->loss(batch, vg).loss.item<double>();
   }
   if (ema_) ema_->swap_out();

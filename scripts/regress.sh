@@ -19,6 +19,7 @@ OUT=${AOBENCH_REGRESS_DIR:-runs/regress}
 BASE=bench/baseline
 Q=${AOBENCH_REGRESS_QUALITY:-0.02}
 S=${AOBENCH_REGRESS_SPEED:-0.5}
+R=${AOBENCH_REGRESS_SPEED_RAW:-3.0}
 update=0 quality_only=0
 for arg in "$@"; do
   case "$arg" in
@@ -103,7 +104,6 @@ if [[ $quality_only == 0 ]]; then
     # BM_Cpu* medians +26 % … +106 % on one slow day, code unchanged). The machine factor is the median over
     # the BM_Cpu* benchmarks of new / baseline median CPU time; each benchmark is gated at $S after dividing
     # by it (one part of the code slower than the rest), and unscaled at $R (everything slower alike).
-    R=${AOBENCH_REGRESS_SPEED_RAW:-3.0}
     python3 - "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$OUT" <<'PY'
 import json, os, statistics, sys
 new_path, base_path, out = sys.argv[1:]
@@ -137,7 +137,7 @@ PY
   fi
 fi
 if [[ $failed == 1 ]]; then
-  echo "regress: REGRESSION (quality threshold $Q, speed threshold $S scaled, ${R:-3.0} unscaled)"
+  echo "regress: REGRESSION (quality threshold $Q, speed threshold $S scaled, $R unscaled)"
   exit 1
 fi
-echo "regress: no regression (quality threshold $Q, speed threshold $S scaled, ${R:-3.0} unscaled)"
+echo "regress: no regression (quality threshold $Q, speed threshold $S scaled, $R unscaled)"

@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include "core/device.h"
 #include "plugins/common/fused_ops.h"
 
 namespace aobench::common {

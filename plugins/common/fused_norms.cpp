@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "core/device.h"
 #include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
@@ -31,7 +32,7 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
 
 namespace {
 std::atomic<bool>& fused_norms_flag() {
-  static std::atomic<bool> on{common::env_switch_on("AOBENCH_FUSED_NORMS")};
+  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_NORMS")};
   return on;
 }
 }  // namespace

@@ -5,8 +5,8 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
+
+#include "core/device.h"
 
 namespace aobench::common {
 
@@ -72,11 +72,6 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
     nll.narrow(0, r0, n).copy_(lse - picked);
   }
   return nll;
-}
-
-bool env_switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return !(v && std::strcmp(v, "0") == 0);
 }
 
 namespace {

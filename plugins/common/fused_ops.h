@@ -39,9 +39,6 @@ void set_fused_ce_enabled(bool on);
 // d = 128·k ≤ 1024) through the forward kernel plus a backward kernel; else the LibTorch expressions.
 bool fused_ln_training_enabled();
 void set_fused_ln_training_enabled(bool on);
-// True unless the environment variable `name` is "0": how the on-by-default switches AOBENCH_FUSED_* and
-// AOBENCH_CUDA_GRAPHS are read.
-bool env_switch_on(const char* name);
 
 // adaLN vectors of add_layer_norm, one (B, d) row per sequence (B = x.size(0)), unit column stride (column
 // slices of one (B, 6d) modulation output are fine); scale holds 1 + γ. Any may be undefined (gate 1,

@@ -3,14 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <unordered_set>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include "core/device.h"
 #include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
@@ -100,10 +99,7 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
 #ifdef AOBENCH_FUSED_CUDA
   // The automatic split (several blocks per row when rows are fewer than SMs; docs/results/perf) unless
   // AOBENCH_DRAW_SPLIT=0, which keeps one block per row (the split form's reference in timings).
-  static const bool auto_split = [] {
-    const char* v = std::getenv("AOBENCH_DRAW_SPLIT");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool auto_split = env_switch_on("AOBENCH_DRAW_SPLIT");
   if (split == 0 && !auto_split) split = 1;
   return fused_draw_cuda(logits, temperature, top_p, gen, noise, split);
 #else
