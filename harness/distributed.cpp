@@ -186,6 +186,20 @@ std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars)
   return std::vector<double>(h, h + n);
 }
 
+torch::Tensor DataParallel::finish_gradients_on_device(const torch::Tensor& loss) {
+  if (!impl_) return loss;
+  torch::NoGradGuard no_grad;
+  TORCH_CHECK(impl_->buckets, "DataParallel::finish_gradients_on_device before zero_gradients");
+  const std::vector<bool> reached = impl_->buckets->flush();
+  for (size_t k = 0; k < reached.size(); ++k)
+    TORCH_CHECK(reached[k], "parameter ", k, " got no gradient in this rank's backward");
+  for (auto& w : impl_->bucket_works) w->wait();
+  impl_->bucket_works.clear();
+  torch::Tensor mean = loss.detach().to(torch::kFloat64).reshape({1}).clone();  // (1) NCCL reduces in place
+  impl_->allreduce_mean_async(mean)->wait();
+  return mean.reshape({});
+}
+
 std::vector<double> DataParallel::average(const std::vector<double>& values) {
   if (!impl_ || values.empty()) return values;
   auto cpu = torch::tensor(values, torch::kFloat64);
@@ -228,6 +242,7 @@ DataParallel::~DataParallel() = default;
 void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>&) {}
 void DataParallel::zero_gradients(const std::vector<torch::Tensor>&) {}
 void DataParallel::sync_next_backward() {}
+torch::Tensor DataParallel::finish_gradients_on_device(const torch::Tensor& loss) { return loss; }
 std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars) { return host_values(scalars); }
 std::vector<double> DataParallel::average(const std::vector<double>& values) { return values; }
 bool DataParallel::any(bool flag) { return flag; }

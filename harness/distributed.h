@@ -56,6 +56,11 @@ class DataParallel {
   // optimizer skips them, as in a single process); one reached on some ranks only counts as zeros elsewhere.
   // Inactive: `scalars` read back unchanged.
   std::vector<double> finish_gradients(const torch::Tensor& scalars);
+  // finish_gradients for a step recorded in a CUDA graph (harness/train_graph.h), with no host read: orders
+  // the stream after the bucket all-reduces and returns the rank mean of `loss` (a float64 0-dim tensor on
+  // this rank's device). Throws when this rank's backward left a parameter unreached: a captured step takes
+  // every gradient as present. Inactive: `loss` unchanged.
+  torch::Tensor finish_gradients_on_device(const torch::Tensor& loss);
   // Element-wise mean over ranks (float64).
   std::vector<double> average(const std::vector<double>& values);
   // True when `flag` is true on any rank.

@@ -1,6 +1,8 @@
 // Implements: harness/train_graph.h (at::cuda::CUDAGraph around a whole training step).
 #include "harness/train_graph.h"
 
+#include <optional>
+
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -11,6 +13,24 @@
 namespace aobench {
 
 bool train_graphs_enabled(torch::Device device) { return device.is_cuda() && env_switch_on("AOBENCH_CUDA_GRAPHS"); }
+
+struct TrainStreamScope::Impl {
+  std::optional<c10::cuda::CUDAStreamGuard> guard;
+};
+
+TrainStreamScope::TrainStreamScope(torch::Device device, bool active) : impl_(std::make_unique<Impl>()) {
+  if (!active || !device.is_cuda()) return;
+  const int index = device.index() < 0 ? 0 : device.index();
+  torch::cuda::synchronize(index);
+  impl_->guard.emplace(at::cuda::getStreamFromPool(false, index));
+}
+
+TrainStreamScope::~TrainStreamScope() {
+  if (!impl_->guard) return;
+  try {
+    impl_->guard->current_stream().synchronize();
+  } catch (...) {}  // unwinding from a device error: nothing left to order
+}
 
 struct TrainStepGraph::Impl {
   explicit Impl(torch::Device d) : device(d) {}
@@ -31,7 +51,9 @@ void TrainStepGraph::capture(const std::function<void()>& fn) {
   // that memory instead of doubling the reservation.
   c10::cuda::CUDACachingAllocator::emptyCache();
   // Capture happens off the legacy default stream; the replays run on the caller's current stream.
-  c10::cuda::CUDAStreamGuard stream_guard(at::cuda::getStreamFromPool(false, index));
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(index);
+  c10::cuda::CUDAStreamGuard stream_guard(
+      current == c10::cuda::getDefaultCUDAStream(index) ? at::cuda::getStreamFromPool(false, index) : current);
   impl_->graph.capture_begin();
   try {
     fn();

@@ -16,6 +16,24 @@ namespace aobench {
 // on each call, so a test can switch it).
 bool train_graphs_enabled(torch::Device device);
 
+// Makes a side stream current for a whole capturable run, its uncaptured steps included (once the device
+// has finished what was queued before), and restores the previous stream at the end. Autograd runs a
+// parameter's gradient accumulator on the stream the accumulator was made on, and data parallel keeps those
+// nodes alive across steps (harness/grad_buckets.h): a graph recorded on another stream would make that one
+// wait on the capture, which CUDA refuses. capture() records on the current stream when it is a side stream.
+// Inactive (no-op) when `active` is false or `device` is not CUDA.
+class TrainStreamScope {
+ public:
+  TrainStreamScope(torch::Device device, bool active);
+  ~TrainStreamScope();  // waits for the side stream before restoring the previous one
+  TrainStreamScope(const TrainStreamScope&) = delete;
+  TrainStreamScope& operator=(const TrainStreamScope&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class TrainStepGraph {
  public:
   explicit TrainStepGraph(torch::Device device);
@@ -23,7 +41,7 @@ class TrainStepGraph {
   TrainStepGraph(const TrainStepGraph&) = delete;
   TrainStepGraph& operator=(const TrainStepGraph&) = delete;
 
-  // Records fn() on a side stream after the device is idle and the allocator's unused blocks are released;
+  // Records fn() on a side stream (the current one, unless that is the default stream) after the device is idle and the allocator's unused blocks are released;
   // nothing runs until replay(). fn must read its inputs from tensors whose memory stays put and leave its
   // outputs in tensors the caller keeps. If fn or the capture throws, the capture is ended and the error
   // rethrown; the graph is then unusable.

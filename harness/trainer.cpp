@@ -215,8 +215,8 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::vector<std::string> param_names_;
   std::unique_ptr<Ema> ema_;
-  // Whole-step CUDA graph (train_graph.h): wanted for a capturable plugin trained single-process without
-  // accumulation by the fused AdamW; captured after kEagerSteps eager steps of this segment.
+  // Whole-step CUDA graph (train_graph.h): wanted for a capturable plugin trained without accumulation by
+  // the fused AdamW (one process or data parallel); captured after kEagerSteps eager steps of this segment.
   bool graph_wanted_ = false;
   std::unique_ptr<TrainStepGraph> step_graph_;
   TrainBatch graph_batch_;                // the graph's inputs, overwritten before each replay
@@ -329,7 +329,7 @@ void Trainer::build_optimizer() {
   optimizer_ = std::make_unique<AdamW>(std::move(groups), hp_.beta1, hp_.beta2, hp_.eps);
   param_names_ = optimizer_names(*optimizer_, net());
   if (hp_.ema > 0) ema_ = std::make_unique<Ema>(net(), hp_.ema);
-  graph_wanted_ = train_graphs_enabled(device_) && !dp_.active() && hp_.gradient_accumulation_steps == 1 &&
+  graph_wanted_ = train_graphs_enabled(device_) && hp_.gradient_accumulation_steps == 1 &&
                   info_.capabilities.capturable_loss && optimizer_->fused();
 }
 
@@ -468,9 +468,12 @@ StepStats Trainer::eager_step(double lr, TrainBatch first) {
   return s;
 }
 
-// The eager step's work for one micro-batch (no accumulation, one process) with the same expressions,
-// recorded once and replayed with the new batch and learning rate copied into the graph's inputs. The
-// batch is drawn exactly as eagerly (same generators, same order draws), so a run is resumable across both.
+// The eager step's work for one micro-batch (no accumulation) with the same expressions, recorded once and
+// replayed with the new batch and learning rate copied into the graph's inputs. The batch is drawn exactly
+// as eagerly (same generators, same order draws), so a run is resumable across both. Data parallel, the
+// graph also holds the zeroing of the gradient buckets, their NCCL all-reduces (launched by the backward's
+// hooks, so they still overlap it) and the loss's rank mean; every rank captures, and all fall back to
+// uncaptured steps together if any rank's capture failed.
 StepStats Trainer::graph_step(double lr, TrainLogger& log) {
   TrainBatch batch = next_batch_.tokens.defined() ? std::move(next_batch_) : draw_batch(*sampler_, gen_);
   next_batch_ = {};
@@ -479,27 +482,35 @@ StepStats Trainer::graph_step(double lr, TrainLogger& log) {
     // An identity-only plugin's order is the identity (its eager steps checked it): none is passed.
     if (info_.capabilities.any_order) graph_batch_.order = batch.order.clone();
     graph_lr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-    optimizer_->zero_grad();  // set to none: the recorded backward allocates the gradients in the graph's pool
+    // Single process: set to none, so the recorded backward allocates the gradients in the graph's pool.
+    // Data parallel: they stay views into the buckets, zeroed inside the graph.
+    if (!dp_.active()) optimizer_->zero_grad();
     auto graph = std::make_unique<TrainStepGraph>(device_);
+    std::string failure;
     try {
       graph->capture([&] {
+        dp_.zero_gradients(optimizer_->params());
         LossOutput out;
         {
           AutocastScope ac(bf16_);
           out = model_->loss(graph_batch_, gen_);
         }
         TORCH_CHECK(out.metrics.empty(), "a capturable loss returned host metrics");
+        dp_.sync_next_backward();
         out.loss.backward();
-        graph_stats_ = clip_and_update(out.loss.detach().to(torch::kFloat64), graph_lr_);
+        graph_stats_ =
+            clip_and_update(dp_.finish_gradients_on_device(out.loss.detach().to(torch::kFloat64)), graph_lr_);
       });
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      what = what.substr(0, what.find('\n'));
-      log.note("step " + std::to_string(step_ + 1) + ": capturing the training step in a CUDA graph failed (" + what +
-               "); training continues uncaptured");
+      failure = e.what();
+      failure = failure.substr(0, failure.find('\n'));
+    }
+    if (dp_.any(!failure.empty())) {
+      log.note("step " + std::to_string(step_ + 1) + ": capturing the training step in a CUDA graph failed (" +
+               (failure.empty() ? std::string("on another rank") : failure) + "); training continues uncaptured");
       graph_wanted_ = false;
       graph_batch_ = {};
-      optimizer_->zero_grad();
+      if (!dp_.active()) optimizer_->zero_grad();
       return eager_step(lr, std::move(batch));
     }
     step_graph_ = std::move(graph);
@@ -634,6 +645,7 @@ TrainSummary Trainer::run() {
     }
   };
   SignalGuard signals;
+  TrainStreamScope stream(device_, graph_wanted_);
   net().train();
   reset_peak_memory(device_);
   start_step_ = step_;

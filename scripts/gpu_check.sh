@@ -244,11 +244,12 @@ phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merge
   done
 }
 
-phase_ddp() {  # 1 GPU vs N GPUs (all visible) at the same global batch: tok/s scaling and loss curves; $OUT/ddp_$DDP_PLUGIN.md
+phase_ddp() {  # 1 GPU vs N GPUs (DDP_GPUS, default all) at the same global batch: tok/s scaling, loss curves; $OUT/ddp_<plugin>_<N>gpu.md
   ensure_libs
-  local n; n=$(nvidia-smi -L | wc -l)
+  local n=${DDP_GPUS:-$(nvidia-smi -L | wc -l)}
   (( n >= 2 )) || { echo "ddp phase: needs ≥ 2 GPUs, found $n"; return 1; }
   local m=${DDP_PLUGIN:-gpt} data=runs/ddp/wiki_train.bin steps=${DDP_STEPS:-120} d=runs/ddp
+  local p=$OUT/ddp_${m}_${n}gpu  # this phase's output files: $p.md, ${p}_*.log
   rm -rf $d/${m}_*; mkdir -p $d
   [[ -s $data ]] || $A prepare --format text --input ../shared/data/train/wiki_train_00.txt.xz --tokenizer gpt2 \
     --vocab-dir ../shared/data/gpt2 --packing none --window 1024 --output $data 2>&1 | tail -2
@@ -260,22 +261,32 @@ phase_ddp() {  # 1 GPU vs N GPUs (all visible) at the same global batch: tok/s s
   # 1 GPU: micro-batch 16 × N accumulation steps = the N-GPU global batch (16 per GPU, no accumulation); a
   # second 1-GPU run with another seed gives the run-to-run spread the N-GPU curve is judged against.
   timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.out_dir=$d/${m}_1gpu \
-    2>&1 | grep -E "^step|rror" | tee "$OUT/ddp_${m}_1gpu.log" || true
+    2>&1 | grep -E "^step|rror" | tee "${p}_1gpu_accum.log" || true
   timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.seed=7 \
-    --set train.out_dir=$d/${m}_1gpu_seed7 2>&1 | grep -E "^step|rror" > "$OUT/ddp_${m}_1gpu_seed7.log" || true
+    --set train.out_dir=$d/${m}_1gpu_seed7 2>&1 | grep -E "^step|rror" > "${p}_1gpu_accum_seed7.log" || true
+  # Linear scaling's reference: 1 GPU at micro-batch 16 without accumulation (its fastest setting: the
+  # step is replayed from a CUDA graph); and the N-GPU run uncaptured, to show what the graph adds.
+  timeout 300 $A train "${common[@]}" --set train.out_dir=$d/${m}_1gpu_plain \
+    2>&1 | grep -E "^step|rror|CUDA graph" | tee "${p}_1gpu_plain.log" || true
   timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
-    --set train.out_dir=$d/${m}_${n}gpu 2>&1 | grep -E "^step|rror|data parallel" | tee "$OUT/ddp_${m}_${n}gpu.log" || true
-  python3 - $d/${m}_1gpu $d/${m}_1gpu_seed7 $d/${m}_${n}gpu $n <<'PY' | tee "$OUT/ddp_${m}.md"
+    --set train.out_dir=$d/${m}_${n}gpu 2>&1 | grep -E "^step|rror|data parallel|CUDA graph" | tee "${p}.log" || true
+  AOBENCH_CUDA_GRAPHS=0 timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
+    --set train.out_dir=$d/${m}_${n}gpu_uncaptured 2>&1 | grep -E "^step|rror" > "${p}_uncaptured.log" || true
+  python3 - $d/${m}_1gpu $d/${m}_1gpu_seed7 $d/${m}_${n}gpu $n $d/${m}_1gpu_plain $d/${m}_${n}gpu_uncaptured <<'PY' | tee "$p.md"
 import json, sys
 def read(run):
     rows = [json.loads(l) for l in open(run + "/metrics.jsonl")]
     return {r["step"]: r for r in rows if "loss/train" in r}
 a, r, b, n = read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3]), int(sys.argv[4])
+plain, unc = read(sys.argv[5]), read(sys.argv[6])
 steady = [s for s in a if s > 30 and s in b]
-ra = sum(a[s]["throughput/tok_s"] for s in steady) / len(steady)
-rb = sum(b[s]["throughput/tok_s"] for s in steady) / len(steady)
-print(f"| GPUs | tok/s (mean of logged steps > 30) | scaling efficiency |\n|---:|---:|---:|")
-print(f"| 1 (accum {n}) | {ra/1e3:.1f} K | — |\n| {n} | {rb/1e3:.1f} K | {100*rb/(n*ra):.1f} % |\n")
+def rate(run): return sum(run[s]["throughput/tok_s"] for s in steady) / len(steady)
+ra, rb, rp, ru = rate(a), rate(b), rate(plain), rate(unc)
+print(f"| run | tok/s (mean of logged steps > 30) | N-GPU efficiency against it |\n|---|---:|---:|")
+print(f"| 1 GPU, micro-batch 16 (linear scaling's reference) | {rp/1e3:.1f} K | {100*rb/(n*rp):.1f} % |")
+print(f"| 1 GPU, accumulating {n} micro-batches (the {n}-GPU global batch) | {ra/1e3:.1f} K | {100*rb/(n*ra):.1f} % |")
+print(f"| {n} GPUs, micro-batch 16 each | {rb/1e3:.1f} K | — |")
+print(f"| {n} GPUs, uncaptured (AOBENCH_CUDA_GRAPHS=0) | {ru/1e3:.1f} K | {100*ru/(n*rp):.1f} % of linear |\n")
 print("| step | loss 1 GPU | loss 1 GPU, seed 7 | loss %d GPUs | %d GPUs − 1 GPU | seed 7 − 1 GPU |\n|---:|---:|---:|---:|---:|---:|" % (n, n))
 steps = sorted(set(a) & set(b) & set(r))
 for s in steps:

@@ -36,6 +36,18 @@ echo "=== 2 processes, --resume for 10 more steps from step $STEPS ==="
 "${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
   --set train.out_dir="$W/run2" --set train.max_iters=$((STEPS + 10)) --set train.lr_decay_iters=$((STEPS + 10)) \
   --resume --resume-with-changes
+echo "=== 2 processes, uncaptured (AOBENCH_CUDA_GRAPHS=0): the captured run's losses within bf16 tolerance ==="
+AOBENCH_CUDA_GRAPHS=0 "${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train \
+  --config "$W/config.json" --set train.out_dir="$W/run2_uncaptured"
+python3 - "$W/run2" "$W/run2_uncaptured" <<'PY'
+import json, sys
+def losses(run):
+    return {r["step"]: r["loss/train"] for r in map(json.loads, open(run + "/metrics.jsonl")) if "loss/train" in r}
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+worst = max(abs(a[s] - b[s]) / abs(b[s]) for s in b if s in a)
+print(f"captured vs uncaptured: {len(b)} logged steps, largest relative loss difference {worst:.2e}")
+sys.exit(0 if worst < 1e-2 else 1)
+PY
 echo "=== WORLD_SIZE=2 on CPU must be refused ==="
 if WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555 build/aobench train --config "$W/config.json" \
      --set train.device=cpu --set train.out_dir="$W/run_cpu"; then
