@@ -41,10 +41,10 @@ class TrainStepGraph {
   TrainStepGraph(const TrainStepGraph&) = delete;
   TrainStepGraph& operator=(const TrainStepGraph&) = delete;
 
-  // Records fn() on a side stream (the current one, unless that is the default stream) after the device is idle and the allocator's unused blocks are released;
-  // nothing runs until replay(). fn must read its inputs from tensors whose memory stays put and leave its
-  // outputs in tensors the caller keeps. If fn or the capture throws, the capture is ended and the error
-  // rethrown; the graph is then unusable.
+  // Records fn() on a side stream (the current one, unless that is the default stream) after the device is
+  // idle and the allocator's unused blocks are released; nothing runs until replay(). fn must read its inputs
+  // from tensors whose memory stays put and leave its outputs in tensors the caller keeps. If fn or the capture
+  // throws, the capture is ended and the error rethrown; the graph is then unusable.
   void capture(const std::function<void()>& fn);
   // One run of the recorded step on the caller's current stream.
   void replay();
