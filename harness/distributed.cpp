@@ -101,6 +101,14 @@ struct DataParallel::Impl {
     opts.reduceOp = c10d::ReduceOp::AVG;
     return pg->allreduce(v, opts);
   }
+  // After the step's last backward: launches the buckets not launched yet, orders the current stream after
+  // every bucket all-reduce and returns, per parameter, whether this rank's backward reached it.
+  std::vector<bool> finish_buckets() {
+    const std::vector<bool> reached = buckets->flush();
+    for (auto& w : bucket_works) w->wait();
+    bucket_works.clear();
+    return reached;
+  }
 };
 
 DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(env.world) {
@@ -170,9 +178,7 @@ std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars)
   if (!impl_) return host_values(scalars);
   const torch::Tensor local = scalars.detach().to(torch::kFloat64).reshape({-1});
   TORCH_CHECK(impl_->buckets, "DataParallel::finish_gradients before zero_gradients");
-  const std::vector<bool> reached = impl_->buckets->flush();
-  for (auto& w : impl_->bucket_works) w->wait();
-  impl_->bucket_works.clear();
+  const std::vector<bool> reached = impl_->finish_buckets();
   std::vector<double> flags(reached.size());
   for (size_t k = 0; k < reached.size(); ++k) flags[k] = reached[k] ? 1.0 : 0.0;
   torch::Tensor t = torch::cat({local.to(impl_->device), torch::tensor(flags, torch::kFloat64).to(impl_->device)});
@@ -190,11 +196,9 @@ torch::Tensor DataParallel::finish_gradients_on_device(const torch::Tensor& loss
   if (!impl_) return loss;
   torch::NoGradGuard no_grad;
   TORCH_CHECK(impl_->buckets, "DataParallel::finish_gradients_on_device before zero_gradients");
-  const std::vector<bool> reached = impl_->buckets->flush();
+  const std::vector<bool> reached = impl_->finish_buckets();
   for (size_t k = 0; k < reached.size(); ++k)
     TORCH_CHECK(reached[k], "parameter ", k, " got no gradient in this rank's backward");
-  for (auto& w : impl_->bucket_works) w->wait();
-  impl_->bucket_works.clear();
   torch::Tensor mean = loss.detach().to(torch::kFloat64).reshape({1}).clone();  // (1) NCCL reduces in place
   impl_->allreduce_mean_async(mean)->wait();
   return mean.reshape({});
