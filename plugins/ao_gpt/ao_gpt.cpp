@@ -82,10 +82,12 @@ class AoGptPlugin : public ModelPlugin {
     check_tokens(batch.tokens, "loss");
     TORCH_CHECK(batch.order.defined(), "ao_gpt needs batch.order (a decoder-only any-order plugin)");
     auto s = common::slots_for_order(batch.tokens, batch.order);
-    auto lg = net_->forward(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, V_pad)
-    auto target = batch.tokens.gather(1, batch.order);                    // (B, T) x_σ(k)
+    auto z = net_->hidden(s, nullptr, std::nullopt, s.tokens.size(1));  // (B, T, d)
+    // The head's bias goes into the loss, whose backward sums its gradient in the same pass: (B·T, V_pad).
+    auto lg = common::linear2d(z.reshape({-1, z.size(-1)}), net_->lm_head->weight, torch::Tensor());
+    auto target = batch.tokens.gather(1, batch.order);  // (B, T) x_σ(k)
     LossOutput out;
-    out.loss = common::lm_cross_entropy(lg.reshape({-1, lg.size(-1)}), target.reshape(-1), cfg_.vocab_size);
+    out.loss = common::lm_cross_entropy(lg, target.reshape(-1), cfg_.vocab_size, net_->lm_head->bias);
     return out;
   }
 

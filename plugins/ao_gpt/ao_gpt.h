@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "plugins/common/attention.h"
@@ -124,12 +125,18 @@ struct BlockImpl : torch::nn::Module {
 TORCH_MODULE(Block);
 
 // adaLN modulation table (R, parts·d) float32 of a Linear on the conditioning rows silu_rows (R, cond_dim),
-// outside autocast: R ≤ T + 1 rows cost little, and bf16 would resolve 1 + γ near 1 only in steps of 2⁻⁷.
-// The scale chunks carry their +1 in the bias (adaln_bias).
+// outside autocast: bf16 would resolve 1 + γ near 1 only in steps of 2⁻⁷. Under bf16 autocast on CUDA the
+// GEMMs take bf16 operands with fp32 accumulation and output (linear_bf16_operands), as fast as the other
+// bf16 GEMMs; elsewhere they are fp32. The scale chunks carry their +1 in the bias (adaln_bias).
 inline torch::Tensor adaln_table(const torch::nn::Linear& l, const torch::Tensor& silu_rows, int64_t parts,
                                  torch::Tensor& ones) {
+  const bool bf16_operands = silu_rows.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA) &&
+                             at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16 &&
+                             silu_rows.scalar_type() == torch::kFloat32 && l->weight.scalar_type() == torch::kFloat32;
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  return torch::nn::functional::linear(silu_rows, l->weight, common::adaln_bias(l, parts, ones));
+  const auto bias = common::adaln_bias(l, parts, ones);
+  if (bf16_operands) return common::linear_bf16_operands(silu_rows, l->weight, bias);
+  return torch::nn::functional::linear(silu_rows, l->weight, bias);
 }
 
 struct AoGptImpl : torch::nn::Module {

@@ -18,7 +18,8 @@ using torch::autograd::variable_list;
 bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
                             torch::ScalarType out_dtype);
 std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
-                                            const Tensor& idx, double eps, torch::ScalarType out_dtype, bool save_rstd);
+                                            const RowIndex& rows, double eps, torch::ScalarType out_dtype,
+                                            bool save_rstd);
 std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor& grad_h, const Tensor& s,
                                              const Tensor& rstd, const Tensor& y, const Tensor& weight,
                                              const StepTables& t, const RowIndex& rows);
@@ -64,7 +65,7 @@ struct RmsStepFunction : torch::autograd::Function<RmsStepFunction> {
                                const Tensor& weight, const RowIndex& rows, double eps) {
     const Tensor yv = y.value_or(Tensor()), tg = gate.value_or(Tensor()), tm = mod.value_or(Tensor());
     const StepTables t{tg, tm};
-    auto r = rms_step_forward_cuda(x, yv, weight, t, rows.idx, eps, norm_out_dtype(x, yv), /*save_rstd=*/true);
+    auto r = rms_step_forward_cuda(x, yv, weight, t, rows, eps, norm_out_dtype(x, yv), /*save_rstd=*/true);
     ctx->set_materialize_grads(false);
     // s is an output when y is given; without y it is x itself.
     ctx->save_for_backward({yv.defined() ? r[0] : x, r[1], yv, weight, tg, tm, rows.idx, rows.order, rows.offsets});
@@ -141,7 +142,7 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
 #ifdef AOBENCH_FUSED_CUDA
   if (x.is_cuda() && fused_norms_enabled() && rms_step_cuda_supports(x, y, weight, tables, norm_out_dtype(x, y))) {
     if (!records_grad({x, y, weight, tables.gate, tables.mod})) {
-      auto r = rms_step_forward_cuda(x, y, weight, tables, rows.idx, eps, norm_out_dtype(x, y), false);
+      auto r = rms_step_forward_cuda(x, y, weight, tables, rows, eps, norm_out_dtype(x, y), false);
       return {y.defined() ? r[0] : x, r[2]};
     }
     auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };

@@ -1,10 +1,11 @@
 // Implements: the CUDA kernels of plugins/common/fused_norms.h.
 // rms_step: forward, one warp per row (d = 128·C, lane ℓ holds elements 4ℓ … 4ℓ+3 of every 128-wide chunk)
-// reads x, y and the row's adaLN table rows once and writes s, rstd and h once. Backward, one block per
-// table row: its warps walk the rows that read that table row, write ∂x and ∂y per row and sum the table
-// gradients (gate, shift, scale) and the norm weight's partial in registers, then across warps in shared
-// memory: deterministic, no atomics. qk_rms_norm: one warp per (token, head) for q and k, v copied out;
-// the backward also writes ∂v, so the (N, 3, H, h) gradient of the projection is one tensor.
+// reads x, y and the row's adaLN table rows once and writes s, rstd and h once; in training, where the rows
+// come grouped by table row, one block per table row reads that row's tables once for all its rows. Backward,
+// one block per table row, each thread owning 4 columns: it walks the rows that read that table row, writes
+// ∂x and ∂y per row and sums its columns of the table gradients (gate, shift, scale) and of the norm weight's
+// partial in registers: deterministic, no atomics. qk_rms_norm: one warp per (token, head) for q and k, v
+// copied out; the backward also writes ∂v, so the (N, 3, H, h) gradient of the projection is one tensor.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/types.h>
@@ -90,12 +91,111 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-// Block = one group of rows: table row blockIdx.x (order/offsets), or rows [g·per_group, (g+1)·per_group)
-// without tables. With n = s·rstd, a = ∂h·scale·w: ∂s = ∂s_out + rstd·(a − n·mean(a·n)), ∂x = ∂s,
-// ∂y = ∂s·gate; per table row Σ ∂s·y (gate), Σ ∂h (shift), w·Σ ∂h·n (scale);
-// w_part = scale·Σ ∂h·n.
+// Rows of one block in the grouped kernels below: those that read table row blockIdx.x (order/offsets), or
+// rows [g·per_group, (g+1)·per_group) without tables.
+struct GroupRows {
+  int64_t beg, end;
+  __device__ GroupRows(const int64_t* offsets, int64_t rows, int per_group) {
+    const int64_t grp = blockIdx.x;
+    if (offsets) {
+      beg = offsets[grp];
+      end = offsets[grp + 1];
+    } else {
+      beg = grp * per_group;
+      end = beg + per_group < rows ? beg + per_group : rows;
+    }
+  }
+};
+
+// Rows per block-wide reduction in the grouped kernels. The backward keeps two rows of four inputs in flight
+// per thread, with registers capped so that 24 warps fit on an SM (24/C blocks of 32·C threads): on an H100
+// its 25 calls in a small AO-GPT step (d = 768, 4 blocks per SM) took 2.14 ms so, against 2.51 ms with four
+// rows and no cap (158 registers, 2 blocks per SM) and 2.95 ms with four rows capped for 3 blocks (spilling).
+constexpr int kForwardBatch = 4, kBackwardBatch = 2, kBackwardWarpsPerSm = 24;
+
+// Block-wide sums of v[b] (b < B) over the C warps of a 32·C-thread block; part: shared [2][B][C], one half
+// per call parity (a call's readers finish before the call after next writes that half, because the next
+// call's __syncthreads lies between). Every thread of the block must call it.
+template <int C, int B>
+__device__ __forceinline__ void block_sums(float (&v)[B], float (&part)[2][B][C], int parity) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const float t = warp_sum(v[b]);
+    if (lane == 0) part[parity][b][warp] = t;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    v[b] = 0.f;
+#pragma unroll
+    for (int q = 0; q < C; ++q) v[b] += part[parity][b][q];
+  }
+}
+
+// The forward of grouped rows (training, where RowIndex has its groups): one block per table row, thread t
+// owning columns 4t … 4t+3 (32·C threads), so the group's gate, shift and scale rows are read once per
+// block, not once per row; each row's Σ s² is one block-wide sum per kForwardBatch rows.
 template <typename T, int C>
-__global__ void __launch_bounds__(32 * kWarps)
+__global__ void __launch_bounds__(32 * C)
+    rms_step_forward_grouped_kernel(const float* __restrict__ x, const T* __restrict__ y,
+                                    const int64_t* __restrict__ order, const int64_t* __restrict__ offsets,
+                                    const float* __restrict__ gate, int64_t gate_ld, const float* __restrict__ mod,
+                                    int64_t mod_ld, const float* __restrict__ w, float eps, float* __restrict__ s_out,
+                                    float* __restrict__ rstd_out, T* __restrict__ h_out) {
+  constexpr int d = 128 * C;
+  __shared__ float part[2][kForwardBatch][C];
+  const int j = threadIdx.x * 4;
+  const GroupRows g(offsets, 0, 0);
+  float wv[4], gv[4] = {1.f, 1.f, 1.f, 1.f}, shv[4] = {}, scv[4] = {1.f, 1.f, 1.f, 1.f};
+  load<4>(w + j, wv);
+  if (gate) load<4>(gate + blockIdx.x * gate_ld + j, gv);
+  if (mod) {
+    load<4>(mod + blockIdx.x * mod_ld + j, shv);
+    load<4>(mod + blockIdx.x * mod_ld + d + j, scv);
+  }
+  int parity = 0;
+  for (int64_t i0 = g.beg; i0 < g.end; i0 += kForwardBatch, parity ^= 1) {
+    float v[kForwardBatch][4] = {}, sq[kForwardBatch];
+    int64_t row[kForwardBatch];
+#pragma unroll
+    for (int b = 0; b < kForwardBatch; ++b) {
+      row[b] = i0 + b < g.end ? order[i0 + b] : -1;
+      if (row[b] >= 0) {
+        load<4>(x + row[b] * d + j, v[b]);
+        if (y) {
+          float yv[4];
+          load<4>(y + row[b] * d + j, yv);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[b][k] += yv[k] * gv[k];
+        }
+      }
+      sq[b] = 0.f;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sq[b] += v[b][k] * v[b][k];
+    }
+    block_sums<C, kForwardBatch>(sq, part, parity);
+#pragma unroll
+    for (int b = 0; b < kForwardBatch; ++b) {
+      if (row[b] < 0) continue;
+      const float rstd = rsqrtf(sq[b] / d + eps);
+      if (rstd_out && threadIdx.x == 0) rstd_out[row[b]] = rstd;
+      if (s_out) store<4>(s_out + row[b] * d + j, v[b]);
+      float o[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) o[k] = v[b][k] * rstd * wv[k] * scv[k] + shv[k];
+      store<4>(h_out + row[b] * d + j, o);
+    }
+  }
+}
+
+// Backward, one block per group of rows (GroupRows), thread t owning columns 4t … 4t+3 (32·C threads).
+// With n = s·rstd, a = ∂h·scale·w: ∂s = ∂s_out + rstd·(a − n·mean(a·n)), ∂x = ∂s, ∂y = ∂s·gate; per table
+// row Σ ∂s·y (gate), Σ ∂h (shift), w·Σ ∂h·n (scale); w_part = scale·Σ ∂h·n. Each thread sums its own
+// columns over the group's rows in registers (deterministic, no atomics, no cross-warp epilogue); only
+// mean(a·n) is block-wide, one reduction per B rows, whose loads are all issued before it.
+template <typename T, int C, int B = kBackwardBatch>
+__global__ void __launch_bounds__(32 * C, kBackwardWarpsPerSm / C)
     rms_step_backward_kernel(const float* __restrict__ s, const float* __restrict__ rstd, const T* __restrict__ y,
                              const float* __restrict__ grad_s, const T* __restrict__ grad_h,
                              const int64_t* __restrict__ order, const int64_t* __restrict__ offsets, int64_t rows,
@@ -104,152 +204,186 @@ __global__ void __launch_bounds__(32 * kWarps)
                              float* __restrict__ grad_x, T* __restrict__ grad_y, float* __restrict__ grad_gate,
                              float* __restrict__ grad_mod, float* __restrict__ w_part) {
   constexpr int d = 128 * C;
-  __shared__ float red[kWarps * d];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __shared__ float part[2][B][C];
+  const int j = threadIdx.x * 4;
   const int64_t grp = blockIdx.x;
-  int64_t beg, end;
-  if (order) {
-    beg = offsets[grp];
-    end = offsets[grp + 1];
-  } else {
-    beg = grp * per_group;
-    end = beg + per_group < rows ? beg + per_group : rows;
-  }
-  const float* g = gate ? gate + grp * gate_ld : nullptr;
-  const float* sh = mod ? mod + grp * mod_ld : nullptr;
-  float wv[C][4], scv[C][4], gv[C][4];
-  float acc_gate[C][4] = {}, acc_hn[C][4] = {}, acc_shift[C][4] = {};
+  const GroupRows g(offsets, rows, per_group);
+  float wv[4], scv[4] = {1.f, 1.f, 1.f, 1.f}, gv[4] = {1.f, 1.f, 1.f, 1.f};
+  load<4>(w + j, wv);
+  if (mod) load<4>(mod + grp * mod_ld + d + j, scv);
+  if (gate) load<4>(gate + grp * gate_ld + j, gv);
+  float acc_gate[4] = {}, acc_hn[4] = {}, acc_shift[4] = {};
+  int parity = 0;
+  for (int64_t i0 = g.beg; i0 < g.end; i0 += B, parity ^= 1) {
+    float n[B][4] = {}, gh[B][4] = {}, gs[B][4] = {}, yv[B][4] = {}, rs[B], dot[B];
+    int64_t base[B];
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int j = c * 128 + lane * 4;
-    load<4>(w + j, wv[c]);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) scv[c][k] = gv[c][k] = 1.f;
-    if (sh) load<4>(sh + d + j, scv[c]);
-    if (g) load<4>(g + j, gv[c]);
-  }
-  for (int64_t i = beg + warp; i < end; i += kWarps) {
-    const int64_t row = order ? order[i] : i, base = row * d;
-    const float rs = rstd[row];
-    float n[C][4], gh[C][4] = {}, a[C][4];
-    float dot = 0.f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int j = c * 128 + lane * 4;
-      load<4>(s + base + j, n[c]);
-      if (grad_h) load<4>(grad_h + base + j, gh[c]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        n[c][k] *= rs;
-        a[c][k] = gh[c][k] * scv[c][k] * wv[c][k];
-        dot += a[c][k] * n[c][k];
+    for (int b = 0; b < B; ++b) {
+      base[b] = -1;
+      rs[b] = 0.f;
+      if (i0 + b < g.end) {
+        const int64_t row = order ? order[i0 + b] : i0 + b;
+        base[b] = row * d + j;
+        rs[b] = rstd[row];
+        load<4>(s + base[b], n[b]);
+        if (grad_h) load<4>(grad_h + base[b], gh[b]);
+        if (grad_s) load<4>(grad_s + base[b], gs[b]);
+        if (y && gate) load<4>(y + base[b], yv[b]);
       }
     }
-    dot = warp_sum(dot) / d;
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int j = c * 128 + lane * 4;
-      float gs[4] = {}, gx[4];
-      if (grad_s) load<4>(grad_s + base + j, gs);
+    for (int b = 0; b < B; ++b) {
+      dot[b] = 0.f;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        gx[k] = gs[k] + rs * (a[c][k] - n[c][k] * dot);
-        acc_hn[c][k] += gh[c][k] * n[c][k];
-        acc_shift[c][k] += gh[c][k];
+        n[b][k] *= rs[b];
+        dot[b] += gh[b][k] * scv[k] * wv[k] * n[b][k];
       }
-      store<4>(grad_x + base + j, gx);
+    }
+    block_sums<C, B>(dot, part, parity);
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      if (base[b] < 0) continue;
+      const float mean = dot[b] / d;
+      float gx[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        gx[k] = gs[b][k] + rs[b] * (gh[b][k] * scv[k] * wv[k] - n[b][k] * mean);
+        acc_hn[k] += gh[b][k] * n[b][k];
+        acc_shift[k] += gh[b][k];
+      }
+      store<4>(grad_x + base[b], gx);
       if (y) {
-        float gy[4], yv[4];
+        float gy[4];
 #pragma unroll
-        for (int k = 0; k < 4; ++k) gy[k] = gx[k] * gv[c][k];
-        store<4>(grad_y + base + j, gy);
-        if (g) {
-          load<4>(y + base + j, yv);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) acc_gate[c][k] += gx[k] * yv[k];
+        for (int k = 0; k < 4; ++k) {
+          gy[k] = gx[k] * gv[k];
+          acc_gate[k] += gx[k] * yv[b][k];
         }
+        store<4>(grad_y + base[b], gy);
       }
     }
   }
-  if (grad_gate) sum_warps<kWarps, C>(acc_gate, red, grad_gate + grp * d, nullptr);
-  if (grad_mod) {
-    sum_warps<kWarps, C>(acc_shift, red, grad_mod + grp * 2 * d, nullptr);
-    sum_warps<kWarps, C>(acc_hn, red, grad_mod + grp * 2 * d + d, w);
+  if (grad_gate) store<4>(grad_gate + grp * d + j, acc_gate);
+  float hn_w[4], hn_scale[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    hn_w[k] = acc_hn[k] * wv[k];
+    hn_scale[k] = acc_hn[k] * scv[k];
   }
-  sum_warps<kWarps, C>(acc_hn, red, w_part + grp * d, sh ? sh + d : nullptr);
+  if (grad_mod) {
+    store<4>(grad_mod + grp * 2 * d + j, acc_shift);
+    store<4>(grad_mod + grp * 2 * d + d + j, hn_w);
+  }
+  store<4>(w_part + grp * d + j, hn_scale);
 }
 
-// One warp per (token n, head): q at qkv[n, 0, head], k at qkv[n, 1, head], v at qkv[n, 2, head] (h = 32·kV).
-template <typename T, int kV>
+// qk_rms_norm: L lanes per (token n, head) pair, 8 elements each (h = 8·L; a 16-byte load per lane in
+// bf16), so a warp holds 32/L pairs: q at qkv[n, 0, head], k at qkv[n, 1, head], v at qkv[n, 2, head]. A
+// pair's sums run over its L lanes (an aligned lane group; `mask` names it).
+template <int L>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (L == 32) {
+    return 0xffffffffu;
+  } else {
+    return ((1u << L) - 1u) << (threadIdx.x % 32 / L * L);
+  }
+}
+template <int L>
+__device__ __forceinline__ float group_sum(float v, unsigned mask) {
+#pragma unroll
+  for (int off = L / 2; off > 0; off >>= 1) v += __shfl_xor_sync(mask, v, off);
+  return v;
+}
+
+template <typename T, int L>
 __global__ void __launch_bounds__(32 * kWarps)
     qk_norm_forward_kernel(const T* __restrict__ qkv, int64_t pairs, int H, const float* __restrict__ wq,
                            const float* __restrict__ wk, float eps, T* __restrict__ q, T* __restrict__ k,
                            T* __restrict__ v, float* __restrict__ rstd) {
-  constexpr int h = 32 * kV;
-  const int lane = threadIdx.x % 32;
-  const int64_t pair = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-  if (pair >= pairs) return;
+  constexpr int h = 8 * L;
+  const int sub = threadIdx.x % L;
+  const int64_t pair = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * (32 / L) + threadIdx.x % 32 / L;
+  if (pair >= pairs) return;  // the whole lane group leaves together
+  const unsigned mask = group_mask<L>();
   const int64_t n = pair / H, head = pair % H, plane = static_cast<int64_t>(H) * h;
-  const T* src = qkv + n * 3 * plane + head * h + lane * kV;
-  const int64_t dst = pair * h + lane * kV;
+  const T* src = qkv + n * 3 * plane + head * h + sub * 8;
+  const int64_t dst = pair * h + sub * 8;
 #pragma unroll
   for (int which = 0; which < 2; ++which) {
-    float xv[kV], wv[kV], sq = 0.f;
-    load<kV>(src + which * plane, xv);
+    float xv[8], wv[8], sq = 0.f;
+    load<8>(src + which * plane, xv);
 #pragma unroll
-    for (int e = 0; e < kV; ++e) sq += xv[e] * xv[e];
-    const float rs = rsqrtf(warp_sum(sq) / h + eps);
-    load<kV>((which ? wk : wq) + lane * kV, wv);
+    for (int e = 0; e < 8; ++e) sq += xv[e] * xv[e];
+    const float rs = rsqrtf(group_sum<L>(sq, mask) / h + eps);
+    load<8>((which ? wk : wq) + sub * 8, wv);
 #pragma unroll
-    for (int e = 0; e < kV; ++e) xv[e] *= rs * wv[e];
-    store<kV>((which ? k : q) + dst, xv);
-    if (rstd && lane == 0) rstd[which * pairs + pair] = rs;
+    for (int e = 0; e < 8; ++e) xv[e] *= rs * wv[e];
+    store<8>((which ? k : q) + dst, xv);
+    if (rstd && sub == 0) rstd[which * pairs + pair] = rs;
   }
-  *reinterpret_cast<Pack<T, kV>*>(v + dst) = *reinterpret_cast<const Pack<T, kV>*>(src + 2 * plane);
+  *reinterpret_cast<Pack<T, 8>*>(v + dst) = *reinterpret_cast<const Pack<T, 8>*>(src + 2 * plane);
 }
 
-// Grid-stride over (token, head) pairs; w_part (gridDim.x, 2, h) holds each block's Σ ∂out·n̂ for wq and wk.
-template <typename T, int kV>
+// Grid-stride over (token, head) pairs, 32/L per warp; w_part (gridDim.x, 2, h) holds each block's Σ ∂out·n̂
+// for wq and wk (summed over the warp's lane groups by shuffles, then over the warps in shared memory).
+template <typename T, int L>
 __global__ void __launch_bounds__(32 * kWarps)
     qk_norm_backward_kernel(const T* __restrict__ qkv, const float* __restrict__ rstd, const T* __restrict__ gq,
                             const T* __restrict__ gk, const T* __restrict__ gv, int64_t pairs, int H,
                             const float* __restrict__ wq, const float* __restrict__ wk, T* __restrict__ gqkv,
                             float* __restrict__ w_part) {
-  constexpr int h = 32 * kV;
+  constexpr int h = 8 * L, kPerWarp = 32 / L;
   __shared__ float red[kWarps][2 * h];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, sub = lane % L;
   const int64_t plane = static_cast<int64_t>(H) * h;
-  float acc[2][kV] = {}, wv[2][kV];
-  load<kV>(wq + lane * kV, wv[0]);
-  load<kV>(wk + lane * kV, wv[1]);
-  for (int64_t pair = static_cast<int64_t>(blockIdx.x) * kWarps + warp; pair < pairs;
-       pair += static_cast<int64_t>(gridDim.x) * kWarps) {
+  const unsigned mask = group_mask<L>();
+  float acc[2][8] = {}, wv[2][8];
+  load<8>(wq + sub * 8, wv[0]);
+  load<8>(wk + sub * 8, wv[1]);
+  for (int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kPerWarp; first < pairs;
+       first += static_cast<int64_t>(gridDim.x) * kWarps * kPerWarp) {
+    const int64_t pair = first + lane / L;
+    if (pair >= pairs) continue;  // uniform within the lane group
     const int64_t n = pair / H, head = pair % H;
-    const int64_t src = n * 3 * plane + head * h + lane * kV, dst = pair * h + lane * kV;
+    const int64_t src = n * 3 * plane + head * h + sub * 8, dst = pair * h + sub * 8;
+    float xv[2][8], g[2][8];
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
-      float xv[kV], g[kV], a[kV], dot = 0.f;
-      const float rs = rstd[which * pairs + pair];
-      load<kV>(qkv + src + which * plane, xv);
-      load<kV>((which ? gk : gq) + dst, g);
-#pragma unroll
-      for (int e = 0; e < kV; ++e) {
-        xv[e] *= rs;  // n̂
-        a[e] = g[e] * wv[which][e];
-        dot += a[e] * xv[e];
-        acc[which][e] += g[e] * xv[e];
-      }
-      dot = warp_sum(dot) / h;
-#pragma unroll
-      for (int e = 0; e < kV; ++e) a[e] = rs * (a[e] - xv[e] * dot);
-      store<kV>(gqkv + src + which * plane, a);
+      load<8>(qkv + src + which * plane, xv[which]);
+      load<8>((which ? gk : gq) + dst, g[which]);
     }
-    *reinterpret_cast<Pack<T, kV>*>(gqkv + src + 2 * plane) = *reinterpret_cast<const Pack<T, kV>*>(gv + dst);
+    const Pack<T, 8> gvp = *reinterpret_cast<const Pack<T, 8>*>(gv + dst);
+#pragma unroll
+    for (int which = 0; which < 2; ++which) {
+      float a[8], dot = 0.f;
+      const float rs = rstd[which * pairs + pair];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        xv[which][e] *= rs;  // n̂
+        a[e] = g[which][e] * wv[which][e];
+        dot += a[e] * xv[which][e];
+        acc[which][e] += g[which][e] * xv[which][e];
+      }
+      dot = group_sum<L>(dot, mask) / h;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) a[e] = rs * (a[e] - xv[which][e] * dot);
+      store<8>(gqkv + src + which * plane, a);
+    }
+    *reinterpret_cast<Pack<T, 8>*>(gqkv + src + 2 * plane) = gvp;
   }
+  // The warp's lane groups hold the same columns: fold them onto lanes 0 … L−1.
 #pragma unroll
   for (int which = 0; which < 2; ++which)
 #pragma unroll
-    for (int e = 0; e < kV; ++e) red[warp][which * h + lane * kV + e] = acc[which][e];
+    for (int e = 0; e < 8; ++e)
+#pragma unroll
+      for (int off = L; off < 32; off <<= 1) acc[which][e] += __shfl_xor_sync(0xffffffffu, acc[which][e], off);
+  if (lane < L)
+#pragma unroll
+    for (int which = 0; which < 2; ++which)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) red[warp][which * h + sub * 8 + e] = acc[which][e];
   __syncthreads();
   for (int j = threadIdx.x; j < 2 * h; j += blockDim.x) {
     float t = 0.f;
@@ -332,7 +466,7 @@ bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weig
 }
 
 std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
-                                            const Tensor& idx, double eps, torch::ScalarType out_dtype,
+                                            const RowIndex& rows, double eps, torch::ScalarType out_dtype,
                                             bool save_rstd) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), d = x.size(1);
@@ -341,19 +475,27 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
   Tensor h = torch::empty({N, d}, x.options().dtype(out_dtype));
   if (N == 0) return {s, rstd, h};
   const bool tables = t.gate.defined() || t.mod.defined();
-  const Tensor idx_d = tables ? idx.to(x.device(), torch::kLong).contiguous() : Tensor();
+  const bool grouped = tables && rows.offsets.defined() && rows.table_rows <= 0x7fffffff;
+  const Tensor idx_d = tables && !grouped ? rows.idx.to(x.device(), torch::kLong).contiguous() : Tensor();
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_type(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_chunks(d, [&](auto chunks) {
-      rms_step_forward_kernel<T, decltype(chunks)::value>
-          <<<static_cast<unsigned>((N + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
-              x.data_ptr<float>(), y.defined() ? y.data_ptr<T>() : nullptr,
-              tables ? idx_d.data_ptr<int64_t>() : nullptr, t.gate.defined() ? t.gate.data_ptr<float>() : nullptr,
-              t.gate.defined() ? t.gate.stride(0) : 0, t.mod.defined() ? t.mod.data_ptr<float>() : nullptr,
-              t.mod.defined() ? t.mod.stride(0) : 0, weight.data_ptr<float>(), N, static_cast<float>(eps),
-              s.defined() ? s.data_ptr<float>() : nullptr, save_rstd ? rstd.data_ptr<float>() : nullptr,
-              h.data_ptr<T>());
+      constexpr int C = decltype(chunks)::value;
+      const float* gate = t.gate.defined() ? t.gate.data_ptr<float>() : nullptr;
+      const float* mod = t.mod.defined() ? t.mod.data_ptr<float>() : nullptr;
+      const int64_t gate_ld = t.gate.defined() ? t.gate.stride(0) : 0, mod_ld = t.mod.defined() ? t.mod.stride(0) : 0;
+      const T* yp = y.defined() ? y.data_ptr<T>() : nullptr;
+      float* sp = s.defined() ? s.data_ptr<float>() : nullptr;
+      float* rp = save_rstd ? rstd.data_ptr<float>() : nullptr;
+      if (grouped)
+        rms_step_forward_grouped_kernel<T, C><<<static_cast<unsigned>(rows.table_rows), 32 * C, 0, stream>>>(
+            x.data_ptr<float>(), yp, rows.order.data_ptr<int64_t>(), rows.offsets.data_ptr<int64_t>(), gate, gate_ld,
+            mod, mod_ld, weight.data_ptr<float>(), static_cast<float>(eps), sp, rp, h.data_ptr<T>());
+      else
+        rms_step_forward_kernel<T, C><<<static_cast<unsigned>((N + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
+            x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld,
+            weight.data_ptr<float>(), N, static_cast<float>(eps), sp, rp, h.data_ptr<T>());
     });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -381,7 +523,8 @@ std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor&
   dispatch_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_chunks(d, [&](auto chunks) {
-      rms_step_backward_kernel<T, decltype(chunks)::value><<<static_cast<unsigned>(groups), 32 * kWarps, 0, stream>>>(
+      constexpr int C = decltype(chunks)::value;
+      rms_step_backward_kernel<T, C><<<static_cast<unsigned>(groups), 32 * C, 0, stream>>>(
           s.data_ptr<float>(), rstd.data_ptr<float>(), y.defined() ? y.data_ptr<T>() : nullptr,
           grad_s.defined() ? grad_s.data_ptr<float>() : nullptr, grad_h.defined() ? grad_h.data_ptr<T>() : nullptr,
           tables ? rows.order.data_ptr<int64_t>() : nullptr, tables ? rows.offsets.data_ptr<int64_t>() : nullptr, N,
@@ -398,27 +541,28 @@ std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor&
 
 bool qk_rms_norm_cuda_supports(const Tensor& qkv, const Tensor& wq, const Tensor& wk) {
   const int64_t h = qkv.size(3);
+  // Each lane moves 8 elements at once: 8-element alignment for qkv, 32 bytes for the fp32 weights.
   return qkv.is_contiguous() && float_type(qkv.scalar_type()) && (h == 32 || h == 64 || h == 128 || h == 256) &&
-         aligned(qkv, 16) && wq.scalar_type() == torch::kFloat && wk.scalar_type() == torch::kFloat &&
-         wq.is_contiguous() && wk.is_contiguous() && aligned(wq, 16) && aligned(wk, 16) &&
-         wq.device() == qkv.device() && wk.device() == qkv.device();
+         aligned(qkv, 8 * qkv.element_size()) && wq.scalar_type() == torch::kFloat &&
+         wk.scalar_type() == torch::kFloat && wq.is_contiguous() && wk.is_contiguous() && aligned(wq, 32) &&
+         aligned(wk, 32) && wq.device() == qkv.device() && wk.device() == qkv.device();
 }
 
-// Calls fn(std::integral_constant<int, kV>) for h = 32·kV.
+// Calls fn(std::integral_constant<int, L>) for h = 8·L lanes' worth of 8 elements, h ∈ {32, 64, 128, 256}.
 template <typename Fn>
 void dispatch_head(int64_t h, Fn&& fn) {
   switch (h) {
     case 32:
-      fn(std::integral_constant<int, 1>());
-      break;
-    case 64:
-      fn(std::integral_constant<int, 2>());
-      break;
-    case 128:
       fn(std::integral_constant<int, 4>());
       break;
-    default:
+    case 64:
       fn(std::integral_constant<int, 8>());
+      break;
+    case 128:
+      fn(std::integral_constant<int, 16>());
+      break;
+    default:
+      fn(std::integral_constant<int, 32>());
       break;
   }
 }
@@ -433,9 +577,10 @@ std::array<Tensor, 4> qk_rms_norm_forward_cuda(const Tensor& qkv, const Tensor& 
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_type(qkv.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head(h, [&](auto vec) {
-      qk_norm_forward_kernel<T, decltype(vec)::value>
-          <<<static_cast<unsigned>((pairs + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
+    dispatch_head(h, [&](auto lanes) {
+      constexpr int L = decltype(lanes)::value, per_block = kWarps * 32 / L;
+      qk_norm_forward_kernel<T, L>
+          <<<static_cast<unsigned>((pairs + per_block - 1) / per_block), 32 * kWarps, 0, stream>>>(
               qkv.data_ptr<T>(), pairs, static_cast<int>(H), wq.data_ptr<float>(), wk.data_ptr<float>(),
               static_cast<float>(eps), q.data_ptr<T>(), k.data_ptr<T>(), v.data_ptr<T>(),
               save_rstd ? rstd.data_ptr<float>() : nullptr);
@@ -453,20 +598,24 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
   for (const Tensor* g : {&grad_q, &grad_k, &grad_v})
     TORCH_CHECK(g->is_contiguous() && g->scalar_type() == qkv.scalar_type() && g->numel() == pairs * h,
                 "qk_rms_norm: output gradients must be contiguous (N, H, h) in qkv's dtype");
+  // The kernel moves 8 elements per lane: a gradient view off that alignment is copied first.
+  auto fit = [](const Tensor& g) { return aligned(g, 8 * g.element_size()) ? g : g.clone(); };
+  const Tensor gq = fit(grad_q), gk = fit(grad_k), gv = fit(grad_v);
   Tensor grad_qkv = torch::empty_like(qkv);
   // A fixed grid (a few blocks per SM) keeps the weight partials small and the sums deterministic per device.
+  const int64_t pairs_per_block = kWarps * 32 / (h / 8);
   const int64_t blocks =
-      std::max<int64_t>(1, std::min<int64_t>((pairs + kWarps - 1) / kWarps,
+      std::max<int64_t>(1, std::min<int64_t>((pairs + pairs_per_block - 1) / pairs_per_block,
                                              4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount));
   Tensor w_part = torch::zeros({blocks, 2, h}, qkv.options().dtype(torch::kFloat));
   if (pairs == 0) return {grad_qkv, w_part.sum(0)[0], w_part.sum(0)[1]};
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_type(qkv.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head(h, [&](auto vec) {
-      qk_norm_backward_kernel<T, decltype(vec)::value><<<static_cast<unsigned>(blocks), 32 * kWarps, 0, stream>>>(
-          qkv.data_ptr<T>(), rstd.data_ptr<float>(), grad_q.data_ptr<T>(), grad_k.data_ptr<T>(), grad_v.data_ptr<T>(),
-          pairs, static_cast<int>(H), wq.data_ptr<float>(), wk.data_ptr<float>(), grad_qkv.data_ptr<T>(),
+    dispatch_head(h, [&](auto lanes) {
+      qk_norm_backward_kernel<T, decltype(lanes)::value><<<static_cast<unsigned>(blocks), 32 * kWarps, 0, stream>>>(
+          qkv.data_ptr<T>(), rstd.data_ptr<float>(), gq.data_ptr<T>(), gk.data_ptr<T>(), gv.data_ptr<T>(), pairs,
+          static_cast<int>(H), wq.data_ptr<float>(), wk.data_ptr<float>(), grad_qkv.data_ptr<T>(),
           w_part.data_ptr<float>());
     });
   });

@@ -12,7 +12,8 @@ namespace aobench::common {
 
 #ifdef AOBENCH_FUSED_CUDA
 // fused_ops_cuda.cu
-torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows);
+torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows,
+                                 const torch::Tensor& bias = {});
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                   const torch::Tensor& bias);
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
@@ -26,8 +27,11 @@ bool add_layer_norm_backward_cuda_supports(const torch::Tensor& x, const torch::
 std::array<torch::Tensor, 4> add_layer_norm_backward_cuda(const torch::Tensor& grad_s, const torch::Tensor& grad_h,
                                                           const torch::Tensor& s, const torch::Tensor& weight,
                                                           double eps);
-torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
-                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab);
+std::pair<torch::Tensor, torch::Tensor> lm_cross_entropy_backward_cuda(const torch::Tensor& logits,
+                                                                       const torch::Tensor& bias,
+                                                                       const torch::Tensor& targets,
+                                                                       const torch::Tensor& lse,
+                                                                       const torch::Tensor& grad_scale, int64_t vocab);
 #endif
 
 bool records_grad(std::initializer_list<torch::Tensor> ts) {
@@ -90,39 +94,64 @@ void set_fused_ce_enabled(bool on) { fused_ce_flag().store(on); }
 bool fused_ln_training_enabled() { return fused_ln_flag().load(); }
 void set_fused_ln_training_enabled(bool on) { fused_ln_flag().store(on); }
 
-torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
-  return torch::nn::functional::cross_entropy(logits.narrow(1, 0, vocab).to(torch::kFloat32), targets);
+namespace {
+// logits + bias in fp32, the bias rounded to the logits' dtype first (the fused kernels' sum); logits as
+// they are without a bias.
+torch::Tensor biased(const torch::Tensor& logits, const torch::Tensor& bias) {
+  if (!bias.defined()) return logits;
+  return logits.to(torch::kFloat32) + bias.to(logits.scalar_type()).to(torch::kFloat32);
+}
+}  // namespace
+
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab,
+                                         const torch::Tensor& bias) {
+  return torch::nn::functional::cross_entropy(biased(logits, bias).narrow(1, 0, vocab).to(torch::kFloat32), targets);
 }
 
 namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Forward: mean(lse − x[target]) with lse from row_logsumexp (fp32 statistics, one read of the logits).
-// Backward: ∂/∂x[i, j] = (exp(x[i, j] − lse[i]) − [j = t[i]])·g/N for j < vocab, 0 beyond.
+// Inputs: logits, bias?, targets + vocab. With z = logits + bias: forward mean(lse(z) − z[target]) with lse
+// from row_logsumexp (fp32 statistics, one read of the logits). Backward: ∂/∂logits[i, j] = (exp(z[i, j] −
+// lse[i]) − [j = t[i]])·g/N for j < vocab, 0 beyond; ∂/∂bias = Σᵢ ∂/∂logits[i, ·].
 struct LmCrossEntropy : torch::autograd::Function<LmCrossEntropy> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits, const torch::Tensor& targets,
-                               int64_t vocab) {
-    const torch::Tensor lse = row_logsumexp(logits, vocab);  // (N) fp32
-    const torch::Tensor picked = logits.gather(1, targets.unsqueeze(1)).squeeze(1).to(torch::kFloat32);
-    ctx->save_for_backward({logits, targets, lse});
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
+                               const std::optional<torch::Tensor>& bias, const torch::Tensor& targets, int64_t vocab) {
+    const torch::Tensor b = bias.value_or(torch::Tensor());
+    torch::Tensor lse;  // (N) fp32
+#ifdef AOBENCH_FUSED_CUDA
+    if (logits.is_cuda()) lse = row_logsumexp_cuda(logits, vocab, {}, b);
+#endif
+    if (!lse.defined()) lse = row_logsumexp(biased(logits, b), vocab);
+    torch::Tensor picked = logits.gather(1, targets.unsqueeze(1)).squeeze(1).to(torch::kFloat32);
+    if (b.defined()) picked = picked + b.to(logits.scalar_type()).to(torch::kFloat32).index_select(0, targets);
+    ctx->save_for_backward({logits, b, targets, lse});
     ctx->saved_data["vocab"] = vocab;
     return (lse - picked).mean();
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &logits = saved[0], &targets = saved[1], &lse = saved[2];
+    const torch::Tensor &logits = saved[0], &bias = saved[1], &targets = saved[2], &lse = saved[3];
     const int64_t vocab = ctx->saved_data["vocab"].toInt(), N = logits.size(0);
     const torch::Tensor g = grad_out[0].to(torch::kFloat32) / double(std::max<int64_t>(N, 1));  // 0-dim, device
 #ifdef AOBENCH_FUSED_CUDA
-    if (logits.is_cuda()) return {lm_cross_entropy_backward_cuda(logits, targets, lse, g, vocab), {}, {}};
+    if (logits.is_cuda()) {
+      auto [grad, grad_bias] = lm_cross_entropy_backward_cuda(logits, bias, targets, lse, g, vocab);
+      return {grad, grad_bias, {}, {}};
+    }
 #endif
-    auto p = torch::exp(logits.narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));  // (N, V) softmax
+    auto p = torch::exp(biased(logits, bias).narrow(1, 0, vocab).to(torch::kFloat32) - lse.unsqueeze(1));  // softmax
     p.scatter_add_(1, targets.unsqueeze(1), -torch::ones({N, 1}, p.options()));
     auto grad = torch::zeros_like(logits);
     grad.narrow(1, 0, vocab).copy_(p * g);
-    return {grad, {}, {}};
+    torch::Tensor grad_bias;
+    if (bias.defined()) {
+      grad_bias = torch::zeros_like(bias);
+      grad_bias.narrow(0, 0, vocab).copy_((p * g).sum(0));
+    }
+    return {grad, grad_bias, {}, {}};
   }
 };
 }  // namespace
@@ -160,15 +189,19 @@ struct AddLayerNormFunction : torch::autograd::Function<AddLayerNormFunction> {
 }  // namespace
 #endif
 
-torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab) {
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab,
+                               const torch::Tensor& bias) {
   TORCH_CHECK(logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1) && targets.dim() == 1 &&
                   targets.size(0) == logits.size(0) && targets.scalar_type() == torch::kLong,
               "lm_cross_entropy: logits must be (N, V) with unit column stride and targets (N) int64, got ",
               logits.sizes(), " and ", targets.sizes(), " ", targets.scalar_type());
   TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ", logits.size(1),
               "]");
-  if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab);
-  return LmCrossEntropy::apply(logits, targets, vocab);
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == logits.size(1)), "lm_cross_entropy: bias ",
+              bias.sizes(), " must be (", logits.size(1), ")");
+  if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab, bias);
+  return LmCrossEntropy::apply(logits, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, targets,
+                               vocab);
 }
 
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -180,6 +213,35 @@ torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, cons
 
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {
   return linear2d(x, l->weight, bias.defined() ? bias : l->bias);
+}
+
+namespace {
+// Inputs: x, w, b? (float32); saved: their bf16 roundings.
+struct LinearBf16Operands : torch::autograd::Function<LinearBf16Operands> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const std::optional<torch::Tensor>& b) {
+    const auto xb = x.to(torch::kBFloat16), wb = w.to(torch::kBFloat16);
+    ctx->save_for_backward({xb, wb});
+    ctx->saved_data["bias"] = b.has_value();
+    auto y = at::mm(xb, wb.t(), torch::kFloat32);  // (R, out)
+    return b ? y.add_(*b) : y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto g = grads[0].to(torch::kBFloat16);  // (R, out)
+    return {at::mm(g, saved[1], torch::kFloat32), at::mm(g.t(), saved[0], torch::kFloat32),
+            ctx->saved_data["bias"].toBool() ? grads[0].sum(0) : torch::Tensor()};
+  }
+};
+}  // namespace
+
+torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) &&
+                  (!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0))) && x.scalar_type() == torch::kFloat32 &&
+                  w.scalar_type() == torch::kFloat32 && x.is_cuda(),
+              "linear_bf16_operands: x ", x.sizes(), " (R, in) and w ", w.sizes(),
+              " (out, in) must be float32 on CUDA");
+  return LinearBf16Operands::apply(x, w, b.defined() ? std::optional<torch::Tensor>(b) : std::nullopt);
 }
 
 torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {

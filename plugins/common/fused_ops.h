@@ -22,16 +22,21 @@ torch::Tensor row_logsumexp(const torch::Tensor& x, int64_t cols, const torch::T
 torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias,
                        const torch::Tensor& targets, int64_t vocab);
 
-// Mean cross-entropy −log softmax(logits)[target] over the first `vocab` columns, float32 0-dim: the value
-// of F::cross_entropy(logits.narrow(1, 0, vocab).to(float32), targets) without an fp32 (N, V) copy, a
-// log_softmax tensor or the narrow. logits (N, V_pad) float/bf16/half with unit column stride (the LM head's
-// output as it comes, padded columns included); targets (N) int64 in [0, vocab) (not checked on the device).
-// Differentiable in logits: the backward writes (softmax − onehot)·g/N in the logits' dtype (0 in the
-// padded columns) in one pass. CUDA: row_logsumexp's kernel forward, one elementwise kernel backward; CPU:
-// the LibTorch expressions, which the kernels are tested against. AOBENCH_FUSED_CE=0: the reference below.
-torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+// Mean cross-entropy −log softmax(logits + bias)[target] over the first `vocab` columns, float32 0-dim: the
+// value of F::cross_entropy((logits + bias).narrow(1, 0, vocab).to(float32), targets) without an fp32 (N, V)
+// copy, a log_softmax tensor or the narrow. logits (N, V_pad) float/bf16/half with unit column stride (the LM
+// head's output as it comes, padded columns included); bias (V_pad) or undefined: the head's bias, taken
+// here (rounded to the logits' dtype, as autocast rounds it for the GEMM) instead of in the head's GEMM, so
+// its gradient, Σ over rows of ∂logits, comes out of the backward kernel without a second pass over the
+// (N, V) gradient; targets (N) int64 in [0, vocab) (not checked on the device). Differentiable in logits
+// and bias: the backward writes (softmax − onehot)·g/N in the logits' dtype (0 in the padded columns) in one
+// pass. CUDA: row_logsumexp's kernel forward, one kernel backward; CPU: the LibTorch expressions, which the
+// kernels are tested against. AOBENCH_FUSED_CE=0: the reference below.
+torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab,
+                               const torch::Tensor& bias = {});
 // The same through F::cross_entropy on the fp32 narrow (what the plugins ran before; AOBENCH_FUSED_CE=0).
-torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab);
+torch::Tensor lm_cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, int64_t vocab,
+                                         const torch::Tensor& bias = {});
 // True unless AOBENCH_FUSED_CE=0 (read once; tests switch it with the setter).
 bool fused_ce_enabled();
 void set_fused_ce_enabled(bool on);
@@ -52,6 +57,12 @@ struct AdaLNMod {
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 // The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
+
+// x·wᵀ + b in float32 from operands rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
+// and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables
+// under bf16 autocast, whose fp32 GEMMs of ≈ T rows ran on CUDA cores (about 1 ms of a small AO-GPT
+// training step), while a bf16 output would resolve 1 + γ only in steps of 2⁻⁷.
+torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // Bias of an adaLN Linear (weight (parts·d, C)) whose output is `parts` chunks (shift, scale, gate, …) of
 // width d, with 1 added to every scale chunk (1 and 4 of six; 1 of two): ln(x)·(1+γ)+β then costs one

@@ -10,6 +10,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -34,7 +35,8 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
 
 template <typename T>
 __global__ void row_logsumexp_kernel(const T* __restrict__ x, int64_t row_stride, int64_t cols,
-                                     const int64_t* __restrict__ rows, float* __restrict__ out) {
+                                     const int64_t* __restrict__ rows, const T* __restrict__ bias,
+                                     float* __restrict__ out) {
   const T* row = x + (rows ? rows[blockIdx.x] : static_cast<int64_t>(blockIdx.x)) * row_stride;
   float m = -INFINITY, s = 0.f;
   bool nan_seen = false;
@@ -44,12 +46,13 @@ __global__ void row_logsumexp_kernel(const T* __restrict__ x, int64_t row_stride
     const int64_t packs = cols / kVec;
     const uint4* rv = reinterpret_cast<const uint4*>(row);
     for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
-      const uint4 raw = __ldg(rv + i);
+      const uint4 raw = __ldg(rv + i), braw = bias ? __ldg(reinterpret_cast<const uint4*>(bias) + i) : uint4{};
       const T* e = reinterpret_cast<const T*>(&raw);
+      const T* be = reinterpret_cast<const T*>(&braw);
       float v[kVec], pm = -INFINITY;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        v[k] = static_cast<float>(e[k]);
+        v[k] = static_cast<float>(e[k]) + (bias ? static_cast<float>(be[k]) : 0.f);
         pm = fmaxf(pm, v[k]);
         nan_seen |= isnan(v[k]);
       }
@@ -62,7 +65,7 @@ __global__ void row_logsumexp_kernel(const T* __restrict__ x, int64_t row_stride
     done = packs * kVec;
   }
   for (int64_t j = done + threadIdx.x; j < cols; j += kThreads) {
-    const float v = static_cast<float>(row[j]);
+    const float v = static_cast<float>(row[j]) + (bias ? static_cast<float>(bias[j]) : 0.f);
     nan_seen |= isnan(v);
     merge(m, s, v, 1.f);
   }
@@ -513,18 +516,21 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
 }
 
 namespace {
-// ∂ mean CE / ∂x for one row per block: (exp(x − lse) − [j = target])·g for j < cols, 0 for the padded
-// columns up to width; 16-byte loads and stores when both rows are aligned (the padded head width is).
+// ∂ mean CE / ∂x for one row per block: (exp(x + b − lse) − [j = target])·g for j < cols, 0 for the padded
+// columns up to width (b: the head bias, or 0); 16-byte loads and stores when both rows are aligned (the
+// padded head width is).
 template <typename T>
-__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, T* __restrict__ gx, int64_t width,
-                                      int64_t cols, const float* __restrict__ lse, const int64_t* __restrict__ targets,
-                                      const float* __restrict__ grad_scale) {
+__global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride, const T* __restrict__ bias,
+                                      T* __restrict__ gx, int64_t width, int64_t cols, const float* __restrict__ lse,
+                                      const int64_t* __restrict__ targets, const float* __restrict__ grad_scale) {
   const int64_t r = blockIdx.x;
   const T* row = x + r * x_stride;
   T* grow = gx + r * width;
   const float l = lse[r], g = *grad_scale;
   const int64_t t = targets[r];
-  auto value = [&](int64_t j, float v) { return j < cols ? (expf(v - l) - (j == t ? 1.f : 0.f)) * g : 0.f; };
+  auto value = [&](int64_t j, float v) {
+    return j < cols ? (expf(v + (bias ? static_cast<float>(bias[j]) : 0.f) - l) - (j == t ? 1.f : 0.f)) * g : 0.f;
+  };
   constexpr int kVec = 16 / sizeof(T);
   int64_t done = 0;
   if (reinterpret_cast<std::uintptr_t>(row) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grow) % 16 == 0) {
@@ -543,40 +549,116 @@ __global__ void lm_ce_backward_kernel(const T* __restrict__ x, int64_t x_stride,
   for (int64_t j = done + threadIdx.x; j < width; j += kThreads)
     grow[j] = static_cast<T>(value(j, static_cast<float>(row[j])));
 }
+
+constexpr int kColThreads = 256;  // lm_ce_backward_bias_kernel's block: 256 16-byte packs of columns
+
+// The same with the head bias's gradient: block (x, y) covers kColThreads 16-byte packs of columns of the
+// rows [y·rows_per_block, (y+1)·rows_per_block), each thread walking its pack down the rows, and writes its
+// columns' sums of ∂x (fp32, before the rounding to T) into part (gridDim.y, width): Σ over rows of ∂x is
+// then part.sum(0), without reading the (N, width) gradient again. The grid is one wave of resident blocks
+// (a few thousand short blocks left a nearly empty last wave). Needs width % kVec = 0, 16-byte aligned rows.
+template <typename T>
+__global__ void __launch_bounds__(kColThreads)
+    lm_ce_backward_bias_kernel(const T* __restrict__ x, int64_t x_stride, const T* __restrict__ bias,
+                               T* __restrict__ gx, int64_t width, int64_t cols, int64_t rows, int64_t rows_per_block,
+                               const float* __restrict__ lse, const int64_t* __restrict__ targets,
+                               const float* __restrict__ grad_scale, float* __restrict__ part) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kColThreads + threadIdx.x) * kVec;
+  if (c0 >= width) return;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_block;
+  const int64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
+  const float g = *grad_scale;
+  const Pack<T, kVec> bp = *reinterpret_cast<const Pack<T, kVec>*>(bias + c0);
+  float b[kVec], acc[kVec] = {};
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) b[k] = static_cast<float>(bp.v[k]);
+#pragma unroll 4
+  for (int64_t r = r0; r < r1; ++r) {
+    const float l = lse[r];
+    const int64_t t = targets[r];
+    const Pack<T, kVec> in = *reinterpret_cast<const Pack<T, kVec>*>(x + r * x_stride + c0);
+    Pack<T, kVec> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const int64_t j = c0 + k;
+      const float v = j < cols ? (expf(static_cast<float>(in.v[k]) + b[k] - l) - (j == t ? 1.f : 0.f)) * g : 0.f;
+      out.v[k] = static_cast<T>(v);
+      acc[k] += v;
+    }
+    *reinterpret_cast<Pack<T, kVec>*>(gx + r * width + c0) = out;
+  }
+  float* dst = part + static_cast<int64_t>(blockIdx.y) * width + c0;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) dst[k] = acc[k];
+}
 }  // namespace
 
-torch::Tensor lm_cross_entropy_backward_cuda(const torch::Tensor& logits, const torch::Tensor& targets,
-                                             const torch::Tensor& lse, const torch::Tensor& grad_scale, int64_t vocab) {
+std::pair<torch::Tensor, torch::Tensor> lm_cross_entropy_backward_cuda(const torch::Tensor& logits,
+                                                                       const torch::Tensor& bias,
+                                                                       const torch::Tensor& targets,
+                                                                       const torch::Tensor& lse,
+                                                                       const torch::Tensor& grad_scale, int64_t vocab) {
   const c10::cuda::CUDAGuard guard(logits.device());
   const int64_t N = logits.size(0), width = logits.size(1);
   auto grad = torch::empty({N, width}, logits.options());  // contiguous (N, V_pad)
-  if (N == 0) return grad;
+  torch::Tensor grad_bias;
+  if (N == 0) return {grad, bias.defined() ? torch::zeros_like(bias) : grad_bias};
   TORCH_CHECK(N <= 0x7fffffff, "lm_cross_entropy: too many rows (", N, ")");
   const auto t = targets.contiguous();
   const auto l = lse.contiguous();
   const auto g = grad_scale.to(logits.device(), torch::kFloat32).contiguous();
+  const auto b = bias.defined() ? bias.to(logits.scalar_type()).contiguous() : bias;
+  const int64_t vec = 16 / logits.element_size();
+  auto aligned16 = [](const torch::Tensor& x) { return reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0; };
+  const bool tiled =
+      b.defined() && width % vec == 0 && logits.stride(0) % vec == 0 && aligned16(logits) && aligned16(b);
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "lm_cross_entropy_backward", [&] {
-    lm_ce_backward_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
-        logits.data_ptr<scalar_t>(), logits.stride(0), grad.data_ptr<scalar_t>(), width, vocab, l.data_ptr<float>(),
-        t.data_ptr<int64_t>(), g.data_ptr<float>());
+    const scalar_t* bp = b.defined() ? b.data_ptr<scalar_t>() : nullptr;
+    if (tiled) {
+      // One wave: as many row bands as resident blocks allow beside the column blocks, ≥ 16 rows each.
+      const int64_t per_block = kColThreads * vec, col_blocks = (width + per_block - 1) / per_block;
+      int resident = 0;
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, lm_ce_backward_bias_kernel<scalar_t>,
+                                                                   kColThreads, 0));
+      const int64_t slots = std::max(1, resident) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+      const int64_t bands = std::clamp<int64_t>(slots / col_blocks, 1, std::min<int64_t>((N + 15) / 16, 65535));
+      const int64_t rows_per_band = (N + bands - 1) / bands;
+      auto part = torch::empty({bands, width}, logits.options().dtype(torch::kFloat32));
+      const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(bands));
+      lm_ce_backward_bias_kernel<scalar_t><<<grid, kColThreads, 0, stream>>>(
+          logits.data_ptr<scalar_t>(), logits.stride(0), bp, grad.data_ptr<scalar_t>(), width, vocab, N, rows_per_band,
+          l.data_ptr<float>(), t.data_ptr<int64_t>(), g.data_ptr<float>(), part.data_ptr<float>());
+      grad_bias = part.sum(0);
+    } else {
+      lm_ce_backward_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+          logits.data_ptr<scalar_t>(), logits.stride(0), bp, grad.data_ptr<scalar_t>(), width, vocab,
+          l.data_ptr<float>(), t.data_ptr<int64_t>(), g.data_ptr<float>());
+      if (b.defined()) grad_bias = grad.sum(0, /*keepdim=*/false, torch::kFloat32);
+    }
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return grad;
+  if (grad_bias.defined()) grad_bias = grad_bias.to(bias.scalar_type());
+  return {grad, grad_bias};
 }
 
-torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows) {
+torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const torch::Tensor& rows,
+                                 const torch::Tensor& bias) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = rows.defined() ? rows.size(0) : x.size(0);
   const auto rows_l = rows.defined() ? rows.to(x.device(), torch::kLong).contiguous() : rows;
   auto out = torch::empty({N}, x.options().dtype(torch::kFloat32));
   if (N == 0) return out;
   TORCH_CHECK(N <= 0x7fffffff, "row_logsumexp: too many rows (", N, ")");
+  // In x's dtype, contiguous and 16-byte aligned (a fresh copy if not), as the packed loads read it.
+  torch::Tensor b = bias.defined() ? bias.to(x.scalar_type()).contiguous() : bias;
+  if (b.defined() && reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 16 != 0) b = b.clone();
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "row_logsumexp", [&] {
     row_logsumexp_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
         x.data_ptr<scalar_t>(), x.stride(0), cols, rows_l.defined() ? rows_l.data_ptr<int64_t>() : nullptr,
-        out.data_ptr<float>());
+        b.defined() ? b.data_ptr<scalar_t>() : nullptr, out.data_ptr<float>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;

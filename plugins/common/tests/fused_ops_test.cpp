@@ -45,17 +45,24 @@ TEST(FusedOps, RowLogSumExpKeepsAGradientPath) {
 }
 
 // lm_cross_entropy (the autograd Function) against F::cross_entropy on the fp32 narrow: loss and the
-// gradient of the padded logits (zero in the padded columns), float32 and bf16 logits, upstream gradient ≠ 1.
-void check_lm_cross_entropy(torch::Device dev, torch::ScalarType dtype, int64_t N, int64_t V, int64_t V_pad,
-                            double tol) {
+// gradient of the padded logits (zero in the padded columns), float32 and bf16 logits, upstream gradient ≠ 1;
+// with_bias: a float32 head bias added inside, and its gradient (zero in the padded columns).
+void check_lm_cross_entropy(torch::Device dev, torch::ScalarType dtype, int64_t N, int64_t V, int64_t V_pad, double tol,
+                            bool with_bias = false) {
   torch::manual_seed(11);
   auto base = (3 * torch::randn({N, V_pad})).to(dtype);
   auto target = torch::randint(0, V, {N}, torch::kLong);
   target[0] = V - 1;  // the last real column is a target too
   auto a = base.to(dev).requires_grad_(true), b = base.to(dev).requires_grad_(true);
+  auto bias0 = 2 * torch::randn({V_pad});
+  torch::Tensor bias_a, bias_b;
+  if (with_bias) {
+    bias_a = bias0.to(dev).requires_grad_(true);
+    bias_b = bias0.to(dev).requires_grad_(true);
+  }
   auto t = target.to(dev);
-  auto got = lm_cross_entropy(a, t, V);
-  auto ref = lm_cross_entropy_reference(b, t, V);
+  auto got = lm_cross_entropy(a, t, V, bias_a);
+  auto ref = lm_cross_entropy_reference(b, t, V, bias_b);
   ASSERT_EQ(got.scalar_type(), torch::kFloat32);
   ASSERT_EQ(got.dim(), 0);
   EXPECT_NEAR(got.item<double>(), ref.item<double>(), 1e-5 * std::abs(ref.item<double>()));
@@ -68,25 +75,77 @@ void check_lm_cross_entropy(torch::Device dev, torch::ScalarType dtype, int64_t 
   // Rows sum to zero (Σ_j softmax − 1), up to the output dtype's rounding of entries whose |·| sum to ≤ 2·2.5/N.
   const double row_tol = (dtype == torch::kFloat32 ? 1e-5 : 2e-2) * 2.5 / N;
   EXPECT_LT(ga.to(torch::kFloat64).sum(1).abs().max().item<double>(), row_tol);
+  if (!with_bias) return;
+  // ∂bias = Σ over rows of ∂logits (the reference rounds it to the logits' dtype on its way back).
+  ASSERT_TRUE(bias_a.grad().defined());
+  ASSERT_EQ(bias_a.grad().scalar_type(), torch::kFloat32);
+  auto gba = bias_a.grad().to(torch::kCPU), gbb = bias_b.grad().to(torch::kCPU);
+  EXPECT_EQ(gba.narrow(0, V, V_pad - V).abs().max().item<float>(), 0.f);
+  // A column sums N entries of ≤ 2.5/N each: an absolute slack of a few roundings of those sums.
+  EXPECT_TRUE(torch::allclose(gba, gbb, tol, 10 * tol * 2.5 / N)) << (gba - gbb).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(gba, ga.sum(0), tol, 1e-2 * 2.5)) << (gba - ga.sum(0)).abs().max().item<double>();
 }
 
 TEST(FusedOps, LmCrossEntropyEqualsCrossEntropyOnTheNarrowedLogits) {
   if (!fused_ce_enabled()) GTEST_SKIP() << "AOBENCH_FUSED_CE=0";
   check_lm_cross_entropy(torch::kCPU, torch::kFloat32, 37, 50, 64, 1e-5);
   check_lm_cross_entropy(torch::kCPU, torch::kBFloat16, 29, 61, 64, 1e-2);
+  check_lm_cross_entropy(torch::kCPU, torch::kFloat32, 37, 50, 64, 1e-5, /*with_bias=*/true);
+  check_lm_cross_entropy(torch::kCPU, torch::kBFloat16, 29, 61, 64, 1e-2, /*with_bias=*/true);
   EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({3}, torch::kLong), 8), c10::Error);
   EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kLong), 9), c10::Error);
   EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kInt), 8), c10::Error);
+  EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kLong), 8, torch::zeros({7})),
+               c10::Error);
+}
+
+// The bias is the head's: the loss with it equals the loss of logits + bias (float32, where the bias is not
+// rounded), an independent expression of what the bias means.
+TEST(FusedOps, LmCrossEntropyBiasIsAddedToTheLogits) {
+  torch::manual_seed(5);
+  auto logits = torch::randn({23, 40}), bias = torch::randn({40}), t = torch::randint(0, 33, {23}, torch::kLong);
+  const double with = lm_cross_entropy(logits, t, 33, bias).item<double>();
+  const double added = torch::nn::functional::cross_entropy((logits + bias).narrow(1, 0, 33), t).item<double>();
+  EXPECT_NEAR(with, added, 1e-6 * std::abs(added));
 }
 
 TEST(FusedOps, CudaLmCrossEntropyMatchesReference) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   if (!fused_ce_enabled()) GTEST_SKIP() << "AOBENCH_FUSED_CE=0";
-  // Aligned rows (V_pad multiple of 64, the head's padding), an odd width (scalar path), float32 / bf16 / half.
-  check_lm_cross_entropy(torch::kCUDA, torch::kFloat32, 300, 50257, 50304, 1e-5);
-  check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 300, 50257, 50304, 1e-2);
-  check_lm_cross_entropy(torch::kCUDA, torch::kHalf, 77, 1000, 1003, 2e-3);
-  check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 5, 7, 9, 1e-2);
+  // Aligned rows (V_pad multiple of 64, the head's padding), an odd width (scalar path), float32 / bf16 / half;
+  // with a bias: row tiles that do not divide N (300 = 2·128 + 44) and the per-row fallback (odd widths).
+  for (bool with_bias : {false, true}) {
+    check_lm_cross_entropy(torch::kCUDA, torch::kFloat32, 300, 50257, 50304, 1e-5, with_bias);
+    check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 300, 50257, 50304, 1e-2, with_bias);
+    check_lm_cross_entropy(torch::kCUDA, torch::kHalf, 77, 1000, 1003, 2e-3, with_bias);
+    check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 5, 7, 9, 1e-2, with_bias);
+  }
+}
+
+// linear_bf16_operands against the float32 linear of the bf16-rounded operands (the same products, so only
+// the accumulation order differs), forward and every gradient; and within bf16 rounding of the plain fp32
+// linear.
+TEST(FusedOps, CudaLinearBf16OperandsIsTheLinearOfRoundedOperands) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(13);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA);
+  auto x0 = torch::randn({1025, 128}, opt), w0 = 0.02 * torch::randn({4608, 128}, opt), b0 = torch::randn({4608}, opt);
+  auto g = torch::randn({1025, 4608}, opt);
+  auto round = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
+  auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+  auto y = linear_bf16_operands(x, w, b);
+  ASSERT_EQ(y.scalar_type(), torch::kFloat32);
+  (y * g).sum().backward();
+  const auto want = torch::nn::functional::linear(round(x0), round(w0), b0);
+  EXPECT_TRUE(torch::allclose(y.detach(), want, 1e-4, 1e-4)) << (y.detach() - want).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(x.grad(), round(g).matmul(round(w0)), 1e-4, 1e-4));
+  EXPECT_TRUE(torch::allclose(w.grad(), round(g).t().matmul(round(x0)), 1e-3, 1e-3));
+  EXPECT_TRUE(torch::allclose(b.grad(), g.sum(0), 1e-4, 1e-3));
+  const auto plain = torch::nn::functional::linear(x0, w0, b0);
+  EXPECT_LT((y.detach() - plain).abs().max().item<double>(), 1e-2);
+  auto no_bias = linear_bf16_operands(x0, w0, torch::Tensor());
+  EXPECT_TRUE(torch::allclose(no_bias + b0, y.detach(), 1e-5, 1e-5));
+  EXPECT_THROW(linear_bf16_operands(x0.cpu(), w0.cpu(), torch::Tensor()), c10::Error);
 }
 
 // add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the
