@@ -477,6 +477,9 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
   const bool tables = t.gate.defined() || t.mod.defined();
   const bool grouped = tables && rows.offsets.defined() && rows.table_rows <= 0x7fffffff;
   const Tensor idx_d = tables && !grouped ? rows.idx.to(x.device(), torch::kLong).contiguous() : Tensor();
+  // A RowIndex may have been built on the CPU: the kernels read its groups on x's device.
+  const Tensor order = grouped ? rows.order.to(x.device()).contiguous() : Tensor();
+  const Tensor offsets = grouped ? rows.offsets.to(x.device()).contiguous() : Tensor();
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_type(out_dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -490,8 +493,8 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
       float* rp = save_rstd ? rstd.data_ptr<float>() : nullptr;
       if (grouped)
         rms_step_forward_grouped_kernel<T, C><<<static_cast<unsigned>(rows.table_rows), 32 * C, 0, stream>>>(
-            x.data_ptr<float>(), yp, rows.order.data_ptr<int64_t>(), rows.offsets.data_ptr<int64_t>(), gate, gate_ld,
-            mod, mod_ld, weight.data_ptr<float>(), static_cast<float>(eps), sp, rp, h.data_ptr<T>());
+            x.data_ptr<float>(), yp, order.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(), gate, gate_ld, mod, mod_ld,
+            weight.data_ptr<float>(), static_cast<float>(eps), sp, rp, h.data_ptr<T>());
       else
         rms_step_forward_kernel<T, C><<<static_cast<unsigned>((N + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
             x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld,
@@ -519,6 +522,8 @@ std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor&
   TORCH_CHECK(!grad_h.defined() || grad_h.scalar_type() == (y.defined() ? y.scalar_type() : grad_h.scalar_type()),
               "rms_step: ∂h has dtype ", grad_h.scalar_type(), ", expected y's ", y.scalar_type());
   const auto dtype = y.defined() ? y.scalar_type() : grad_h.defined() ? grad_h.scalar_type() : torch::kFloat;
+  const Tensor order = tables ? rows.order.to(s.device()).contiguous() : Tensor();  // a CPU-built RowIndex too
+  const Tensor offsets = tables ? rows.offsets.to(s.device()).contiguous() : Tensor();
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_type(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -527,7 +532,7 @@ std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor&
       rms_step_backward_kernel<T, C><<<static_cast<unsigned>(groups), 32 * C, 0, stream>>>(
           s.data_ptr<float>(), rstd.data_ptr<float>(), y.defined() ? y.data_ptr<T>() : nullptr,
           grad_s.defined() ? grad_s.data_ptr<float>() : nullptr, grad_h.defined() ? grad_h.data_ptr<T>() : nullptr,
-          tables ? rows.order.data_ptr<int64_t>() : nullptr, tables ? rows.offsets.data_ptr<int64_t>() : nullptr, N,
+          tables ? order.data_ptr<int64_t>() : nullptr, tables ? offsets.data_ptr<int64_t>() : nullptr, N,
           kRowsPerGroup, t.gate.defined() ? t.gate.data_ptr<float>() : nullptr, t.gate.defined() ? t.gate.stride(0) : 0,
           t.mod.defined() ? t.mod.data_ptr<float>() : nullptr, t.mod.defined() ? t.mod.stride(0) : 0,
           weight.data_ptr<float>(), grad_x.data_ptr<float>(), y.defined() ? grad_y.data_ptr<T>() : nullptr,

@@ -197,8 +197,10 @@ torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor&
               logits.sizes(), " and ", targets.sizes(), " ", targets.scalar_type());
   TORCH_CHECK(vocab >= 1 && vocab <= logits.size(1), "lm_cross_entropy: vocab=", vocab, " outside [1, ", logits.size(1),
               "]");
-  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == logits.size(1)), "lm_cross_entropy: bias ",
-              bias.sizes(), " must be (", logits.size(1), ")");
+  TORCH_CHECK(
+      !bias.defined() || (bias.dim() == 1 && bias.size(0) == logits.size(1) && bias.device() == logits.device()),
+      "lm_cross_entropy: bias ", bias.sizes(), " must be (", logits.size(1), ") on the logits' device ",
+      logits.device());
   if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab, bias);
   return LmCrossEntropy::apply(logits, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, targets,
                                vocab);

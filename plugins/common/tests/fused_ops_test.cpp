@@ -97,6 +97,11 @@ TEST(FusedOps, LmCrossEntropyEqualsCrossEntropyOnTheNarrowedLogits) {
   EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kInt), 8), c10::Error);
   EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}), torch::zeros({4}, torch::kLong), 8, torch::zeros({7})),
                c10::Error);
+  if (torch::cuda::is_available()) {  // a bias on another device than the logits
+    EXPECT_THROW(lm_cross_entropy(torch::zeros({4, 8}, torch::kCUDA), torch::zeros({4}, torch::kLong).cuda(), 8,
+                                  torch::zeros({8})),
+                 c10::Error);
+  }
 }
 
 // The bias is the head's: the loss with it equals the loss of logits + bias (float32, where the bias is not
@@ -113,7 +118,7 @@ TEST(FusedOps, CudaLmCrossEntropyMatchesReference) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   if (!fused_ce_enabled()) GTEST_SKIP() << "AOBENCH_FUSED_CE=0";
   // Aligned rows (V_pad multiple of 64, the head's padding), an odd width (scalar path), float32 / bf16 / half;
-  // with a bias: row tiles that do not divide N (300 = 2·128 + 44) and the per-row fallback (odd widths).
+  // with a bias: row bands that do not divide N (300 rows) and the per-row fallback (odd widths).
   for (bool with_bias : {false, true}) {
     check_lm_cross_entropy(torch::kCUDA, torch::kFloat32, 300, 50257, 50304, 1e-5, with_bias);
     check_lm_cross_entropy(torch::kCUDA, torch::kBFloat16, 300, 50257, 50304, 1e-2, with_bias);
