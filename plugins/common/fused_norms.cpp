@@ -145,8 +145,8 @@ std::pair<Tensor, Tensor> rms_step(const Tensor& x, const Tensor& y, const Tenso
       auto r = rms_step_forward_cuda(x, y, weight, tables, rows, eps, norm_out_dtype(x, y), false);
       return {y.defined() ? r[0] : x, r[2]};
     }
-    auto opt = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
-    auto out = RmsStepFunction::apply(x, opt(y), opt(tables.gate), opt(tables.mod), weight, rows, eps);
+    auto out = RmsStepFunction::apply(x, optional_tensor(y), optional_tensor(tables.gate), optional_tensor(tables.mod),
+                                      weight, rows, eps);
     if (y.defined()) return {out[0], out[1]};
     return {x, out[0]};
   }

@@ -41,6 +41,10 @@ bool records_grad(std::initializer_list<torch::Tensor> ts) {
   return false;
 }
 
+std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+}
+
 torch::ScalarType norm_out_dtype(const torch::Tensor& x, const torch::Tensor& y) {
   if (y.defined()) return y.scalar_type();
   const auto dev = x.device().type();
@@ -202,8 +206,7 @@ torch::Tensor lm_cross_entropy(const torch::Tensor& logits, const torch::Tensor&
       "lm_cross_entropy: bias ", bias.sizes(), " must be (", logits.size(1), ") on the logits' device ",
       logits.device());
   if (!fused_ce_enabled()) return lm_cross_entropy_reference(logits, targets, vocab, bias);
-  return LmCrossEntropy::apply(logits, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, targets,
-                               vocab);
+  return LmCrossEntropy::apply(logits, optional_tensor(bias), targets, vocab);
 }
 
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -243,7 +246,7 @@ torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& 
                   w.scalar_type() == torch::kFloat32 && x.is_cuda(),
               "linear_bf16_operands: x ", x.sizes(), " (R, in) and w ", w.sizes(),
               " (out, in) must be float32 on CUDA");
-  return LinearBf16Operands::apply(x, w, b.defined() ? std::optional<torch::Tensor>(b) : std::nullopt);
+  return LinearBf16Operands::apply(x, w, optional_tensor(b));
 }
 
 torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {
@@ -283,8 +286,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
   if (x.is_cuda() && y.defined() && !mod.gate.defined() && !mod.scale.defined() && !mod.shift.defined() &&
       fused_ln_training_enabled() && records_grad({x, y, weight, bias}) &&
       add_layer_norm_backward_cuda_supports(x, y, weight, bias)) {
-    auto out = AddLayerNormFunction::apply(x, y, weight,
-                                           bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, eps);
+    auto out = AddLayerNormFunction::apply(x, y, weight, optional_tensor(bias), eps);
     return {out[0], out[1]};
   }
   bool mod_dtype = true;  // the kernel reads gate, scale and shift in the output's dtype

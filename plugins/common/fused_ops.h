@@ -7,6 +7,8 @@
 // CUDA kernels are tested against (plugins/gpt/fused_ops_test.cpp).
 #pragma once
 
+#include <optional>
+
 #include <torch/torch.h>
 
 namespace aobench::common {
@@ -87,6 +89,8 @@ torch::Tensor rotary_qk(const torch::Tensor& qkv, const torch::Tensor& cos, cons
 // True when grad mode is on and one of the defined tensors requires a gradient: the kernels without a
 // backward (and the autograd Functions' no-grad shortcut) check it.
 bool records_grad(std::initializer_list<torch::Tensor> ts);
+// An autograd Function's optional tensor input: nullopt for an undefined tensor.
+std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t);
 
 // Output dtype of a fused residual + norm step: y's dtype, or without y the autocast dtype under autocast,
 // else x's (add_layer_norm, rms_step of fused_norms.h).

@@ -516,6 +516,14 @@ torch::Tensor rotary_qk_cuda(const torch::Tensor& qkv, const torch::Tensor& cos,
 }
 
 namespace {
+// The head bias as the kernels read it: in dtype, contiguous and 16-byte aligned (a fresh copy if not), for
+// their packed loads; undefined stays undefined.
+torch::Tensor kernel_bias(const torch::Tensor& bias, torch::ScalarType dtype) {
+  if (!bias.defined()) return bias;
+  torch::Tensor b = bias.to(dtype).contiguous();
+  return reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 16 == 0 ? b : b.clone();
+}
+
 // ∂ mean CE / ∂x for one row per block: (exp(x + b − lse) − [j = target])·g for j < cols, 0 for the padded
 // columns up to width (b: the head bias, or 0); 16-byte loads and stores when both rows are aligned (the
 // padded head width is).
@@ -608,11 +616,10 @@ std::pair<torch::Tensor, torch::Tensor> lm_cross_entropy_backward_cuda(const tor
   const auto t = targets.contiguous();
   const auto l = lse.contiguous();
   const auto g = grad_scale.to(logits.device(), torch::kFloat32).contiguous();
-  const auto b = bias.defined() ? bias.to(logits.scalar_type()).contiguous() : bias;
+  const auto b = kernel_bias(bias, logits.scalar_type());
   const int64_t vec = 16 / logits.element_size();
-  auto aligned16 = [](const torch::Tensor& x) { return reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0; };
-  const bool tiled =
-      b.defined() && width % vec == 0 && logits.stride(0) % vec == 0 && aligned16(logits) && aligned16(b);
+  const bool tiled = b.defined() && width % vec == 0 && logits.stride(0) % vec == 0 &&
+                     reinterpret_cast<std::uintptr_t>(logits.data_ptr()) % 16 == 0;
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "lm_cross_entropy_backward", [&] {
     const scalar_t* bp = b.defined() ? b.data_ptr<scalar_t>() : nullptr;
@@ -651,9 +658,7 @@ torch::Tensor row_logsumexp_cuda(const torch::Tensor& x, int64_t cols, const tor
   auto out = torch::empty({N}, x.options().dtype(torch::kFloat32));
   if (N == 0) return out;
   TORCH_CHECK(N <= 0x7fffffff, "row_logsumexp: too many rows (", N, ")");
-  // In x's dtype, contiguous and 16-byte aligned (a fresh copy if not), as the packed loads read it.
-  torch::Tensor b = bias.defined() ? bias.to(x.scalar_type()).contiguous() : bias;
-  if (b.defined() && reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 16 != 0) b = b.clone();
+  const torch::Tensor b = kernel_bias(bias, x.scalar_type());
   const auto stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "row_logsumexp", [&] {
     row_logsumexp_kernel<scalar_t><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
