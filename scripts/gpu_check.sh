@@ -305,7 +305,7 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$d/device.txt"
   # The GPU tests of the fused draw and the captured decode steps, where the test binaries were built.
   local pair
-  for pair in "test_plugin_common:FusedDraw.*:Sampling.*" "test_plugin_gpt:Gpt.CudaGraph*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
+  for pair in "test_plugin_common:FusedDraw.*:Sampling.*:DecodeAttention.*" "test_plugin_gpt:Gpt.CudaGraph*" "test_plugin_ao_gpt:AoGpt.CudaGraph*"; do
     [[ -x build/${pair%%:*} ]] || continue
     build/${pair%%:*} --gtest_filter="${pair#*:}" 2>&1 | tail -n 25 | tee -a "$d/tests.log" || true
   done
@@ -318,6 +318,7 @@ phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one
     [[ $name == *-nographs ]] && env=(AOBENCH_CUDA_GRAPHS=0)
     [[ $name == *-nofused ]] && env=(AOBENCH_FUSED_SAMPLING=0)
     [[ $name == *-onerow ]] && env=(AOBENCH_DRAW_SPLIT=0)
+    [[ $name == *-nodecode ]] && env=(AOBENCH_FUSED_DECODE=0)
     local key=$name; [[ $plugin != gpt ]] && key=${name}_$steps
     env "${env[@]}" AOBENCH_BENCH_PLUGIN=$plugin AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 \
       AOBENCH_BENCH_STEPS=$steps timeout 200 build/aobench_bench --benchmark_filter=PluginSample \

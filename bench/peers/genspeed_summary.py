@@ -47,10 +47,11 @@ def main():
     print("\n".join(rows))
     o, hf, sp = summary["ours"], summary["peers"].get("hf_generate"), summary["peers"].get("sedd_step")
     ratios = {}
-    for key in ("gpt", "gpt-onerow"):  # -onerow: AOBENCH_DRAW_SPLIT=0 (one block per row in the draw)
+    # -onerow: AOBENCH_DRAW_SPLIT=0 (one block per row in the draw); -nodecode: AOBENCH_FUSED_DECODE=0
+    for key in ("gpt", "gpt-onerow", "gpt-nodecode"):
         if key in o and hf:
             ratios[f"hf_best_over_{key}"] = hf["best_s"] / o[key]["mean_s"]
-    for key in ("ao_gpt_1024", "ao_gpt-onerow_1024"):
+    for key in ("ao_gpt_1024", "ao_gpt-onerow_1024", "ao_gpt-nodecode_1024"):
         if key in o and "sedd_1024" in o:
             ratios[f"sedd_1024_over_{key}"] = o["sedd_1024"]["mean_s"] / o[key]["mean_s"]
     if "sedd_1024" in o and sp and o["sedd_1024"]["calls"]:

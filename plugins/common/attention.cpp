@@ -1,15 +1,85 @@
 // Implements: plugins/common/attention.h.
 #include "plugins/common/attention.h"
 
+#include <atomic>
+#include <cmath>
 #include <limits>
+
+#include "core/device.h"
 
 namespace aobench::common {
 
+#ifdef AOBENCH_FUSED_CUDA
+bool decode_attention_cuda_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                                    const torch::Tensor& k_buf, const torch::Tensor& v_buf);
+torch::Tensor decode_attention_cuda(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                                    torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
+                                    DecodeScratch& scratch, const QkNorm* norm);
+#endif
+
+namespace {
+std::atomic<bool>& fused_decode_flag() {
+  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_DECODE")};
+  return on;
+}
+}  // namespace
+
+bool decode_attention_enabled() {
+#ifdef AOBENCH_FUSED_CUDA
+  return fused_decode_flag().load();
+#else
+  return false;
+#endif
+}
+void set_decode_attention_enabled(bool on) { fused_decode_flag().store(on); }
+
+bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                               const torch::Tensor& k_buf, const torch::Tensor& v_buf) {
+#ifdef AOBENCH_FUSED_CUDA
+  return decode_attention_enabled() && decode_attention_cuda_supports(q, k_new, v_new, k_buf, v_buf);
+#else
+  (void)q, (void)k_new, (void)v_new, (void)k_buf, (void)v_buf;
+  return false;
+#endif
+}
+
+torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                                         torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot,
+                                         double scale, const QkNorm* norm) {
+  auto normed = [&](const torch::Tensor& x, const torch::Tensor& w) {  // in fp32, rounded back to x's dtype
+    auto f = x.to(torch::kFloat);
+    return (f * torch::rsqrt(f.pow(2).mean(-1, true) + norm->eps) * w.to(f.device(), torch::kFloat))
+        .to(x.scalar_type());
+  };
+  const auto qn = norm ? normed(q, norm->wq) : q, kn = norm ? normed(k_new, norm->wk) : k_new;
+  k_buf.index_copy_(2, slot, kn);
+  v_buf.index_copy_(2, slot, v_new);
+  auto mask = torch::arange(k_buf.size(2), slot.options()).unsqueeze(0) <= slot.unsqueeze(1);  // (1, capacity)
+  return at::scaled_dot_product_attention(qn, k_buf, v_buf, mask, 0.0, false, scale);
+}
+
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
+                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
+                               DecodeScratch& scratch, const QkNorm* norm) {
+#ifdef AOBENCH_FUSED_CUDA
+  if (decode_attention_supports(q, k_new, v_new, k_buf, v_buf))
+    return decode_attention_cuda(q, k_new, v_new, k_buf, v_buf, slot, scale, scratch, norm);
+#endif
+  (void)scratch;
+  return decode_attention_reference(q, k_new, v_new, k_buf, v_buf, slot, scale, norm);
+}
+
+bool one_slot_decode(const KVCache* cache, int64_t S) {
+  return cache && cache->is_static() && cache->fused_decode && S == 1;
+}
+
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
                      int64_t layer, const std::optional<torch::Tensor>& mask, double dropout,
-                     std::optional<double> scale) {
+                     std::optional<double> scale, const QkNorm* qk_norm) {
   auto sdpa = [&](const torch::Tensor& keys, const torch::Tensor& values, const std::optional<torch::Tensor>& m,
                   bool causal) { return at::scaled_dot_product_attention(q, keys, values, m, dropout, causal, scale); };
+  TORCH_CHECK(!qk_norm || one_slot_decode(cache, q.size(2)),
+              "attend: a QK norm is applied only in a one-slot decode step");
   if (!cache) return mask ? sdpa(k, v, mask, false) : sdpa(k, v, std::nullopt, /*causal=*/true);
   if (static_cast<int64_t>(cache->k.size()) <= layer) {
     cache->k.resize(layer + 1);
@@ -27,6 +97,11 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     if (!kb.defined()) {  // zeros: the masked slots never hold NaN
       kb = torch::zeros({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
       vb = torch::zeros({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
+    }
+    if (one_slot_decode(cache, S)) {  // no mask: the kernel (or its reference) reads slots 0..step_slots
+      TORCH_CHECK(dropout == 0.0, "attend: a decode step takes no attention dropout");
+      return decode_attention(q, k, v, kb, vb, cache->step_slots, scale.value_or(1.0 / std::sqrt(q.size(3))),
+                              cache->decode_scratch, qk_norm);
     }
     kb.index_copy_(2, cache->step_slots, k);
     vb.index_copy_(2, cache->step_slots, v);

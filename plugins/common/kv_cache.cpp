@@ -1,12 +1,15 @@
 // Implements: plugins/common/kv_cache.h.
 #include "plugins/common/kv_cache.h"
 
+#include "plugins/common/attention.h"
+
 namespace aobench::common {
 
 void KVCache::make_static(torch::Device device) {
   TORCH_CHECK(capacity > 0, "a static KV cache needs a capacity");
   pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
   len = 0;
+  fused_decode = device.is_cuda() && decode_attention_enabled();
 }
 
 void KVCache::truncate(int64_t keep) {

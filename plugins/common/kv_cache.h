@@ -9,6 +9,11 @@
 
 namespace aobench::common {
 
+// decode_attention's workspace: a per-row counter (int32, zero between launches) and the chunks' fp32 partials.
+struct DecodeScratch {
+  torch::Tensor counter, partials;
+};
+
 // Keys and values of every layer for the slots seen so far: k[l], v[l] are (B, H, S_cache, h), grown by
 // concatenation; with capacity > 0 they are views of preallocated (B, H, capacity, h) buffers that new slots
 // are copied into, so a step costs no O(S_cache) concatenation (the numbers are the same).
@@ -23,13 +28,22 @@ struct KVCache {
   // since a replay runs no host code). span_for(S) is a multiple of kSpan: one graph serves kSpan steps.
   static constexpr int64_t kSpan = 256;
   torch::Tensor pos, step_slots, step_mask;
+  // One-slot steps of a static cache on the GPU run decode_attention (attention.h): the kernel writes the slot
+  // and reads slots 0..step_slots only (its reference, where the kernel cannot take the shapes, masks the
+  // rest), so such a step needs no step_mask and one graph serves every length (span_for(1) = capacity).
+  // Off with AOBENCH_FUSED_DECODE=0. decode_scratch is the kernel's workspace, in memory that stays put.
+  bool fused_decode = false;
+  DecodeScratch decode_scratch;
   // step_mask as the additive mask (0 / −inf, attention dtype) SDPA would build from it in every layer's call;
   // built once per step by the first layer (attend), with the mask it was built from.
   torch::Tensor step_bias, step_bias_of;
   int64_t len = 0;
   void make_static(torch::Device device);
   bool is_static() const { return pos.defined(); }
-  int64_t span_for(int64_t S) const { return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan); }
+  int64_t span_for(int64_t S) const {
+    if (fused_decode && S == 1) return capacity;
+    return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan);
+  }
   int64_t length() const {
     if (is_static()) return len;
     return k.empty() || !k[0].defined() ? 0 : k[0].size(2);

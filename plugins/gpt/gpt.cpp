@@ -122,9 +122,11 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
     // Device-side slots, so a captured step reads the counter at replay time. (S), (S, span).
     TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S, " slots exceed the static cache of ",
                 cache->capacity);
-    pos = cache->pos + torch::arange(S, lopt);
+    // One slot: the counter itself (advanced only after the blocks), and no mask for the decode kernel.
+    const bool one = S == 1 && cache->fused_decode;
+    pos = one ? cache->pos : cache->pos + torch::arange(S, lopt);
     cache->step_slots = pos;
-    cache->step_mask = torch::arange(cache->span_for(S), lopt).unsqueeze(0) <= pos.unsqueeze(1);
+    cache->step_mask = one ? torch::Tensor() : torch::arange(cache->span_for(S), lopt).unsqueeze(0) <= pos.unsqueeze(1);
   } else {
     pos = torch::arange(pos0, pos0 + S, lopt);
   }
