@@ -504,6 +504,10 @@ TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
   auto out = m->sample(r);
   EXPECT_EQ(out.network_calls, 300);
   EXPECT_TRUE(out.tokens.equal(reference_sample(*m, r)));
+  common::set_decode_attention_enabled(false);  // the masked SDPA path
+  auto masked = m->sample(r);
+  common::set_decode_attention_enabled(true);
+  EXPECT_TRUE(out.tokens.equal(masked.tokens)) << out.tokens.ne(masked.tokens).sum().item<int64_t>();
   at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
   auto graphed = m->sample(r);

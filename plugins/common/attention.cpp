@@ -48,8 +48,8 @@ torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Te
                                          double scale, const QkNorm* norm) {
   auto normed = [&](const torch::Tensor& x, const torch::Tensor& w) {  // in fp32, rounded back to x's dtype
     auto f = x.to(torch::kFloat);
-    return (f * torch::rsqrt(f.pow(2).mean(-1, true) + norm->eps) * w.to(f.device(), torch::kFloat))
-        .to(x.scalar_type());
+    return (f * (torch::rsqrt(f.pow(2).mean(-1, true) + norm->eps) * w.to(f.device(), torch::kFloat)))
+        .to(x.scalar_type());  // x·(rs·w): qk_rms_norm's order
   };
   const auto qn = norm ? normed(q, norm->wq) : q, kn = norm ? normed(k_new, norm->wk) : k_new;
   k_buf.index_copy_(2, slot, kn);

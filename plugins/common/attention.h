@@ -32,11 +32,13 @@ bool one_slot_decode(const KVCache* cache, int64_t S);
 
 // One decode step over a static cache: writes k_new, v_new (B, H, 1, h) at slot `slot` ((1) int64, on the
 // device) of k_buf, v_buf (B, H, capacity, h) and returns softmax(q·K[0..slot]ᵀ·scale)·V[0..slot] (B, H, 1, h)
-// for q (B, H, 1, h). With `norm`, q and k_new are QK-normalised first (rounded to their dtype, as
-// qk_rms_norm outputs them) and the normalised key is what the cache holds. On CUDA (decode_attention_enabled
-// and the shapes covered: float/bf16/half, h ∈ {32, 64, 128} (and 256 in 16-bit), unit last stride, 16-byte
-// aligned rows) one kernel that reads only the slots held, with fp32 scores and sums; otherwise
-// decode_attention_reference.
+// for q (B, H, 1, h). With `norm`, q and k_new are QK-normalised first and rounded to their dtype (in 16-bit the
+// same numbers as qk_rms_norm's kernel; in float32 its sum of squares runs in another order), and the
+// normalised key is what the cache holds. On CUDA (decode_attention_enabled and the shapes covered:
+// float/bf16/half, h ∈ {32, 64, 128} (and 256 in 16-bit), unit last stride, 16-byte aligned rows) one kernel
+// that reads only the slots held, with fp32 scores and sums; otherwise decode_attention_reference. A slot past
+// the cache (only a graph replayed too often can pass one): the kernel writes NaN and no slot, the reference
+// refuses it (index_copy_).
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
                                DecodeScratch& scratch, const QkNorm* norm = nullptr);

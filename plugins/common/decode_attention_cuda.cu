@@ -24,7 +24,7 @@ namespace {
 using common::Pack;
 using torch::Tensor;
 
-constexpr int kWarps = 4;      // warps per block
+constexpr int kWarps = 4;       // warps per block
 constexpr int kMaxSplits = 64;  // blocks per row at most (the combine keeps their m and l in shared memory)
 
 // A key's h elements are spread over L lanes of kV = 16 / sizeof(T) elements (one 16-byte load per lane and
@@ -64,7 +64,7 @@ __device__ __forceinline__ Pack<T, kV> rms_normed(const Pack<T, kV>& x, const fl
   const float rs = rsqrtf(sq / (L * kV) + eps);
   Pack<T, kV> o;
 #pragma unroll
-  for (int e = 0; e < kV; ++e) o.v[e] = static_cast<T>(f[e] * rs * w[e]);
+  for (int e = 0; e < kV; ++e) o.v[e] = static_cast<T>(f[e] * (rs * w[e]));  // qk_norm_forward_kernel's order
   return o;
 }
 
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(32 * kWarps, 4) decode_attention_kernel(const 
 
   // A step's keys of this lane group: a warp reads G consecutive keys at a time (G·h contiguous elements).
   // The next step's keys are loaded before the current ones are used, so a block keeps two steps in flight.
-  auto load = [&](int st, P (&kp)[kKeys], P (&vp)[kKeys]) {
+  auto load = [&](int st, P(&kp)[kKeys], P(&vp)[kKeys]) {
     const int first = st * kStep + warp * G * kKeys + grp;
 #pragma unroll
     for (int i = 0; i < kKeys; ++i) {
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(32 * kWarps, 4) decode_attention_kernel(const 
     }
   };
   float m = -INFINITY, l = 0.f, a[kV] = {};
-  auto consume = [&](int st, const P (&kp)[kKeys], const P (&vp)[kKeys]) {
+  auto consume = [&](int st, const P(&kp)[kKeys], const P(&vp)[kKeys]) {
     const int first = st * kStep + warp * G * kKeys + grp;
     float s[kKeys], m_step = -INFINITY;
 #pragma unroll
@@ -309,7 +309,7 @@ bool decode_attention_cuda_supports(const Tensor& q, const Tensor& k_new, const 
   const auto dt = q.scalar_type();
   if (!(dt == torch::kFloat || dt == torch::kBFloat16 || dt == torch::kHalf)) return false;
   const int64_t h = q.size(3), kv = 16 / q.element_size(), lanes = h % kv == 0 ? h / kv : 0;
-  if (!(lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32)) return false;
+  if (!(lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) || h < 32) return false;  // h ∈ {32, …, 256}
   for (const Tensor* t : {&q, &k_new, &v_new, &k_buf, &v_buf})
     if (!t->is_cuda() || t->device() != q.device() || t->scalar_type() != dt || t->dim() != 4 || t->size(3) != h ||
         t->stride(3) != 1 || !aligned16(*t) || t->size(0) != q.size(0) || t->size(1) != q.size(1))
@@ -327,12 +327,11 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
               "decode_attention: slot must be one int64 on the query's device");
   const int64_t B = q.size(0), H = q.size(1), h = q.size(3), rows = B * H, cap = k_buf.size(2);
   Tensor wq, wk;
-  if (norm) {  // fp32 weights, 32-byte aligned: a lane reads 4 or 8 of them
+  if (norm) {  // fp32 (h), read one float at a time
     auto fit = [&](const Tensor& w) {
       TORCH_CHECK(w.dim() == 1 && w.size(0) == h, "decode_attention: a QK-norm weight must be (", h, "), got ",
                   w.sizes());
-      auto f = w.to(q.device(), torch::kFloat).contiguous();
-      return reinterpret_cast<std::uintptr_t>(f.data_ptr()) % 32 == 0 ? f : f.clone();
+      return w.to(q.device(), torch::kFloat).contiguous();
     };
     wq = fit(norm->wq);
     wk = fit(norm->wk);
@@ -348,8 +347,10 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
       // row are split over several (flash-decoding).
       const int64_t steps = (cap + kStep - 1) / kStep;
       int per_sm = 0;
-      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attention_kernel<T, L>, 32 * kWarps, 0));
-      const int64_t resident = std::max(1, per_sm) * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+      C10_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attention_kernel<T, L>, 32 * kWarps, 0));
+      const int64_t resident =
+          std::max(1, per_sm) * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
       const int64_t want = std::clamp<int64_t>(resident / rows, 1, std::min<int64_t>(steps, kMaxSplits));
       const int64_t per_split = (steps + want - 1) / want, splits = (steps + per_split - 1) / per_split;
       // Scratch kept by the caller (the KV cache), so a captured step reuses the same memory on every replay.

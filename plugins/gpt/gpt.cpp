@@ -436,7 +436,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   };
 
   common::KVCache cache;
-  std::map<int64_t, common::StepGraph> graphs;  // decode-step graphs by attention span
+  std::map<int64_t, common::StepGraph> graphs;  // decode-step graphs by attention span (one: kv_cache.h)
   int64_t calls = 0;
   // First slot: [None] (start_token) predicts token 0; otherwise token 0 is given.
   int64_t k = cfg_.start_token ? 0 : 1;

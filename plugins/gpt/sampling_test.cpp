@@ -6,6 +6,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "gpt.h"
+#include "plugins/common/attention.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 
@@ -54,6 +55,13 @@ TEST(Gpt, CudaGraphDecodeEqualsUncapturedStep) {
     r.prompt = torch::full({4, 600}, -1, torch::kLong);
     r.prompt.narrow(1, 0, 5).fill_(65);  // a prefilled prefix
     r.prompt.index_put_({2, 300}, 66);   // and one forced token mid-sequence
+    // float32: the decode-attention kernel draws what the masked SDPA path draws
+    auto fused = p->sample(r);
+    common::set_decode_attention_enabled(false);
+    auto masked = p->sample(r);
+    common::set_decode_attention_enabled(true);
+    EXPECT_TRUE(torch::equal(fused.tokens, masked.tokens))
+        << "start_token=" << start << ": " << fused.tokens.ne(masked.tokens).sum().item<int64_t>() << " ids differ";
     at::autocast::set_autocast_enabled(at::kCUDA, true);
     at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
     common::set_cuda_graphs_enabled(true);
