@@ -108,4 +108,14 @@ bool env_switch_on(const char* name) {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
+bool EnvSwitch::on() {
+  std::call_once(read_, [this] { on_.store(env_switch_on(name_)); });
+  return on_.load();
+}
+
+void EnvSwitch::set(bool on) {
+  this->on();  // the environment is read first, so it never overrides a later set()
+  on_.store(on);
+}
+
 }  // namespace aobench

@@ -2,6 +2,8 @@
 // bf16 autocast on CUDA only; the peak-FLOPs table behind MFU (dense bf16, per GPU) and memory stats.
 // Unknown devices report no peak (MFU "n/a"), never a guess; AOBENCH_PEAK_FLOPS overrides the table.
 #pragma once
+#include <atomic>
+#include <mutex>
 #include <string>
 
 #include <torch/torch.h>
@@ -21,6 +23,20 @@ double peak_bf16_flops(const std::string& name);
 // True unless the environment variable `name` is "0": how the on-by-default speed switches are read
 // (AOBENCH_FUSED_*, AOBENCH_CUDA_GRAPHS, AOBENCH_DRAW_SPLIT), each turning a fast path off for comparison.
 bool env_switch_on(const char* name);
+
+// One such switch as an object: env_switch_on(name) read at the first on() or set(), then flipped by tests with
+// set(). Constant-initialised, so a namespace-scope switch is ready before any static constructor asks it.
+class EnvSwitch {
+ public:
+  explicit constexpr EnvSwitch(const char* name) : name_(name) {}
+  bool on();
+  void set(bool on);
+
+ private:
+  const char* name_;
+  std::once_flag read_;
+  std::atomic<bool> on_{true};
+};
 
 // Peak memory since the last reset, GiB: CUDA max allocated; on CPU the process's max RSS.
 double max_memory_gib(torch::Device device);

@@ -1,7 +1,6 @@
 // Implements: plugins/common/attention.h.
 #include "plugins/common/attention.h"
 
-#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -18,20 +17,17 @@ torch::Tensor decode_attention_cuda(const torch::Tensor& q, const torch::Tensor&
 #endif
 
 namespace {
-std::atomic<bool>& fused_decode_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_DECODE")};
-  return on;
-}
+EnvSwitch fused_decode_switch("AOBENCH_FUSED_DECODE");
 }  // namespace
 
 bool decode_attention_enabled() {
 #ifdef AOBENCH_FUSED_CUDA
-  return fused_decode_flag().load();
+  return fused_decode_switch.on();
 #else
   return false;
 #endif
 }
-void set_decode_attention_enabled(bool on) { fused_decode_flag().store(on); }
+void set_decode_attention_enabled(bool on) { fused_decode_switch.set(on); }
 
 bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                const torch::Tensor& k_buf, const torch::Tensor& v_buf) {

@@ -1,8 +1,6 @@
 // Implements: plugins/common/cuda_graph.h (at::cuda::CUDAGraph when the CUDA kernels are built).
 #include "plugins/common/cuda_graph.h"
 
-#include <atomic>
-
 #ifdef AOBENCH_FUSED_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -15,17 +13,14 @@
 namespace aobench::common {
 
 namespace {
-std::atomic<bool>& graphs_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_CUDA_GRAPHS")};
-  return on;
-}
+EnvSwitch graphs_switch("AOBENCH_CUDA_GRAPHS");
 }  // namespace
 
-void set_cuda_graphs_enabled(bool on) { graphs_flag().store(on); }
+void set_cuda_graphs_enabled(bool on) { graphs_switch.set(on); }
 
 bool cuda_graphs_usable(torch::Device device) {
 #ifdef AOBENCH_FUSED_CUDA
-  return device.is_cuda() && graphs_flag().load();
+  return device.is_cuda() && graphs_switch.on();
 #else
   (void)device;
   return false;

@@ -1,9 +1,56 @@
 // Device helpers shared by the CUDA kernels of plugins/common (fused_ops_cuda.cu) and plugins/ao_gpt
-// (fused_norms_cuda.cu): a kV-element pack for one vector load/store, a warp-wide sum, and the column sums
-// of a block's per-warp partials.
+// (fused_norms_cuda.cu): a kV-element pack for one vector load/store, a warp-wide sum, the column sums of a
+// block's per-warp partials, and the host-side dtype and lane-count dispatch of their launches.
 #pragma once
 
+#include <c10/core/ScalarType.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+#include <type_traits>
+
 namespace aobench::common {
+
+// Host side: calls fn(T{}) with T the C++ type of dtype, one of the kernels' float, bfloat16 and half.
+template <typename Fn>
+void dispatch_type(c10::ScalarType dtype, Fn&& fn) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+      fn(float{});
+      break;
+    case c10::ScalarType::BFloat16:
+      fn(c10::BFloat16{});
+      break;
+    case c10::ScalarType::Half:
+      fn(c10::Half{});
+      break;
+    default:
+      TORCH_CHECK(false, "unsupported dtype ", dtype, " (the kernels take float, bfloat16 and half)");
+  }
+}
+
+// Host side: calls fn(std::integral_constant<int, L>()) for L ∈ {4, 8, 16, 32} lanes (a head of L vector loads).
+template <typename Fn>
+void dispatch_lanes(int64_t lanes, Fn&& fn) {
+  switch (lanes) {
+    case 4:
+      fn(std::integral_constant<int, 4>());
+      break;
+    case 8:
+      fn(std::integral_constant<int, 8>());
+      break;
+    case 16:
+      fn(std::integral_constant<int, 16>());
+      break;
+    case 32:
+      fn(std::integral_constant<int, 32>());
+      break;
+    default:
+      TORCH_CHECK(false, lanes, " lanes per head are not covered (4, 8, 16 or 32)");
+  }
+}
 
 template <typename T, int kV>
 struct alignas(sizeof(T) * kV) Pack {

@@ -21,6 +21,8 @@
 namespace aobench::common {
 namespace {
 
+using common::dispatch_lanes;
+using common::dispatch_type;
 using common::Pack;
 using torch::Tensor;
 
@@ -260,44 +262,6 @@ __global__ void __launch_bounds__(32 * kWarps, 4) decode_attention_kernel(const 
     out[t] = static_cast<T>(acc / lrow);
   }
   if (threadIdx.x == 0) p.counter[row] = 0;  // ready for the next launch (graph replays included)
-}
-
-template <typename Fn>
-void dispatch_type(torch::ScalarType dtype, Fn&& fn) {
-  switch (dtype) {
-    case torch::kFloat:
-      fn(float{});
-      break;
-    case torch::kBFloat16:
-      fn(c10::BFloat16{});
-      break;
-    case torch::kHalf:
-      fn(c10::Half{});
-      break;
-    default:
-      TORCH_CHECK(false, "decode_attention: unsupported dtype ", dtype);
-  }
-}
-
-// Calls fn(std::integral_constant<int, L>) for L = h / kV lanes per key, L ∈ {4, 8, 16, 32}.
-template <typename Fn>
-void dispatch_lanes(int64_t lanes, Fn&& fn) {
-  switch (lanes) {
-    case 4:
-      fn(std::integral_constant<int, 4>());
-      break;
-    case 8:
-      fn(std::integral_constant<int, 8>());
-      break;
-    case 16:
-      fn(std::integral_constant<int, 16>());
-      break;
-    case 32:
-      fn(std::integral_constant<int, 32>());
-      break;
-    default:
-      TORCH_CHECK(false, "decode_attention: ", lanes, " lanes per key are not covered");
-  }
 }
 
 bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }

@@ -2,8 +2,6 @@
 // CUDA kernels of fused_norms_cuda.cu (forward and backward) when they cover the call.
 #include "plugins/common/fused_norms.h"
 
-#include <atomic>
-
 #include "core/device.h"
 #include "plugins/common/fused_ops.h"
 
@@ -32,14 +30,11 @@ std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tens
 #endif
 
 namespace {
-std::atomic<bool>& fused_norms_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_NORMS")};
-  return on;
-}
+EnvSwitch fused_norms_switch("AOBENCH_FUSED_NORMS");
 }  // namespace
 
-bool fused_norms_enabled() { return fused_norms_flag().load(); }
-void set_fused_norms_enabled(bool on) { fused_norms_flag().store(on); }
+bool fused_norms_enabled() { return fused_norms_switch.on(); }
+void set_fused_norms_enabled(bool on) { fused_norms_switch.set(on); }
 
 RowIndex RowIndex::of(const Tensor& idx, int64_t table_rows, bool grouped) {
   TORCH_CHECK(idx.dim() == 1 && idx.scalar_type() == torch::kLong, "RowIndex: idx must be (N) int64, got ", idx.sizes(),

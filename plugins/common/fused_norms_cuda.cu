@@ -19,6 +19,8 @@
 namespace aobench::common {
 namespace {
 
+using common::dispatch_lanes;
+using common::dispatch_type;
 using common::Pack;
 using common::warp_sum;
 using torch::Tensor;
@@ -393,24 +395,6 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
 }
 
-// Calls fn(T{}) with T the C++ type of dtype (float, bfloat16, half).
-template <typename Fn>
-void dispatch_type(torch::ScalarType dtype, Fn&& fn) {
-  switch (dtype) {
-    case torch::kFloat:
-      fn(float{});
-      break;
-    case torch::kBFloat16:
-      fn(c10::BFloat16{});
-      break;
-    case torch::kHalf:
-      fn(c10::Half{});
-      break;
-    default:
-      TORCH_CHECK(false, "fused_norms: unsupported dtype ", dtype);
-  }
-}
-
 // Calls fn(std::integral_constant<int, C>) for d = 128·C, C ∈ {1, 2, 3, 4, 6, 8}.
 template <typename Fn>
 void dispatch_chunks(int64_t d, Fn&& fn) {
@@ -556,20 +540,7 @@ bool qk_rms_norm_cuda_supports(const Tensor& qkv, const Tensor& wq, const Tensor
 // Calls fn(std::integral_constant<int, L>) for h = 8·L lanes' worth of 8 elements, h ∈ {32, 64, 128, 256}.
 template <typename Fn>
 void dispatch_head(int64_t h, Fn&& fn) {
-  switch (h) {
-    case 32:
-      fn(std::integral_constant<int, 4>());
-      break;
-    case 64:
-      fn(std::integral_constant<int, 8>());
-      break;
-    case 128:
-      fn(std::integral_constant<int, 16>());
-      break;
-    default:
-      fn(std::integral_constant<int, 32>());
-      break;
-  }
+  dispatch_lanes(h / 8, fn);
 }
 
 std::array<Tensor, 4> qk_rms_norm_forward_cuda(const Tensor& qkv, const Tensor& wq, const Tensor& wk, double eps,

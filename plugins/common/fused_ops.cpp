@@ -4,7 +4,6 @@
 #include <ATen/autocast_mode.h>
 
 #include <array>
-#include <atomic>
 
 #include "core/device.h"
 
@@ -83,20 +82,14 @@ torch::Tensor head_nll(const torch::Tensor& h, const torch::Tensor& weight, cons
 }
 
 namespace {
-std::atomic<bool>& fused_ce_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_CE")};
-  return on;
-}
-std::atomic<bool>& fused_ln_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_LN")};
-  return on;
-}
+EnvSwitch fused_ce_switch("AOBENCH_FUSED_CE");
+EnvSwitch fused_ln_switch("AOBENCH_FUSED_LN");
 }  // namespace
 
-bool fused_ce_enabled() { return fused_ce_flag().load(); }
-void set_fused_ce_enabled(bool on) { fused_ce_flag().store(on); }
-bool fused_ln_training_enabled() { return fused_ln_flag().load(); }
-void set_fused_ln_training_enabled(bool on) { fused_ln_flag().store(on); }
+bool fused_ce_enabled() { return fused_ce_switch.on(); }
+void set_fused_ce_enabled(bool on) { fused_ce_switch.set(on); }
+bool fused_ln_training_enabled() { return fused_ln_switch.on(); }
+void set_fused_ln_training_enabled(bool on) { fused_ln_switch.set(on); }
 
 namespace {
 // logits + bias in fp32, the bias rounded to the logits' dtype first (the fused kernels' sum); logits as

@@ -2,7 +2,6 @@
 #include "plugins/common/sampling.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <unordered_set>
 
@@ -54,14 +53,11 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
 #endif
 
 namespace {
-std::atomic<bool>& fused_sampling_flag() {
-  static std::atomic<bool> on{env_switch_on("AOBENCH_FUSED_SAMPLING")};
-  return on;
-}
+EnvSwitch fused_sampling_switch("AOBENCH_FUSED_SAMPLING");
 }  // namespace
 
-bool fused_sampling_enabled() { return fused_sampling_flag().load(); }
-void set_fused_sampling_enabled(bool on) { fused_sampling_flag().store(on); }
+bool fused_sampling_enabled() { return fused_sampling_switch.on(); }
+void set_fused_sampling_enabled(bool on) { fused_sampling_switch.set(on); }
 
 torch::Tensor top_p_keep(const torch::Tensor& probs, double top_p) {
   auto [sorted, idx] = probs.sort(/*stable=*/true, -1, /*descending=*/true);
