@@ -103,6 +103,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& resolved, KeysRead* rea
   p.checkpoint_interval = r.whole("train.checkpoint_interval", 0);
   p.keep_checkpoints = r.whole("train.keep_checkpoints", 0, 1e6);
   p.nan_policy = r.string("train.nan_policy");
+  p.ddp_bucket_mb = r.number_in("train.ddp_bucket_mb", 1, 65536);
   if (p.lr_schedule != "cosine" && p.lr_schedule != "constant")
     throw ConfigError("config 'train.lr_schedule' = \"" + p.lr_schedule + "\" is not a schedule",
                       "use \"cosine\" (nanoGPT warmup + cosine) or \"constant\" (warmup then flat, SEDD/RADD)");

@@ -44,6 +44,7 @@ struct TrainConfig {
   int64_t log_interval = 10, eval_interval = 100, eval_iters = 10;
   int64_t checkpoint_interval = 500, keep_checkpoints = 2;
   std::string nan_policy = "stop";  // stop | skip
+  double ddp_bucket_mb = 50;        // data parallel: gradient all-reduce bucket size (harness/grad_buckets.h)
   static TrainConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
 

@@ -3,7 +3,6 @@
 // includes, so a CPU (Gloo) group cannot be compiled; WORLD_SIZE > 1 on CPU is refused with a ConfigError.
 #include "harness/distributed.h"
 
-#include <cstdlib>
 #include <exception>
 
 #include "core/device.h"
@@ -86,8 +85,9 @@ struct DataParallel::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg;
   torch::Device device;
   int rank = 0, world = 1;
-  int64_t gathers = 0;                       // numbers the store keys of successive gather_to_main calls
-  std::unique_ptr<GradientBuckets> buckets;  // made at the first zero_gradients
+  int64_t gathers = 0;  // numbers the store keys of successive gather_to_main calls
+  int64_t bucket_bytes = 0;
+  std::unique_ptr<GradientBuckets> buckets;                  // made at the first zero_gradients
   std::vector<c10::intrusive_ptr<c10d::Work>> bucket_works;  // this step's bucket all-reduces, in launch order
 
   void allreduce_sum(torch::Tensor& t) {
@@ -111,7 +111,7 @@ struct DataParallel::Impl {
   }
 };
 
-DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(env.world) {
+DataParallel::DataParallel(const DistEnv& env, torch::Device device, int64_t bucket_bytes) : world_(env.world) {
   if (env.world == 1) return;
   if (env.master_addr.empty() || env.master_port == 0)
     throw ConfigError("WORLD_SIZE=" + std::to_string(env.world) + " but MASTER_ADDR/MASTER_PORT are not set",
@@ -119,7 +119,7 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device device) : world_(en
   TORCH_CHECK(device.is_cuda() && device.index() == env.local_rank,
               "DataParallel: device must be cuda:LOCAL_RANK, got ", device);
   c10::cuda::set_device(device.index());
-  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0, nullptr, {}});
+  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0, bucket_bytes, nullptr, {}});
   c10d::TCPStoreOptions opts;
   opts.port = uint16_t(env.master_port);
   opts.isServer = env.rank == 0 && !env.agent_store;  // torchrun's agent may already serve MASTER_PORT
@@ -157,9 +157,8 @@ void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>& tensors
 void DataParallel::zero_gradients(const std::vector<torch::Tensor>& params) {
   if (!impl_) return;
   if (!impl_->buckets) {
-    constexpr int64_t kBucketBytes = 25 << 20;
     Impl* impl = impl_.get();
-    impl_->buckets = std::make_unique<GradientBuckets>(params, kBucketBytes, [impl](torch::Tensor& flat) {
+    impl_->buckets = std::make_unique<GradientBuckets>(params, impl_->bucket_bytes, [impl](torch::Tensor& flat) {
       impl->bucket_works.push_back(impl->allreduce_mean_async(flat));
     });
   }
@@ -237,7 +236,7 @@ void DataParallel::barrier() {
 
 #else  // no NCCL: rank_device() has already refused world > 1, so the group is never active.
 struct DataParallel::Impl {};
-DataParallel::DataParallel(const DistEnv& env, torch::Device) : world_(env.world) {
+DataParallel::DataParallel(const DistEnv& env, torch::Device, int64_t) : world_(env.world) {
   if (env.world > 1)
     throw ConfigError("WORLD_SIZE=" + std::to_string(env.world) + ": this build has no c10d NCCL process group",
                       "run one process (unset WORLD_SIZE), or rebuild against a CUDA LibTorch with nccl.h");

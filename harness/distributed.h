@@ -34,8 +34,9 @@ torch::Device rank_device(const std::string& spec, const DistEnv& env, const std
 class DataParallel {
  public:
   // world > 1: sets the current CUDA device, connects the TCPStore (rank 0 serves it unless torchrun's
-  // agent does) and creates a ProcessGroupNCCL with default options.
-  DataParallel(const DistEnv& env, torch::Device device);
+  // agent does) and creates a ProcessGroupNCCL with default options. bucket_bytes: the gradient buckets' cap
+  // (config train.ddp_bucket_mb).
+  DataParallel(const DistEnv& env, torch::Device device, int64_t bucket_bytes = int64_t(50) << 20);
   ~DataParallel();  // shuts the group down (aborts it when unwinding from an exception)
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -44,9 +45,10 @@ class DataParallel {
   int world() const { return world_; }
   // In place: every rank ends with rank 0's values (contiguous tensors on this rank's device).
   void broadcast_from_main(const std::vector<torch::Tensor>& tensors);
-  // The gradient mean over ranks, overlapped with the backward (harness/grad_buckets.h: ~25 MB buckets whose
+  // The gradient mean over ranks, overlapped with the backward (harness/grad_buckets.h: buckets of ~bucket_bytes whose
   // all-reduce starts while the backward still runs). Per optimizer step: zero_gradients (instead of the
-  // optimizer's zero_grad: every .grad becomes a zeroed view into the buckets), the micro-step backwards with
+  // optimizer's zero_grad: every .grad set to none; a bucket's gradients are copied into it when it is
+  // launched, and each .grad is then its view), the micro-step backwards with
   // sync_next_backward() just before the last one, then finish_gradients. No-ops when inactive.
   void zero_gradients(const std::vector<torch::Tensor>& params);
   void sync_next_backward();

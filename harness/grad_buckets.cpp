@@ -83,11 +83,7 @@ GradientBuckets::~GradientBuckets() {
 
 void GradientBuckets::zero() {
   std::lock_guard<std::mutex> lock(mu_);
-  torch::NoGradGuard no_grad;
-  // Anything that replaced a .grad (an optimizer's set-to-none, say) is undone here.
-  for (size_t k = 0; k < params_.size(); ++k)
-    if (!params_[k].grad().defined() || !params_[k].grad().is_same(views_[k])) params_[k].mutable_grad() = views_[k];
-  for (auto& b : buffers_) b.zero_();
+  for (auto& p : params_) p.mutable_grad().reset();
   std::fill(used_.begin(), used_.end(), false);
   std::fill(armed_reached_.begin(), armed_reached_.end(), false);
   for (auto& b : buckets_) b.pending = b.params.size();
@@ -109,12 +105,31 @@ void GradientBuckets::reached(size_t k) {
 }
 
 void GradientBuckets::launch_completed_locked() {
-  while (next_ < buckets_.size() && buckets_[next_].pending == 0) launch_(buckets_[next_++].flat);
+  while (next_ < buckets_.size() && buckets_[next_].pending == 0) fill_and_launch_locked(buckets_[next_++]);
+}
+
+// On the stream the hook (or flush's caller) runs on, which the backward wrote the gradients on: one
+// multi-tensor copy per bucket, then the launch, which orders the collective after it.
+void GradientBuckets::fill_and_launch_locked(Bucket& b) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> dst, src;
+  for (size_t k : b.params) {
+    const torch::Tensor g = params_[k].grad();
+    if (!g.defined())
+      views_[k].zero_();  // not reached on this rank: zeros in the mean
+    else if (!g.is_same(views_[k])) {
+      dst.push_back(views_[k]);
+      src.push_back(g);
+    }
+  }
+  if (!dst.empty()) at::_foreach_copy_(dst, src);
+  for (size_t k : b.params) params_[k].mutable_grad() = views_[k];
+  launch_(b.flat);
 }
 
 std::vector<bool> GradientBuckets::flush() {
   std::lock_guard<std::mutex> lock(mu_);
-  while (next_ < buckets_.size()) launch_(buckets_[next_++].flat);
+  while (next_ < buckets_.size()) fill_and_launch_locked(buckets_[next_++]);
   armed_ = false;
   return used_;
 }

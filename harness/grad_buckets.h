@@ -1,11 +1,14 @@
 // Implements: the gradient buckets of data-parallel training, which overlap the all-reduce with the backward
-// (what PyTorch DDP's Reducer does, with gradient_as_bucket_view). Every parameter's .grad is a view into one
-// flat buffer per dtype, cut into buckets of ~bucket_bytes in REVERSE parameter order (the order the backward
-// produces gradients). A post-hook on each parameter's gradient accumulator marks it reached; in an armed
-// backward (the last micro-step of an optimizer step) a bucket is handed to `launch` as soon as it and every
-// bucket before it are complete, so every rank launches the same collectives in the same order while the rest
-// of the backward still runs. A parameter that this rank's backward never reaches keeps its bucket open until
-// flush(), which launches what is left, in order.
+// (what PyTorch DDP's Reducer does, with gradient_as_bucket_view). One flat buffer per dtype is cut into
+// buckets of ~bucket_bytes in REVERSE parameter order (the order the backward produces gradients). An
+// optimizer step starts with every .grad set to none, so the backward's gradient accumulators write fresh
+// tensors as in a single process (no zeroing, no read-modify-write of the buffer). A post-hook on each
+// accumulator marks its parameter reached; in an armed backward (the last micro-step of an optimizer step) a
+// bucket is filled — its gradients copied into its slice, zeros for a parameter not reached — and handed to
+// `launch` as soon as it and every bucket before it are complete, so every rank launches the same
+// collectives in the same order while the rest of the backward still runs; from then on each .grad is its
+// view into the buffer. A parameter that this rank's backward never reaches keeps its bucket open until
+// flush(), which fills and launches what is left, in order.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +33,12 @@ class GradientBuckets {
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
-  // Start of an optimizer step: every .grad is (again) its view into the buffer, all zeros; not armed.
+  // Start of an optimizer step: every .grad set to none (no device work); not armed.
   void zero();
   // The next backward launches buckets as they complete (call just before the last micro-step's backward).
   void arm();
-  // After that backward: launches every bucket not launched yet, in order, and disarms. Returns, per
-  // parameter, whether any backward since zero() reached it.
+  // After that backward: fills and launches every bucket not launched yet, in order, and disarms; every .grad
+  // is then its view into the buffer. Returns, per parameter, whether any backward since zero() reached it.
   std::vector<bool> flush();
 
   const std::vector<torch::Tensor>& params() const { return params_; }
@@ -51,9 +54,10 @@ class GradientBuckets {
   };
   void reached(size_t k);  // the hook: parameter k's gradient is accumulated
   void launch_completed_locked();
+  void fill_and_launch_locked(Bucket& b);
 
   std::vector<torch::Tensor> params_;
-  std::vector<torch::Tensor> views_;    // params_[k].grad() when attached: (param shape) view of a buffer
+  std::vector<torch::Tensor> views_;    // (param shape) view of a buffer: params_[k].grad() once filled
   std::vector<torch::Tensor> buffers_;  // one flat buffer per dtype
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;

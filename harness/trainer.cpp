@@ -47,6 +47,7 @@ const std::vector<std::string> kResumableKeys = {"train.max_iters",
                                                  "train.eval_iters",
                                                  "train.checkpoint_interval",
                                                  "train.keep_checkpoints",
+                                                 "train.ddp_bucket_mb",
                                                  "eval",
                                                  "sample",
                                                  "description",
@@ -239,7 +240,7 @@ Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow
       dist_(dist_env_from_environment()),
       main_rank_(dist_.is_main()),
       device_(rank_device(hp_.device, dist_)),
-      dp_(dist_, device_),
+      dp_(dist_, device_, int64_t(hp_.ddp_bucket_mb * (1 << 20))),
       debug_ddp_(std::getenv("AOBENCH_DEBUG_DDP") && std::string(std::getenv("AOBENCH_DEBUG_DDP")) == "1"),
       bf16_(use_bf16_autocast(hp_.dtype, device_)),
       resume_(resume),
@@ -471,7 +472,7 @@ StepStats Trainer::eager_step(double lr, TrainBatch first) {
 // The eager step's work for one micro-batch (no accumulation) with the same expressions, recorded once and
 // replayed with the new batch and learning rate copied into the graph's inputs. The batch is drawn exactly
 // as eagerly (same generators, same order draws), so a run is resumable across both. Data parallel, the
-// graph also holds the zeroing of the gradient buckets, their NCCL all-reduces (launched by the backward's
+// graph also holds the copies into the gradient buckets, their NCCL all-reduces (launched by the backward's
 // hooks, so they still overlap it) and the loss's rank mean; every rank captures, and all fall back to
 // uncaptured steps together if any rank's capture failed.
 StepStats Trainer::graph_step(double lr, TrainLogger& log) {
@@ -482,8 +483,8 @@ StepStats Trainer::graph_step(double lr, TrainLogger& log) {
     // An identity-only plugin's order is the identity (its eager steps checked it): none is passed.
     if (info_.capabilities.any_order) graph_batch_.order = batch.order.clone();
     graph_lr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-    // Single process: set to none, so the recorded backward allocates the gradients in the graph's pool.
-    // Data parallel: they stay views into the buckets, zeroed inside the graph.
+    // Set to none, so the recorded backward allocates the gradients in the graph's pool (data parallel:
+    // zero_gradients inside the capture does it, and the graph copies them into the buckets).
     if (!dp_.active()) optimizer_->zero_grad();
     auto graph = std::make_unique<TrainStepGraph>(device_);
     std::string failure;

@@ -244,59 +244,55 @@ phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merge
   done
 }
 
-phase_ddp() {  # 1 GPU vs N GPUs (DDP_GPUS, default all) at the same global batch: tok/s scaling, loss curves; $OUT/ddp_<plugin>_<N>gpu.md
+phase_ddp() {  # N GPUs (DDP_GPUS, default all) against 1: tok/s scaling and the loss curve against the seed spread; $OUT/ddp_<plugin>_<N>gpu.md
   ensure_libs
-  local n=${DDP_GPUS:-$(nvidia-smi -L | wc -l)}
+  local g n m=${DDP_PLUGIN:-gpt} d=runs/ddp steps=${DDP_STEPS:-100} csteps=${DDP_CURVE_STEPS:-200}
+  g=$(nvidia-smi -L | wc -l); n=${DDP_GPUS:-$g}
   (( n >= 2 )) || { echo "ddp phase: needs ≥ 2 GPUs, found $n"; return 1; }
-  local m=${DDP_PLUGIN:-gpt} data=runs/ddp/wiki_train.bin steps=${DDP_STEPS:-120} d=runs/ddp
-  local p=$OUT/ddp_${m}_${n}gpu  # this phase's output files: $p.md, ${p}_*.log
+  local data=$d/wiki_train.bin val=$d/wiki_val.bin p=$OUT/ddp_${m}_${n}gpu  # outputs: $p.md, ${p}_*.log
   rm -rf $d/${m}_*; mkdir -p $d
+  # The tokens: carried in data/ddp/ (prepared with these commands), else prepared here from ../shared/data.
+  local f; for f in wiki_train wiki_val; do
+    [[ -s $d/$f.bin || ! -s data/ddp/$f.bin ]] || cp data/ddp/$f.bin* $d/
+  done
   [[ -s $data ]] || $A prepare --format text --input ../shared/data/train/wiki_train_00.txt.xz --tokenizer gpt2 \
-    --vocab-dir ../shared/data/gpt2 --packing none --window 1024 --output $data 2>&1 | tail -2
+    --vocab-dir ../shared/data/gpt2 --packing none --window 1024 --output $data 2>&1 | tail -1
+  [[ -s $val ]] || $A prepare --format text --input ../shared/data/train/wiki_val.txt.xz --tokenizer gpt2 \
+    --vocab-dir ../shared/data/gpt2 --packing none --window 1024 --output $val 2>&1 | tail -1
   if command -v torchrun >/dev/null; then TR=(torchrun); else TR=(python3 -m torch.distributed.run); fi
+  TR+=(--standalone --nproc_per_node=$n --no-python $A train)
   local common=(--set model.plugin=$m --set model.flavour=small --set data.train=$data --set data.val=
-    --set data.tokenizer=gpt2 --set train.max_iters=$steps --set train.warmup_iters=20 --set train.lr_decay_iters=$steps
-    --set train.log_interval=10 --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.batch_size=16)
+    --set data.tokenizer=gpt2 --set train.warmup_iters=20 --set train.eval_interval=0 --set train.checkpoint_interval=0
+    --set train.batch_size=16)
   [[ $m == gpt ]] || common+=(--set train.order.kind=mixture)
-  # 1 GPU: micro-batch 16 × N accumulation steps = the N-GPU global batch (16 per GPU, no accumulation); a
-  # second 1-GPU run with another seed gives the run-to-run spread the N-GPU curve is judged against.
-  timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.out_dir=$d/${m}_1gpu \
-    2>&1 | grep -E "^step|rror" | tee "${p}_1gpu_accum.log" || true
-  timeout 300 $A train "${common[@]}" --set train.gradient_accumulation_steps=$n --set train.seed=7 \
-    --set train.out_dir=$d/${m}_1gpu_seed7 2>&1 | grep -E "^step|rror" > "${p}_1gpu_accum_seed7.log" || true
-  # Linear scaling's reference: 1 GPU at micro-batch 16 without accumulation (its fastest setting: the
-  # step is replayed from a CUDA graph); and the N-GPU run uncaptured, to show what the graph adds.
-  timeout 300 $A train "${common[@]}" --set train.out_dir=$d/${m}_1gpu_plain \
-    2>&1 | grep -E "^step|rror|CUDA graph" | tee "${p}_1gpu_plain.log" || true
-  timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
-    --set train.out_dir=$d/${m}_${n}gpu 2>&1 | grep -E "^step|rror|data parallel|CUDA graph" | tee "${p}.log" || true
-  AOBENCH_CUDA_GRAPHS=0 timeout 300 "${TR[@]}" --standalone --nproc_per_node=$n --no-python $A train "${common[@]}" \
-    --set train.out_dir=$d/${m}_${n}gpu_uncaptured 2>&1 | grep -E "^step|rror" > "${p}_uncaptured.log" || true
-  python3 - $d/${m}_1gpu $d/${m}_1gpu_seed7 $d/${m}_${n}gpu $n $d/${m}_1gpu_plain $d/${m}_${n}gpu_uncaptured <<'PY' | tee "$p.md"
-import json, sys
-def read(run):
-    rows = [json.loads(l) for l in open(run + "/metrics.jsonl")]
-    return {r["step"]: r for r in rows if "loss/train" in r}
-a, r, b, n = read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3]), int(sys.argv[4])
-plain, unc = read(sys.argv[5]), read(sys.argv[6])
-steady = [s for s in a if s > 30 and s in b]
-def rate(run): return sum(run[s]["throughput/tok_s"] for s in steady) / len(steady)
-ra, rb, rp, ru = rate(a), rate(b), rate(plain), rate(unc)
-print(f"| run | tok/s (mean of logged steps > 30) | N-GPU efficiency against it |\n|---|---:|---:|")
-print(f"| 1 GPU, micro-batch 16 (linear scaling's reference) | {rp/1e3:.1f} K | {100*rb/(n*rp):.1f} % |")
-print(f"| 1 GPU, accumulating {n} micro-batches (the {n}-GPU global batch) | {ra/1e3:.1f} K | {100*rb/(n*ra):.1f} % |")
-print(f"| {n} GPUs, micro-batch 16 each | {rb/1e3:.1f} K | — |")
-print(f"| {n} GPUs, uncaptured (AOBENCH_CUDA_GRAPHS=0) | {ru/1e3:.1f} K | {100*ru/(n*rp):.1f} % of linear |\n")
-print("| step | loss 1 GPU | loss 1 GPU, seed 7 | loss %d GPUs | %d GPUs − 1 GPU | seed 7 − 1 GPU |\n|---:|---:|---:|---:|---:|---:|" % (n, n))
-steps = sorted(set(a) & set(b) & set(r))
-for s in steps:
-    print(f"| {s} | {a[s]['loss/train']:.4f} | {r[s]['loss/train']:.4f} | {b[s]['loss/train']:.4f} | "
-          f"{b[s]['loss/train']-a[s]['loss/train']:+.4f} | {r[s]['loss/train']-a[s]['loss/train']:+.4f} |")
-late = [s for s in steps if s > 30]
-mb = sum(abs(b[s]["loss/train"] - a[s]["loss/train"]) for s in late) / len(late)
-mr = sum(abs(r[s]["loss/train"] - a[s]["loss/train"]) for s in late) / len(late)
-print(f"\nmean |difference| over logged steps > 30: {n} GPUs vs 1 GPU {mb:.4f}, seed 7 vs seed 1337 (run-to-run) {mr:.4f}")
-PY
+  # Rates, logged every 10 steps: linear scaling's reference is N × 1 GPU at micro-batch 16 (its fastest
+  # setting: the step replayed from a CUDA graph); N GPUs run micro-batch 16 each. DDP_UNCAPTURED=1 adds the
+  # N-GPU run with AOBENCH_CUDA_GRAPHS=0.
+  local rate=("${common[@]}" --set train.max_iters=$steps --set train.lr_decay_iters=$steps --set train.log_interval=10)
+  timeout 300 $A train "${rate[@]}" --set train.out_dir=$d/${m}_rate_1gpu 2>&1 | grep -E "^step|rror" > "${p}_rate_1gpu.log" || true
+  timeout 300 "${TR[@]}" "${rate[@]}" --set train.out_dir=$d/${m}_rate_${n}gpu 2>&1 \
+    | grep -E "^step|rror|data parallel|CUDA graph" > "${p}_rate.log" || true
+  [[ ${DDP_UNCAPTURED:-0} != 1 ]] || AOBENCH_CUDA_GRAPHS=0 timeout 300 "${TR[@]}" "${rate[@]}" \
+    --set train.out_dir=$d/${m}_rate_${n}gpu_uncaptured 2>&1 | grep -E "^step|rror" > "${p}_rate_uncaptured.log" || true
+  # Loss curves, every step logged: N GPUs (seed 1337) and, for each seed of DDP_SEEDS, 1 GPU accumulating N
+  # micro-batches of 16 (the same global batch), the 1-GPU runs one per GPU at a time. Then every run is
+  # scored on the whole validation file (the same windows for all).
+  local curve=("${common[@]}" --set train.max_iters=$csteps --set train.lr_decay_iters=$csteps --set train.log_interval=1)
+  timeout 400 "${TR[@]}" "${curve[@]}" --set train.out_dir=$d/${m}_curve_${n}gpu 2>&1 | grep -E "rror" > "${p}_curve.log" || true
+  local seeds=(${DDP_SEEDS:-1337 7 42 123 2024}) i=0 s r
+  for s in "${seeds[@]}"; do
+    CUDA_VISIBLE_DEVICES=$((i % g)) timeout 400 $A train "${curve[@]}" --set train.gradient_accumulation_steps=$n \
+      --set train.seed=$s --set train.out_dir=$d/${m}_curve_1gpu_seed$s 2>&1 | grep -E "rror" > "${p}_curve_1gpu_seed$s.log" &
+    i=$((i + 1)); (( i % g )) || wait
+  done
+  wait
+  i=0
+  for r in $d/${m}_curve_${n}gpu $d/${m}_curve_1gpu_seed*; do
+    CUDA_VISIBLE_DEVICES=$((i % g)) timeout 300 $A eval --run $r --data val=$val 2>&1 | grep -E "^val|rror" > "$r.eval.log" &
+    i=$((i + 1)); (( i % g )) || wait
+  done
+  wait
+  python3 scripts/ddp_table.py $d $m $n "${seeds[@]}" | tee "$p.md"
 }
 
 phase_genspeed() {  # generation speed, ours and the peers' (bench/peers) in one call; $OUT/genspeed

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/errors.h"
+#include "plugins/common/attention.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 
@@ -111,9 +112,10 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
       step_in.targets.copy_(s.targets);
       logits = graphs[span].run(dev, [&] {
         // (1); the mask (1, span): the cache and the slot itself (none for the decode kernel, kv_cache.h)
-        cache.step_slots = cache.fused_decode ? cache.pos : cache.pos.clone();
-        cache.step_mask = cache.fused_decode ? torch::Tensor()
-                                             : torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
+        const bool fused = one_slot_decode(&cache, 1);
+        cache.step_slots = fused ? cache.pos : cache.pos.clone();
+        cache.step_mask =
+            fused ? torch::Tensor() : torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
         auto y = forward(step_in, &cache, std::nullopt, 1);
         cache.pos.add_(1);
         return y;

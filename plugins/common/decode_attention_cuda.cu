@@ -1,8 +1,8 @@
 // Implements: the CUDA kernel of decode_attention (attention.h): one query per (batch, head) row over the
 // slots 0..slot of a static KV cache. A block walks its row's slots in steps of kStep keys, with the
 // running max m, sum l and Σ p·v of an online softmax in fp32 per lane group; the slots are not masked but
-// never read past `slot`. When there are too few rows to fill the GPU (rows < 2 per SM) the slots are split
-// over several blocks per row (flash-decoding) and the last block of a row to finish (an atomic counter per
+// never read past `slot`. When the rows fill less than one wave of resident blocks the slots are
+// split over several blocks per row (flash-decoding) and the last block of a row to finish (an atomic counter per
 // row, which that block resets) combines their partials. The block that meets `slot` takes the new key and
 // value from k_new / v_new (QK-normalised first when the weights are given) and writes them into the cache:
 // no other block reads that slot, so one launch replaces the QK norm, the cache writes, the mask and the
@@ -21,9 +21,6 @@
 namespace aobench::common {
 namespace {
 
-using common::dispatch_lanes;
-using common::dispatch_type;
-using common::Pack;
 using torch::Tensor;
 
 constexpr int kWarps = 4;       // warps per block
@@ -310,11 +307,15 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
       // As many blocks as fit the GPU at once (one wave): one per row when the rows fill it, else the slots of a
       // row are split over several (flash-decoding).
       const int64_t steps = (cap + kStep - 1) / kStep;
-      int per_sm = 0;
-      C10_CUDA_CHECK(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_attention_kernel<T, L>, 32 * kWarps, 0));
+      // Blocks of this instantiation resident per SM: a property of the compiled kernel, read once.
+      static const int per_sm = [] {
+        int n = 0;
+        C10_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_attention_kernel<T, L>, 32 * kWarps, 0));
+        return std::max(1, n);
+      }();
       const int64_t resident =
-          std::max(1, per_sm) * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+          per_sm * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
       const int64_t want = std::clamp<int64_t>(resident / rows, 1, std::min<int64_t>(steps, kMaxSplits));
       const int64_t per_split = (steps + want - 1) / want, splits = (steps + per_split - 1) / per_split;
       // Scratch kept by the caller (the KV cache), so a captured step reuses the same memory on every replay.

@@ -19,10 +19,6 @@
 namespace aobench::common {
 namespace {
 
-using common::dispatch_lanes;
-using common::dispatch_type;
-using common::Pack;
-using common::warp_sum;
 using torch::Tensor;
 
 constexpr int kWarps = 8;  // warps per block

@@ -123,7 +123,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
     TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S, " slots exceed the static cache of ",
                 cache->capacity);
     // One slot: the counter itself (advanced only after the blocks), and no mask for the decode kernel.
-    const bool one = S == 1 && cache->fused_decode;
+    const bool one = common::one_slot_decode(cache, S);
     pos = one ? cache->pos : cache->pos + torch::arange(S, lopt);
     cache->step_slots = pos;
     cache->step_mask = one ? torch::Tensor() : torch::arange(cache->span_for(S), lopt).unsqueeze(0) <= pos.unsqueeze(1);

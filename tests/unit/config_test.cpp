@@ -186,6 +186,9 @@ TEST(ConfigTypes, ErrorsNameTheKey) {
   c["train"]["nan_policy"] = "ignore";
   expect_config_error([&] { TrainConfig::from_json(c); }, {"train.nan_policy", "ignore", "stop or skip"});
   c = base_config();
+  c["train"]["ddp_bucket_mb"] = 0;
+  expect_config_error([&] { TrainConfig::from_json(c); }, {"train.ddp_bucket_mb", "out of range"});
+  c = base_config();
   c["eval"]["mode"] = "beam";
   expect_config_error([&] { EvalConfig::from_json(c); }, {"eval.mode", "l2r, random, ensemble, elbo"});
   c = base_config();
