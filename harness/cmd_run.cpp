@@ -259,8 +259,9 @@ int cmd_run(const std::vector<std::string>& args) {
                 << "be checked (--force retrains)\n";
       continue;
     }
-    const auto changed =
-        config_differences(done["config"], config, {"description", "expected"}, "finished job", "experiment now");
+    // Ignored: the words, and how the gradients travelled between GPUs (a knob newer than some DONE.json).
+    const auto changed = config_differences(done["config"], config, {"description", "expected", "train.ddp_bucket_mb"},
+                                            "finished job", "experiment now");
     if (changed.empty()) continue;
     std::string list;
     for (const auto& c : changed) list += "\n  " + c;

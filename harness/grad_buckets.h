@@ -1,5 +1,6 @@
 // Implements: the gradient buckets of data-parallel training, which overlap the all-reduce with the backward
-// (what PyTorch DDP's Reducer does, with gradient_as_bucket_view). One flat buffer per dtype is cut into
+// (what PyTorch DDP's Reducer does; the gradients are copied into the buckets at launch, and the .grads
+// are views into them afterwards). One flat buffer per dtype is cut into
 // buckets of ~bucket_bytes in REVERSE parameter order (the order the backward produces gradients). An
 // optimizer step starts with every .grad set to none, so the backward's gradient accumulators write fresh
 // tensors as in a single process (no zeroing, no read-modify-write of the buffer). A post-hook on each

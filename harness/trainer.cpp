@@ -189,8 +189,8 @@ class Trainer {
   // norm is not finite (no update made). → (2) float64 [loss, norm] on the device.
   template <typename LearningRate>
   torch::Tensor clip_and_update(const torch::Tensor& loss, const LearningRate& lr);
-  void zero_grad();  // the optimizer's (set to none), the data-parallel buckets' (zeroed views), or nothing
-                     // once a graph's replays overwrite the gradients
+  void zero_grad();  // set to none (the optimizer's, or the data-parallel buckets', which also reset their
+                     // counts), or nothing once a graph's replays overwrite the gradients
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
   double validate();
   std::string checkpoint(double elapsed);

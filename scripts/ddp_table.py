@@ -5,7 +5,8 @@ Usage: ddp_table.py RUNS_DIR PLUGIN N SEED...
 
 Scaling: N-GPU tok/s over N × the 1-GPU tok/s at micro-batch 16 (means of the rates logged after step 30).
 Loss curve: the per-step training losses, averaged over 20-step windows after warm-up, of the N-GPU run and
-of 1-GPU runs (one per seed) at the same global batch. Two runs' distance is the mean |difference| of their
+of 1-GPU runs (one per seed) at the same global batch. A 1-GPU seed equal to the N-GPU run's seed shares its
+initialisation and data order, so it is left out of the comparison (it would make the check lenient). Two runs' distance is the mean |difference| of their
 window means. Run-to-run tolerance is the leave-one-out spread of the seeds: for each seed, its mean distance
 to the other seeds; the widest of those is the tolerance. The N-GPU curve is within it when its mean distance
 to the seeds is no larger, i.e. it is no more of an outlier among the 1-GPU runs than the most outlying seed.
@@ -38,9 +39,19 @@ def windows(run, warmup):
     return out
 
 
+def config(run):
+    with open(run + "/config.resolved.json") as f:
+        return json.load(f)
+
+
 def val_nll(run):
+    """The one `val/nll…` metric of the run's whole-file evaluation (its name depends on the eval mode)."""
     with open(run + "/results.json") as f:
-        return json.load(f)["runs"][run.rstrip("/").split("/")[-1]]["metrics"]["val/nll"]["value"]
+        found = json.load(f)["runs"][run.rstrip("/").split("/")[-1]]["metrics"]
+    keys = [k for k in found if k.startswith("val/nll")]
+    if len(keys) != 1:
+        sys.exit(f"ddp_table.py: {run}/results.json: expected one val/nll… metric, found {keys or list(found)}")
+    return found[keys[0]]["value"]
 
 
 def loo(values, dist):
@@ -68,9 +79,13 @@ def main():
         pass
     print(f"\nscaling efficiency {100 * rn / (n * r1):.1f} % of linear ({'≥' if rn >= 0.9 * n * r1 else '<'} 90 %)\n")
 
-    with open(f"{d}/{m}_curve_1gpu_seed{seeds[0]}/config.resolved.json") as f:
-        warmup = json.load(f)["train"]["warmup_iters"]
     cand = f"{d}/{m}_curve_{n}gpu"
+    warmup, cand_seed = config(cand)["train"]["warmup_iters"], str(config(cand)["train"]["seed"])
+    if cand_seed in seeds:
+        print(f"1 GPU seed {cand_seed} left out: the {n}-GPU run has the same seed (initialisation, data order)\n")
+        seeds = [s for s in seeds if s != cand_seed]
+    if len(seeds) < 3:
+        sys.exit(f"ddp_table.py: the run-to-run spread needs at least 3 seeds other than the {n}-GPU run's {cand_seed}")
     runs = {f"1 GPU seed {s}": f"{d}/{m}_curve_1gpu_seed{s}" for s in seeds}
     curves = {k: windows(r, warmup) for k, r in runs.items()}
     cc = windows(cand, warmup)
@@ -81,7 +96,7 @@ def main():
     def curve_dist(a, b):
         return sum(abs(a[e] - b[e]) for e in ends) / len(ends)
 
-    label = f"{n} GPUs (seed 1337)"
+    label = f"{n} GPUs (seed {cand_seed})"
     print(f"Training loss, mean over steps e−{WINDOW - 1}..e (global batch {16 * n} × 1024 tokens):\n")
     print("| e | " + " | ".join([label] + list(curves)) + " |")
     print("|---:|" + "---:|" * (len(curves) + 1))

@@ -274,24 +274,32 @@ phase_ddp() {  # N GPUs (DDP_GPUS, default all) against 1: tok/s scaling and the
     | grep -E "^step|rror|data parallel|CUDA graph" > "${p}_rate.log" || true
   [[ ${DDP_UNCAPTURED:-0} != 1 ]] || AOBENCH_CUDA_GRAPHS=0 timeout 300 "${TR[@]}" "${rate[@]}" \
     --set train.out_dir=$d/${m}_rate_${n}gpu_uncaptured 2>&1 | grep -E "^step|rror" > "${p}_rate_uncaptured.log" || true
-  # Loss curves, every step logged: N GPUs (seed 1337) and, for each seed of DDP_SEEDS, 1 GPU accumulating N
+  # Loss curves, every step logged: N GPUs (seed DDP_CURVE_SEED, not one of the 1-GPU seeds: a shared seed
+  # shares the initialisation and data order) and, for each seed of DDP_SEEDS, 1 GPU accumulating N
   # micro-batches of 16 (the same global batch), the 1-GPU runs one per GPU at a time. Then every run is
-  # scored on the whole validation file (the same windows for all).
+  # scored on the whole validation file (the same windows for all). A run that fails is named, with its log.
   local curve=("${common[@]}" --set train.max_iters=$csteps --set train.lr_decay_iters=$csteps --set train.log_interval=1)
-  timeout 400 "${TR[@]}" "${curve[@]}" --set train.out_dir=$d/${m}_curve_${n}gpu 2>&1 | grep -E "rror" > "${p}_curve.log" || true
-  local seeds=(${DDP_SEEDS:-1337 7 42 123 2024}) i=0 s r
+  timeout 400 "${TR[@]}" "${curve[@]}" --set train.seed=${DDP_CURVE_SEED:-1} --set train.out_dir=$d/${m}_curve_${n}gpu \
+    > "${p}_curve.log" 2>&1 || echo "ddp phase: the ${n}-GPU curve run failed (${p}_curve.log)"
+  local seeds=(${DDP_SEEDS:-1337 7 42 123 2024}) i=0 s r pids=() names=()
+  wait_all() {  # waits for each background job, naming the ones that failed
+    local k; for k in "${!pids[@]}"; do wait "${pids[$k]}" || echo "ddp phase: ${names[$k]} failed"; done
+    pids=(); names=()
+  }
   for s in "${seeds[@]}"; do
     CUDA_VISIBLE_DEVICES=$((i % g)) timeout 400 $A train "${curve[@]}" --set train.gradient_accumulation_steps=$n \
-      --set train.seed=$s --set train.out_dir=$d/${m}_curve_1gpu_seed$s 2>&1 | grep -E "rror" > "${p}_curve_1gpu_seed$s.log" &
-    i=$((i + 1)); (( i % g )) || wait
+      --set train.seed=$s --set train.out_dir=$d/${m}_curve_1gpu_seed$s > "${p}_curve_1gpu_seed$s.log" 2>&1 &
+    pids+=($!); names+=("1-GPU curve seed $s (${p}_curve_1gpu_seed$s.log)")
+    i=$((i + 1)); (( i % g )) || wait_all
   done
-  wait
+  wait_all
   i=0
   for r in $d/${m}_curve_${n}gpu $d/${m}_curve_1gpu_seed*; do
-    CUDA_VISIBLE_DEVICES=$((i % g)) timeout 300 $A eval --run $r --data val=$val 2>&1 | grep -E "^val|rror" > "$r.eval.log" &
-    i=$((i + 1)); (( i % g )) || wait
+    CUDA_VISIBLE_DEVICES=$((i % g)) timeout 300 $A eval --run $r --data val=$val > "${p}_eval_${r##*/}.log" 2>&1 &
+    pids+=($!); names+=("eval of $r (${p}_eval_${r##*/}.log)")
+    i=$((i + 1)); (( i % g )) || wait_all
   done
-  wait
+  wait_all
   python3 scripts/ddp_table.py $d $m $n "${seeds[@]}" | tee "$p.md"
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Implements: the GPU check of data-parallel training (DESIGN.md §6; harness/distributed.h). On a 2-GPU
-# machine: build aobench + the GPT plugin, make a byte-token corpus from the repository's own sources,
-# train the debug GPT for 50 steps with 1 process and with torchrun 2 processes (AOBENCH_DEBUG_DDP=1 prints
-# each rank's step-1 loss and final parameter checksum: equal checksums = ranks stayed in sync).
-# Usage (repo root, GPU machine, .debs/ carried):  bash scripts/gpu_ddp_check.sh
+# Implements: the GPU check of data-parallel training (DESIGN.md §6; harness/distributed.h). On a machine
+# with ≥ 2 GPUs: build aobench + the GPT plugin, make a byte-token corpus from the repository's own sources,
+# train the debug GPT for 50 steps with 1 process and with torchrun N processes (AOBENCH_DDP_PROCS, default 2;
+# AOBENCH_DEBUG_DDP=1 prints each rank's step-1 loss and final parameter checksum: equal checksums = ranks
+# stayed in sync).
+# Usage (repo root, GPU machine, .debs/ carried):  [AOBENCH_DDP_PROCS=4] bash scripts/gpu_ddp_check.sh
 set -eo pipefail
 export AOBENCH_TARGETS="aobench aobench_gpt"
 source scripts/gpu_build.sh
@@ -11,6 +12,7 @@ set -eo pipefail
 export AOBENCH_PLUGIN_PATH=$PWD/build
 W=${AOBENCH_DDP_WORK:-/tmp/aobench_ddp}
 STEPS=${AOBENCH_DDP_STEPS:-50}
+NP=${AOBENCH_DDP_PROCS:-2}
 rm -rf "$W" && mkdir -p "$W"
 
 cat harness/*.cpp harness/*.h datasets/*.cpp plugins/*/*.cpp docs/*.md 2>/dev/null > "$W/corpus.txt" || true
@@ -27,18 +29,25 @@ EOF
 
 if command -v torchrun >/dev/null; then TORCHRUN=(torchrun); else TORCHRUN=(python3 -m torch.distributed.run); fi
 export AOBENCH_DEBUG_DDP=1
+# Runs torchrun with $NP processes, then fails unless all $NP ranks printed the same final checksum.
+ranks_in_sync() {
+  "${TORCHRUN[@]}" --standalone --nproc_per_node=$NP --no-python build/aobench train "$@" 2>&1 | tee "$W/ranks.log"
+  local sums
+  sums=$(grep -oE "rank [0-9]+/$NP final parameters: fnv1a [0-9a-f]+" "$W/ranks.log" | awk '{print $NF}' | sort | uniq -c)
+  [[ $(wc -l <<< "$sums") == 1 && $(awk '{print $1}' <<< "$sums") == "$NP" ]] \
+    || { echo "FAIL: the $NP ranks' final checksums differ or are missing: ${sums:-none}"; exit 1; }
+  echo "ranks in sync: $NP × fnv1a $(awk '{print $2}' <<< "$sums")"
+}
 echo "=== 1 process (cuda:0) ==="
 build/aobench train --config "$W/config.json" --set train.out_dir="$W/run1"
-echo "=== 2 processes (torchrun --standalone --nproc_per_node=2) ==="
-"${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
-  --set train.out_dir="$W/run2"
-echo "=== 2 processes, --resume for 10 more steps from step $STEPS ==="
-"${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train --config "$W/config.json" \
+echo "=== $NP processes (torchrun --standalone --nproc_per_node=$NP) ==="
+ranks_in_sync --config "$W/config.json" --set train.out_dir="$W/run2"
+echo "=== $NP processes, --resume for 10 more steps from step $STEPS ==="
+ranks_in_sync --config "$W/config.json" \
   --set train.out_dir="$W/run2" --set train.max_iters=$((STEPS + 10)) --set train.lr_decay_iters=$((STEPS + 10)) \
   --resume --resume-with-changes
-echo "=== 2 processes, uncaptured (AOBENCH_CUDA_GRAPHS=0): the captured run's losses within bf16 tolerance ==="
-AOBENCH_CUDA_GRAPHS=0 "${TORCHRUN[@]}" --standalone --nproc_per_node=2 --no-python build/aobench train \
-  --config "$W/config.json" --set train.out_dir="$W/run2_uncaptured"
+echo "=== $NP processes, uncaptured (AOBENCH_CUDA_GRAPHS=0): the captured run's losses within bf16 tolerance ==="
+AOBENCH_CUDA_GRAPHS=0 ranks_in_sync --config "$W/config.json" --set train.out_dir="$W/run2_uncaptured"
 python3 - "$W/run2" "$W/run2_uncaptured" <<'PY'
 import json, sys
 def losses(run):

@@ -517,6 +517,14 @@ TEST_F(HostileInputTest, RunRefusesStaleJobsDuplicateNamesAndFiltersNamingNothin
   ASSERT_EQ(run_child({"run", write_config("exp.json", exp.dump(2))}, &out), 0) << out;
   ASSERT_TRUE(fs::exists(out_dir + "/a/DONE.json"));
 
+  // A DONE.json written before train.ddp_bucket_mb existed (how gradients travel, not what is trained) is
+  // still the same job: skipped, not refused.
+  auto done = nlohmann::json::parse(aobench::testing::read_text(out_dir + "/a/DONE.json"));
+  ASSERT_EQ(done["config"]["train"].erase("ddp_bucket_mb"), 1u);
+  aobench::testing::write_text(out_dir + "/a/DONE.json", done.dump(2));
+  ASSERT_EQ(run_child({"run", write_config("exp.json", exp.dump(2))}, &out), 0) << out;
+  EXPECT_NE(out.find("job a: training finished earlier, skipped"), std::string::npos) << out;
+
   // The job's config changed since it finished: refused with the difference, not skipped.
   auto stale = exp;
   stale["common"]["train"]["learning_rate"] = 1e-4;

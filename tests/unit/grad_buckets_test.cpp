@@ -69,7 +69,7 @@ TEST(GradientBuckets, AccumulatesLikeAutogradAndLaunchesCompleteBucketsInOrderFr
     flat.mul_(0.5);  // what an all-reduce mean over two equal ranks would leave
   });
   gp = &g;
-  for (int step = 0; step < 2; ++step) {  // the second step starts from zeroed views again
+  for (int step = 0; step < 2; ++step) {  // the second step starts from gradients set to none again
     launched.clear();
     complete.clear();
     g.zero();
@@ -120,7 +120,7 @@ TEST(GradientBuckets, AnUnreachedParameterGetsZerosAndFlushLaunchesTheRestInOrde
   EXPECT_EQ(net.params[2].grad().abs().sum().item<float>(), 0.f);
 }
 
-TEST(GradientBuckets, ZeroUndoesAnOptimizersSetToNoneAndTheHooksGoWithTheObject) {
+TEST(GradientBuckets, UnarmedStepsLaunchNothingAndTheHooksGoWithTheObject) {
   Net net(4);
   int launches = 0;
   {
