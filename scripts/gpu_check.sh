@@ -6,7 +6,7 @@
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."  # also when sourced by a call script elsewhere
 OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 # The experiment files name ../shared/data; point it at the carried copy.
