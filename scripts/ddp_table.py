@@ -6,10 +6,11 @@ Usage: ddp_table.py RUNS_DIR PLUGIN N SEED...
 Scaling: N-GPU tok/s over N × the 1-GPU tok/s at micro-batch 16 (means of the rates logged after step 30).
 Loss curve: the per-step training losses, averaged over 20-step windows after warm-up, of the N-GPU run and
 of 1-GPU runs (one per seed) at the same global batch. A 1-GPU seed equal to the N-GPU run's seed shares its
-initialisation and data order, so it is left out of the comparison (it would make the check lenient). Two runs' distance is the mean |difference| of their
-window means. Run-to-run tolerance is the leave-one-out spread of the seeds: for each seed, its mean distance
-to the other seeds; the widest of those is the tolerance. The N-GPU curve is within it when its mean distance
-to the seeds is no larger, i.e. it is no more of an outlier among the 1-GPU runs than the most outlying seed.
+initialisation and data order, so it is left out of the comparison (it would make the check lenient). Two runs'
+distance is the mean |difference| of their window means. Run-to-run tolerance is the leave-one-out spread of the
+seeds: for each seed, its mean distance to the other seeds; the widest of those is the tolerance. The N-GPU
+curve is within it when its mean distance to the seeds is no larger, i.e. it is no more of an outlier among the
+1-GPU runs than the most outlying seed.
 The final validation NLL (the whole validation file, the same windows for every run) is judged the same way.
 """
 import json
@@ -80,7 +81,8 @@ def main():
     print(f"\nscaling efficiency {100 * rn / (n * r1):.1f} % of linear ({'≥' if rn >= 0.9 * n * r1 else '<'} 90 %)\n")
 
     cand = f"{d}/{m}_curve_{n}gpu"
-    warmup, cand_seed = config(cand)["train"]["warmup_iters"], str(config(cand)["train"]["seed"])
+    train = config(cand)["train"]
+    warmup, cand_seed = train["warmup_iters"], str(train["seed"])
     if cand_seed in seeds:
         print(f"1 GPU seed {cand_seed} left out: the {n}-GPU run has the same seed (initialisation, data order)\n")
         seeds = [s for s in seeds if s != cand_seed]
