@@ -6,7 +6,8 @@
 // flops_per_token(T)/3 (forward only). Env: AOBENCH_BENCH_PLUGIN (sedd), AOBENCH_BENCH_FLAVOUR (small),
 // AOBENCH_BENCH_BATCH (32). Example: AOBENCH_BENCH_PLUGIN=radd aobench_bench --benchmark_filter=PluginForward
 // Diagnosis: AOBENCH_SDPA_BACKEND=flash|cudnn|efficient|math allows only that SDPA kernel (a call it cannot
-// serve throws "No available kernel"); AOBENCH_BENCH_PROFILE=1 prints the top CUDA kernels of one forward.
+// serve throws "No available kernel"); AOBENCH_BENCH_PROFILE=1 prints the top CUDA kernels of one forward
+// (AOBENCH_BENCH_PROFILE_TOP of them, default 25).
 // AOBENCH_BENCH_RESULTS=FILE merges each timed benchmark's numbers into FILE as an aobench results.json
 // (run "<plugin>/<flavour>", metrics "<bench>_b<B>/tok_s|mfu|step_ms|peak_mem_gib"), which `aobench compare
 // BASE.json NEW.json` checks: throughput lower or step time / memory higher past --threshold is a regression.
@@ -82,7 +83,8 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   // GPU time well under the wall time means the GPU waited for the host (launches, synchronisations).
   std::printf("profile %s: %.2f ms of GPU time in %lld kernels of %zu kinds, %.2f ms wall (profiler on)\n",
               label.c_str(), total / 1e3, static_cast<long long>(launches), rows.size(), wall_ms);
-  for (size_t i = 0; i < rows.size() && i < 25; ++i)
+  const size_t top = std::stoul(env_or("AOBENCH_BENCH_PROFILE_TOP", "25"));
+  for (size_t i = 0; i < rows.size() && i < top; ++i)
     std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second, rows[i].first.c_str());
 }
 

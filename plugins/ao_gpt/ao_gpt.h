@@ -102,7 +102,6 @@ struct BlockImpl : torch::nn::Module {
   Attention attn{nullptr};
   MLP mlp{nullptr};
   torch::nn::Linear adaLN{nullptr};  // SiLU → Linear(cond_dim → 6d): shift/scale/gate ×2 per target position
-  torch::Tensor scale_ones;          // adaln_bias's constant, not a parameter
   double dropout = 0.0;              // on each sub-layer's output
   explicit BlockImpl(const AoConfig& c) : dropout(c.dropout) {
     ln_1 = register_module("ln_1", RMSNorm(c.n_embd));
@@ -131,21 +130,6 @@ struct BlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-// adaLN modulation table (R, parts·d) float32 of a Linear on the conditioning rows silu_rows (R, cond_dim),
-// outside autocast: bf16 would resolve 1 + γ near 1 only in steps of 2⁻⁷. Under bf16 autocast on CUDA the
-// GEMMs take bf16 operands with fp32 accumulation and output (linear_bf16_operands), as fast as the other
-// bf16 GEMMs; elsewhere they are fp32. The scale chunks carry their +1 in the bias (adaln_bias).
-inline torch::Tensor adaln_table(const torch::nn::Linear& l, const torch::Tensor& silu_rows, int64_t parts,
-                                 torch::Tensor& ones) {
-  const bool bf16_operands = silu_rows.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA) &&
-                             at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16 &&
-                             silu_rows.scalar_type() == torch::kFloat32 && l->weight.scalar_type() == torch::kFloat32;
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  const auto bias = common::adaln_bias(l, parts, ones);
-  if (bf16_operands) return common::linear_bf16_operands(silu_rows, l->weight, bias);
-  return torch::nn::functional::linear(silu_rows, l->weight, bias);
-}
-
 struct AoGptImpl : torch::nn::Module {
   AoConfig cfg;
   torch::nn::Embedding wte{nullptr}, wpe{nullptr}, wtpe{nullptr};
@@ -154,7 +138,7 @@ struct AoGptImpl : torch::nn::Module {
   std::vector<Block> blocks;
   RMSNorm ln_f{nullptr};
   torch::nn::Linear adaLN_final{nullptr}, lm_head{nullptr};
-  torch::Tensor scale_ones_final;  // adaln_bias's constant, not a parameter
+  torch::Tensor adaln_ones;  // (Σ out) the +1 of every scale chunk of the adaLN Linears, concatenated; a constant
 
   explicit AoGptImpl(const AoConfig& c) : cfg(c) {
     const int64_t d = c.n_embd, T = c.block_size;
@@ -219,17 +203,51 @@ struct AoGptImpl : torch::nn::Module {
     return torch::silu(torch::cat({wtpe->weight, none}));
   }
 
-  // For a sampler's scope (AdaLNTableScope): each block's adaLN table (T + 1, 6d) and the final one
-  // (T + 1, 2d) over all target positions and the "no target" row, computed once, so a decode step looks its
-  // rows up instead of running n_layer + 1 small fp32 GEMMs. Empty otherwise (training always recomputes).
+  // Every adaLN modulation of a forward from the conditioning rows silu_rows (R, cond_dim): per block
+  // [β₁ | 1+γ₁] (R, 2d), α₁ (R, d), [β₂ | 1+γ₂] (R, 2d), α₂ (R, d), then the final [β | 1+γ] (R, 2d), as
+  // column blocks of ONE GEMM over the adaLN Linears concatenated (one launch forward and one backward, not
+  // n_layer + 1 small ones). Outside autocast, fp32 out: bf16 would resolve 1 + γ near 1 only in steps of
+  // 2⁻⁷. Under bf16 autocast on CUDA the GEMM takes bf16 operands with fp32 accumulation
+  // (linear_bf16_operands), as fast as the other bf16 GEMMs; elsewhere it is fp32. The scale chunks carry
+  // their +1 in the bias.
+  std::vector<torch::Tensor> adaln_pieces(const torch::Tensor& silu_rows) {
+    const int64_t d = cfg.n_embd;
+    const bool bf16_operands = silu_rows.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA) &&
+                               at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16 &&
+                               silu_rows.scalar_type() == torch::kFloat32 &&
+                               adaLN_final->weight.scalar_type() == torch::kFloat32;
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    std::vector<torch::Tensor> weights, biases;
+    std::vector<int64_t> widths;
+    for (auto& blk : blocks) {
+      weights.push_back(blk->adaLN->weight);
+      if (cfg.bias) biases.push_back(blk->adaLN->bias);
+      widths.insert(widths.end(), {2 * d, d, 2 * d, d});
+    }
+    weights.push_back(adaLN_final->weight);
+    if (cfg.bias) biases.push_back(adaLN_final->bias);
+    widths.push_back(2 * d);
+    const auto w = torch::cat(weights);  // (Σ out, cond_dim)
+    if (!adaln_ones.defined() || adaln_ones.device() != w.device() || adaln_ones.dtype() != w.dtype()) {
+      std::vector<torch::Tensor> ones(blocks.size(), common::adaln_scale_ones(6, d, w.options()));
+      ones.push_back(common::adaln_scale_ones(2, d, w.options()));
+      adaln_ones = torch::cat(ones);
+    }
+    const auto b = cfg.bias ? torch::cat(biases) + adaln_ones : adaln_ones;  // (Σ out)
+    const auto table = bf16_operands ? common::linear_bf16_operands(silu_rows, w, b)
+                                     : torch::nn::functional::linear(silu_rows, w, b);  // (R, Σ out)
+    return table.split_with_sizes(widths, 1);
+  }
+
+  // For a sampler's scope (AdaLNTableScope): adaln_pieces over all target positions and the "no target" row,
+  // computed once, so a decode step looks its rows up instead of running the adaLN GEMM. Empty otherwise
+  // (training always recomputes).
   std::vector<torch::Tensor> adaln_tables;
   void cache_adaln_tables() {
     adaln_tables.clear();
     if (cfg.injection != Injection::kAdaLN) return;
     torch::NoGradGuard no_grad;
-    auto silu_rows = silu_position_rows();
-    for (auto& blk : blocks) adaln_tables.push_back(adaln_table(blk->adaLN, silu_rows, 6, blk->scale_ones));
-    adaln_tables.push_back(adaln_table(adaLN_final, silu_rows, 2, scale_ones_final));
+    adaln_tables = adaln_pieces(silu_position_rows());
   }
 
   // logits (B, n_last, padded V) of the last n_last slots.
@@ -280,10 +298,12 @@ struct AoGptImpl : torch::nn::Module {
     auto x = tok + wpe(s.positions + 1);                                   // (B, S, d)
     const bool adaln = cfg.injection == Injection::kAdaLN;
     Conditioning cond;
-    torch::Tensor c;  // (B, S, d) full-width target embedding of the input / every_block variants
-    if (adaln)
+    std::vector<torch::Tensor> mods;  // adaln_pieces: four per block, then the final one
+    torch::Tensor c;                  // (B, S, d) full-width target embedding of the input / every_block variants
+    if (adaln) {
       cond = conditioning(s.targets);
-    else if (cfg.injection != Injection::kPerBlock)
+      mods = adaln_tables.empty() ? adaln_pieces(cond.silu_rows) : adaln_tables;
+    } else if (cfg.injection != Injection::kPerBlock)
       c = target_embedding(wtpe, s.targets);
     if (cfg.injection == Injection::kInput) x = x + c;
     x = drop(x).reshape({N, d});
@@ -293,10 +313,7 @@ struct AoGptImpl : torch::nn::Module {
       common::StepTables pre_attn, pre_mlp;
       torch::Tensor gate_mlp;
       if (adaln) {
-        // (R, 6d) = [β₁ | 1+γ₁ | α₁ | β₂ | 1+γ₂ | α₂]; one split node, so the backward is one cat.
-        auto table =
-            adaln_tables.empty() ? adaln_table(blk->adaLN, cond.silu_rows, 6, blk->scale_ones) : adaln_tables[l];
-        auto m = table.split_with_sizes({2 * d, d, 2 * d, d}, 1);
+        const auto* m = &mods[4 * l];  // [β₁ | 1+γ₁], α₁, [β₂ | 1+γ₂], α₂
         pre_attn = {pending_gate, m[0]};
         pre_mlp = {m[1], m[2]};
         gate_mlp = m[3];
@@ -324,9 +341,7 @@ struct AoGptImpl : torch::nn::Module {
     common::StepTables final_tables;
     common::RowIndex rows = cond.rows;
     if (adaln) {
-      // [β | 1+γ]
-      final_tables = {pending_gate, adaln_tables.empty() ? adaln_table(adaLN_final, cond.silu_rows, 2, scale_ones_final)
-                                                         : adaln_tables.back()};
+      final_tables = {pending_gate, mods.back()};  // [β | 1+γ]
       if (n_last != S)
         rows =
             common::RowIndex::of(last(rows.idx.view({N, 1})).view({B * n_last}), rows.table_rows, rows.order.defined());

@@ -108,13 +108,18 @@ TEST(AoGpt, TargetPositionsChangeTheLogits) {
 
 // The fused path the plugin runs (AoGptImpl::hidden: each residual add fused with the next RMSNorm, adaLN
 // modulations looked up per target position) equals the readable block-by-block forward
-// (AoGptImpl::hidden_reference), outputs and parameter gradients, for every target-position injection, with
-// fewer slots than positions (per-slot conditioning) and more (the position table), on all or the last slot.
+// (AoGptImpl::hidden_reference), outputs and parameter gradients, for every target-position injection (adaLN
+// also without biases), with fewer slots than positions (per-slot conditioning) and more (the position table), on all or the last slot.
 TEST(AoGpt, FusedPathEqualsTheReadableForward) {
   using ao_gpt::Injection;
-  for (Injection inj : {Injection::kAdaLN, Injection::kInput, Injection::kEveryBlock, Injection::kPerBlock}) {
+  for (auto [inj, bias] : {std::pair{Injection::kAdaLN, true},
+                           {Injection::kAdaLN, false},
+                           {Injection::kInput, true},
+                           {Injection::kEveryBlock, true},
+                           {Injection::kPerBlock, true}}) {
     ao_gpt::AoConfig c;  // 2 layers × 64, 2 heads, T = 128
     c.injection = inj;
+    c.bias = bias;
     torch::manual_seed(7);
     ao_gpt::AoGpt net(c);
     auto g = at::make_generator<at::CPUGeneratorImpl>(5);
@@ -123,8 +128,8 @@ TEST(AoGpt, FusedPathEqualsTheReadableForward) {
       auto order = torch::rand({B, T}, g, torch::kFloat64).argsort(int64_t{1});
       const auto s = common::slots_for_order(tokens, order);
       for (int64_t n_last : {T, int64_t{1}}) {
-        SCOPED_TRACE(::testing::Message()
-                     << "injection " << int(inj) << ", " << B << " × " << T << ", last " << n_last);
+        SCOPED_TRACE(::testing::Message() << "injection " << int(inj) << (bias ? "" : " without biases") << ", " << B
+                                          << " × " << T << ", last " << n_last);
         auto probe = torch::randn({B, n_last, c.n_embd}, g, torch::kFloat32);
         std::vector<torch::Tensor> grads[2];
         torch::Tensor out[2];

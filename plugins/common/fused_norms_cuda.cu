@@ -110,6 +110,10 @@ struct GroupRows {
 // its 25 calls in a small AO-GPT step (d = 768, 4 blocks per SM) took 2.14 ms so, against 2.51 ms with four
 // rows and no cap (158 registers, 2 blocks per SM) and 2.95 ms with four rows capped for 3 blocks (spilling).
 constexpr int kForwardBatch = 4, kBackwardBatch = 2, kBackwardWarpsPerSm = 24;
+// The grouped forward's registers are capped for 42 warps per SM (42/C blocks of 32·C threads): with d = 768
+// its 1025 blocks of a small AO-GPT step then fit in one wave on an H200 (7 blocks per SM at 40 registers,
+// a few spilled), and its 25 calls took 1.21 ms against 1.42 ms uncapped (94 registers, 3 blocks per SM).
+constexpr int kForwardWarpsPerSm = 42;
 
 // Block-wide sums of v[b] (b < B) over the C warps of a 32·C-thread block; part: shared [2][B][C], one half
 // per call parity (a call's readers finish before the call after next writes that half, because the next
@@ -135,7 +139,7 @@ __device__ __forceinline__ void block_sums(float (&v)[B], float (&part)[2][B][C]
 // owning columns 4t … 4t+3 (32·C threads), so the group's gate, shift and scale rows are read once per
 // block, not once per row; each row's Σ s² is one block-wide sum per kForwardBatch rows.
 template <typename T, int C>
-__global__ void __launch_bounds__(32 * C)
+__global__ void __launch_bounds__(32 * C, kForwardWarpsPerSm / C < 32 ? kForwardWarpsPerSm / C : 32)
     rms_step_forward_grouped_kernel(const float* __restrict__ x, const T* __restrict__ y,
                                     const int64_t* __restrict__ order, const int64_t* __restrict__ offsets,
                                     const float* __restrict__ gate, int64_t gate_ld, const float* __restrict__ mod,
@@ -307,20 +311,24 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int64_t n = pair / H, head = pair % H, plane = static_cast<int64_t>(H) * h;
   const T* src = qkv + n * 3 * plane + head * h + sub * 8;
   const int64_t dst = pair * h + sub * 8;
+  // Every load is issued before the first reduction, so a thread has its q, k and v in flight at once.
+  float xv[2][8];
+  load<8>(src, xv[0]);
+  load<8>(src + plane, xv[1]);
+  const Pack<T, 8> vp = *reinterpret_cast<const Pack<T, 8>*>(src + 2 * plane);
 #pragma unroll
   for (int which = 0; which < 2; ++which) {
-    float xv[8], wv[8], sq = 0.f;
-    load<8>(src + which * plane, xv);
+    float wv[8], sq = 0.f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) sq += xv[e] * xv[e];
+    for (int e = 0; e < 8; ++e) sq += xv[which][e] * xv[which][e];
     const float rs = rsqrtf(group_sum<L>(sq, mask) / h + eps);
     load<8>((which ? wk : wq) + sub * 8, wv);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) xv[e] *= rs * wv[e];
-    store<8>((which ? k : q) + dst, xv);
+    for (int e = 0; e < 8; ++e) xv[which][e] *= rs * wv[e];
+    store<8>((which ? k : q) + dst, xv[which]);
     if (rstd && sub == 0) rstd[which * pairs + pair] = rs;
   }
-  *reinterpret_cast<Pack<T, 8>*>(v + dst) = *reinterpret_cast<const Pack<T, 8>*>(src + 2 * plane);
+  *reinterpret_cast<Pack<T, 8>*>(v + dst) = vp;
 }
 
 // Grid-stride over (token, head) pairs, 32/L per warp; w_part (gridDim.x, 2, h) holds each block's Σ ∂out·n̂

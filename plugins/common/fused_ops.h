@@ -60,10 +60,13 @@ torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, cons
 // The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
 
-// x·wᵀ + b in float32 from operands rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
+// x·wᵀ + b in float32 from x and w rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
 // and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables
 // under bf16 autocast, whose fp32 GEMMs of ≈ T rows ran on CUDA cores (about 1 ms of a small AO-GPT
-// training step), while a bf16 output would resolve 1 + γ only in steps of 2⁻⁷.
+// training step), while a bf16 output would resolve 1 + γ only in steps of 2⁻⁷. b is not rounded to bf16:
+// it rides the GEMM as two more columns of w (its bf16 rounding and the remainder, within 2⁻¹⁸ of b
+// together) against two columns of ones in x, so no broadcast bias pass follows the GEMM; its gradient is
+// the fp32 column sum of the output's.
 torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // Bias of an adaLN Linear (weight (parts·d, C)) whose output is `parts` chunks (shift, scale, gate, …) of
@@ -71,6 +74,8 @@ torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& 
 // addcmul or nothing extra in add_layer_norm. (parts·d). `ones` caches the constant (built on first use,
 // rebuilt if the weights move to another device or dtype).
 torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones);
+// adaln_bias's constant: 1 in every scale chunk of `parts` chunks of width d, 0 elsewhere. (parts·d)
+torch::Tensor adaln_scale_ones(int64_t parts, int64_t d, const torch::TensorOptions& options);
 
 // The pre-norm residual step s = x + gate·y, h = (LayerNorm(s)·w + b)·scale + shift in one pass: (s, h).
 // x (B, .., d) float32 (the residual stream); y like x (the branch output) or undefined (then s = x);

@@ -128,8 +128,8 @@ TEST(FusedOps, CudaLmCrossEntropyMatchesReference) {
 }
 
 // linear_bf16_operands against the float32 linear of the bf16-rounded operands (the same products, so only
-// the accumulation order differs), forward and every gradient; and within bf16 rounding of the plain fp32
-// linear.
+// the accumulation order differs), forward and every gradient; within bf16 rounding of the plain fp32
+// linear; and the bias not rounded to bf16 (1 + 10⁻³·b would be off by up to 2⁻⁸ in bf16).
 TEST(FusedOps, CudaLinearBf16OperandsIsTheLinearOfRoundedOperands) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(13);
@@ -150,6 +150,8 @@ TEST(FusedOps, CudaLinearBf16OperandsIsTheLinearOfRoundedOperands) {
   EXPECT_LT((y.detach() - plain).abs().max().item<double>(), 1e-2);
   auto no_bias = linear_bf16_operands(x0, w0, torch::Tensor());
   EXPECT_TRUE(torch::allclose(no_bias + b0, y.detach(), 1e-5, 1e-5));
+  const auto near_one = 1 + 1e-3 * b0;
+  EXPECT_LT((linear_bf16_operands(x0, w0, near_one) - no_bias - near_one).abs().max().item<double>(), 1e-5);
   EXPECT_THROW(linear_bf16_operands(x0.cpu(), w0.cpu(), torch::Tensor()), c10::Error);
 }
 
