@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks, run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
-#                                    ensemble_sigma trainspeed trainbench ddp genspeed sedd_radd sedd_radd_rows
-#                                    plateau tiers lanes
+#                                    ensemble_sigma trainspeed aoratio trainbench ddp genspeed sedd_radd
+#                                    sedd_radd_rows plateau tiers lanes
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -184,19 +184,20 @@ with open(path, "wb") as f:
 PY
 }
 
-# One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $TS_LOGS/NAME.log.
+# One `aobench train` speed run: NAME PLUGIN FLAVOUR BATCH STEPS [extra --set ...]; log in $TS_LOGS/NAME.log,
+# run folder $TS_RUNS/NAME (default runs/trainspeed/NAME).
 # Skipped once the phase has used $TS_BUDGET seconds (default 400), so the phase fits one device call.
 speed_run() {
   local name=$1 m=$2 fl=$3 b=$4 n=$5; shift 5
   if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped $name: phase budget spent" | tee "$TS_LOGS/$name.log"; return; fi
   timeout 120 $A train --set model.plugin=$m --set model.flavour=$fl --set data.train=$TS_DATA --set data.val= \
-    --set data.tokenizer=gpt2 --set train.out_dir=runs/trainspeed/$name --set train.batch_size=$b \
+    --set data.tokenizer=gpt2 --set train.out_dir=${TS_RUNS:-runs/trainspeed}/$name --set train.batch_size=$b \
     --set train.max_iters=$n --set train.warmup_iters=10 --set train.lr_decay_iters=$n --set train.log_interval=10 \
     --set train.eval_interval=0 --set train.checkpoint_interval=0 --set train.keep_checkpoints=1 \
     --set train.order.kind=$([[ $m == gpt ]] && echo l2r || echo mixture) "$@" > "$TS_LOGS/$name.log" 2>&1 \
     || echo "speed run $name failed (rc $?)" | tee -a "$TS_LOGS/$name.log"
   grep -E "^step|rror" "$TS_LOGS/$name.log" | tail -2 || true
-  rm -rf runs/trainspeed/$name/checkpoints
+  rm -rf "${TS_RUNS:-runs/trainspeed}/$name/checkpoints"
 }
 peer_run() {  # nanogpt_train.py arguments; one JSON line appended to $OUT/ts_peers.jsonl
   if (( SECONDS > ${TS_BUDGET:-400} )); then echo "skipped nanoGPT $*: phase budget spent"; return; fi
@@ -233,6 +234,21 @@ phase_trainspeed() {  # nanoGPT (compile, eager) vs `aobench train` small models
   echo "trainspeed phase: ${SECONDS} s"
   # Few files come back from a device call: every log and metrics.jsonl in one archive.
   tar czf "$OUT/trainspeed_logs.tgz" --exclude=random_tokens.bin --exclude=checkpoints runs/trainspeed
+}
+
+phase_aoratio() {  # AO_RATIO_PAIRS (3) alternating `aobench train` pairs, small GPT and AO-GPT, B = 16; $OUT/ao_ratio.txt
+  ensure_libs
+  SECONDS=0
+  local i n=${AO_RATIO_PAIRS:-3} TS_BUDGET=100000 TS_RUNS=runs/aoratio
+  local TS_DATA=runs/aoratio/random_tokens.bin TS_LOGS=runs/aoratio/logs
+  rm -rf runs/aoratio; mkdir -p $TS_LOGS; random_tokens $TS_DATA 20000000
+  for ((i = 1; i <= n; i++)); do
+    speed_run gpt_b16_$i gpt small 16 100
+    speed_run ao_gpt_b16_$i ao_gpt small 16 100
+  done
+  echo "aoratio phase: ${SECONDS} s"
+  tar czf "$OUT/aoratio_logs.tgz" --exclude=random_tokens.bin --exclude=checkpoints runs/aoratio
+  python3 scripts/ao_ratio.py runs/aoratio $n | tee "$OUT/ao_ratio.txt"
 }
 
 phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merged into $OUT/bench_results.json
