@@ -83,7 +83,11 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   // GPU time well under the wall time means the GPU waited for the host (launches, synchronisations).
   std::printf("profile %s: %.2f ms of GPU time in %lld kernels of %zu kinds, %.2f ms wall (profiler on)\n",
               label.c_str(), total / 1e3, static_cast<long long>(launches), rows.size(), wall_ms);
-  const size_t top = std::stoul(env_or("AOBENCH_BENCH_PROFILE_TOP", "25"));
+  const std::string top_text = env_or("AOBENCH_BENCH_PROFILE_TOP", "25");
+  char* end = nullptr;
+  const size_t top = std::strtoul(top_text.c_str(), &end, 10);
+  if (top_text.empty() || *end != '\0')
+    throw std::invalid_argument("AOBENCH_BENCH_PROFILE_TOP='" + top_text + "' is not a count; give e.g. 25 or 200");
   for (size_t i = 0; i < rows.size() && i < top; ++i)
     std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second, rows[i].first.c_str());
 }

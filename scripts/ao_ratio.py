@@ -6,15 +6,25 @@ Usage: ao_ratio.py RUNS_DIR PAIRS [TARGET]
 RUNS_DIR holds gpt_b16_<i> and ao_gpt_b16_<i> for i = 1 … PAIRS, trained alternately on one GPU. A run's rate
 is the mean of its tok/s logged after step 30; each pair's ratio is AO-GPT over GPT, and the verdict compares
 the ratio of the means with TARGET (default 0.9, the issue's "AO-GPT keeps ≥ 0.9× of the GPT"). Exit status 1
-when it falls short.
+when it falls short, 2 when a run has no rates to judge (it failed or stopped early: see its log).
 """
 import json
 import sys
 
 
+def fail(message):
+    print("ao_ratio: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
 def rate(run):
-    with open(run + "/metrics.jsonl") as f:
-        r = [m["throughput/tok_s"] for m in map(json.loads, f) if "throughput/tok_s" in m and m["step"] > 30]
+    try:
+        with open(run + "/metrics.jsonl") as f:
+            r = [m["throughput/tok_s"] for m in map(json.loads, f) if "throughput/tok_s" in m and m["step"] > 30]
+    except OSError as e:
+        fail(f"{run}: no metrics ({e.strerror}); the run failed or never started, see its log")
+    if not r:
+        fail(f"{run}/metrics.jsonl logs no tok/s after step 30; the run stopped early, see its log")
     return sum(r) / len(r)
 
 

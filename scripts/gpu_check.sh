@@ -248,7 +248,8 @@ phase_aoratio() {  # AO_RATIO_PAIRS (3) alternating `aobench train` pairs, small
   done
   echo "aoratio phase: ${SECONDS} s"
   tar czf "$OUT/aoratio_logs.tgz" --exclude=random_tokens.bin --exclude=checkpoints runs/aoratio
-  python3 scripts/ao_ratio.py runs/aoratio $n | tee "$OUT/ao_ratio.txt"
+  # A verdict short of the target (exit 1) or a failed run (exit 2) is reported; the phases after this one run.
+  python3 scripts/ao_ratio.py runs/aoratio $n | tee "$OUT/ao_ratio.txt" || echo "aoratio phase: no verdict of 'met' (see above)"
 }
 
 phase_trainbench() {  # aobench_bench full step per plugin (small, B = 16) merged into $OUT/bench_results.json

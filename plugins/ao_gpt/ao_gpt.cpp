@@ -125,7 +125,7 @@ class AoGptPlugin : public ModelPlugin {
 
   SampleOutput sample(const SampleRequest& r) override {
     check_sample_request(info(), r);
-    // Linear weights in bf16 for the call, except the adaLN tables' Linears, which run in fp32 (adaln_table).
+    // Linear weights in bf16 for the call, except the adaLN tables' Linears, which run in fp32 (adaln_pieces).
     common::AutocastLinearWeights bf16_weights(*net_, r.device, [](const std::string& name) {
       return (name.size() >= 5 && name.compare(name.size() - 5, 5, "adaLN") == 0) || name == "adaLN_final";
     });

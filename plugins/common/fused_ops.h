@@ -66,7 +66,7 @@ torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const
 // training step), while a bf16 output would resolve 1 + γ only in steps of 2⁻⁷. b is not rounded to bf16:
 // it rides the GEMM as two more columns of w (its bf16 rounding and the remainder, within 2⁻¹⁸ of b
 // together) against two columns of ones in x, so no broadcast bias pass follows the GEMM; its gradient is
-// the fp32 column sum of the output's.
+// the fp32 column sum of the output's. (A non-finite b gives NaN in its column, where an added b gave ±inf.)
 torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // Bias of an adaLN Linear (weight (parts·d, C)) whose output is `parts` chunks (shift, scale, gate, …) of
