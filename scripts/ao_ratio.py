@@ -8,8 +8,9 @@ is the mean of its tok/s logged after step 30; each pair's ratio is AO-GPT over 
 the ratio of the means with TARGET (default 0.9, the issue's "AO-GPT keeps ≥ 0.9× of the GPT"). Exit status 1
 when it falls short, 2 when a run has no rates to judge (it failed or stopped early: see its log).
 """
-import json
 import sys
+
+import ddp_table  # its rate(): the mean tok/s logged after step 30, as every speed table here reads it
 
 
 def fail(message):
@@ -19,13 +20,11 @@ def fail(message):
 
 def rate(run):
     try:
-        with open(run + "/metrics.jsonl") as f:
-            r = [m["throughput/tok_s"] for m in map(json.loads, f) if "throughput/tok_s" in m and m["step"] > 30]
+        return ddp_table.rate(run)
     except OSError as e:
         fail(f"{run}: no metrics ({e.strerror}); the run failed or never started, see its log")
-    if not r:
+    except ZeroDivisionError:
         fail(f"{run}/metrics.jsonl logs no tok/s after step 30; the run stopped early, see its log")
-    return sum(r) / len(r)
 
 
 def main():
@@ -33,7 +32,8 @@ def main():
     target = float(sys.argv[3]) if len(sys.argv) > 3 else 0.9
     g = [rate(f"{runs}/gpt_b16_{i}") for i in range(1, pairs + 1)]
     a = [rate(f"{runs}/ao_gpt_b16_{i}") for i in range(1, pairs + 1)]
-    print("gpt small b16 tok/s (after step 30):", " ".join(f"{x / 1e3:.1f} K" for x in g), f"mean {sum(g) / pairs / 1e3:.1f} K")
+    print("gpt small b16 tok/s (after step 30):", " ".join(f"{x / 1e3:.1f} K" for x in g),
+          f"mean {sum(g) / pairs / 1e3:.1f} K")
     print("ao_gpt small b16 tok/s (after step 30):", " ".join(f"{x / 1e3:.1f} K" for x in a),
           f"mean {sum(a) / pairs / 1e3:.1f} K")
     ratio = sum(a) / sum(g)

@@ -109,7 +109,8 @@ TEST(AoGpt, TargetPositionsChangeTheLogits) {
 // The fused path the plugin runs (AoGptImpl::hidden: each residual add fused with the next RMSNorm, adaLN
 // modulations looked up per target position) equals the readable block-by-block forward
 // (AoGptImpl::hidden_reference), outputs and parameter gradients, for every target-position injection (adaLN
-// also without biases), with fewer slots than positions (per-slot conditioning) and more (the position table), on all or the last slot.
+// also without biases), with fewer slots than positions (per-slot conditioning) and more (the position table), on
+// all or the last slot.
 TEST(AoGpt, FusedPathEqualsTheReadableForward) {
   using ao_gpt::Injection;
   for (auto [inj, bias] : {std::pair{Injection::kAdaLN, true},
