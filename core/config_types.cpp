@@ -2,6 +2,7 @@
 // that every error names its key.
 #include "core/config_types.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config.h"
@@ -28,6 +29,15 @@ class Reader {
     const double v = number_in(path, lo, hi);
     if (std::floor(v) != v) throw ConfigError("config '" + path + "' must be a whole number, got " + std::to_string(v));
     return int64_t(v);
+  }
+  // whole() for a key that configs written before it existed lack (a run's config.resolved.json, read by
+  // sample / speed): `absent` then.
+  int64_t whole_or(const std::string& path, double lo, double hi, int64_t absent) {
+    std::string pointer = "/" + path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    if (config_.contains(nlohmann::json::json_pointer(pointer))) return whole(path, lo, hi);
+    note(path);
+    return absent;
   }
   int64_t integer_in(const std::string& path, double lo, double hi) {
     const double v = number_in(path, lo, hi);
@@ -70,6 +80,7 @@ DataConfig DataConfig::from_json(const nlohmann::json& resolved, KeysRead* read)
   d.train = r.string("data.train");
   d.val = r.string("data.val");
   d.tokenizer = r.string("data.tokenizer");
+  d.seed = r.whole_or("data.seed", -1, 9.0e15, -1);
   return d;
 }
 

@@ -16,11 +16,13 @@ namespace aobench {
 // that the parsers together read every leaf of configs/base.json.
 using KeysRead = std::vector<std::string>;
 
-// data: the token files and the tokenizer they were made with.
+// data: the token files, the tokenizer they were made with and the seed of the training batches.
 struct DataConfig {
   std::string train;               // token file trained on ("" outside training)
   std::string val;                 // validation token file ("" = no validation)
   std::string tokenizer = "gpt2";  // decodes samples (datasets/tokenizer.h make_tokenizer)
+  int64_t seed = -1;               // seeds the training BatchSampler alone; -1 = train.seed (which also seeds
+                                   // init and orders), so runs that differ in train.seed can see the same batches
   static DataConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
 

@@ -29,7 +29,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 5;
+inline constexpr uint32_t kPluginApiVersion = 6;  // 6: diagnostics()
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -178,6 +178,12 @@ class ModelPlugin {
   // Start with check_sample_request(info(), request): it refuses prompts the capabilities do not cover.
   // Given prompt ids (≥ 0) appear unchanged in the output. Runs in eval mode and restores the caller's.
   virtual SampleOutput sample(const SampleRequest& request) = 0;
+
+  // Named scalars describing the model's state (not a batch), e.g. ao_gpt's mean |adaLN gate| per block
+  // "gate_attn/l0": the trainer logs them every train.log_interval on the main rank as "diag/<name>" (a name
+  // "<group>/<member>" is summarised on the log line as the group's min…max). Keep it to a few small device
+  // ops and one host read; no randomness, no collectives. Default: none.
+  virtual std::map<std::string, double> diagnostics() { return {}; }
 
   // Optional plugin-specific state beyond module() tensors to keep in checkpoints.
   virtual nlohmann::json extra_state() const { return nlohmann::json::object(); }

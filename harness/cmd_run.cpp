@@ -5,7 +5,9 @@
 // and evals, so a re-run skips them (--force redoes everything); a finished job whose
 // resolved config has changed since is refused with the differences, never skipped with stale results,
 // and a killed run resumes its training job from the latest checkpoint. `--jobs a,b` runs only those jobs, so
-// one experiment can be spread over processes (one per GPU) or machines sharing the folder. Locks: each job's
+// one experiment can be spread over processes (one per GPU) or machines sharing the folder. With "seeds" N
+// (or --set seeds=N) every job is N runs, <out_dir>/<job> and <out_dir>/<job>_seed<k> (harness/experiment_seeds.h),
+// and each stage below works on runs: a run is what the rest of this comment calls a job. Locks: each job's
 // work holds <out_dir>/.job_<name>.lock (a second process on the same job fails at once); the experiment's
 // <out_dir>/.lock is held for the whole run without --jobs, and with --jobs only while preparing the data
 // (waiting for a holder), so runs of disjoint jobs proceed side by side; their reports take turns under
@@ -24,6 +26,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/experiment_seeds.h"
 #include "harness/experiment_tiers.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
@@ -39,7 +42,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* kUsage = "aobench run EXPERIMENT.json [--set key.path=value]... [--jobs NAME[,NAME]...] [--force]";
+const char* kUsage =
+    "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set key.path=value]... [--jobs NAME[,NAME]...] "
+    "[--force]";
 
 // `aobench prepare` with the arguments of a "prepare" entry (whose keys are that command's options). Every
 // other step calls the library function behind its command (harness/tasks.h), so there is one code path
@@ -139,8 +144,8 @@ int cmd_run(const std::vector<std::string>& args) {
   desc.add_options()("experiment", po::value<std::string>()->required(), "experiment JSON file")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a key of every job (repeatable)")(
       "jobs", po::value<std::vector<std::string>>()->composing(),
-      "run only these jobs (comma-separated or repeated); the report shows every job of the folder, one still "
-      "training elsewhere with its steps so far")(
+      "run only these jobs (comma-separated or repeated; a job names all its seeds, JOB_seedK one); the report "
+      "shows every job of the folder, one still training elsewhere with its steps so far")(
       "force", po::bool_switch(),
       "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)");
   po::positional_options_description pos;
@@ -154,15 +159,18 @@ int cmd_run(const std::vector<std::string>& args) {
 
   json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
+  const int seeds_set = take_seeds_setting(sets);          // --set seeds=N (harness/experiment_seeds.h)
   exp = apply_tier(exp, take_tier_setting(sets), origin);  // --set tier=NAME (harness/experiment_tiers.h)
-  exp = experiment_with_base(exp, origin);                 // "base": out_dir, prepare, common, jobs of another file
+  exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs, seeds of another file
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
-                               "generation", "tier", "findings", "deviations"}
+                               "generation", "tier", "findings", "deviations", "seeds"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
-                        "generation, tier, tiers, findings, deviations");
+                        "generation, tier, tiers, seeds, findings, deviations");
+  const int seeds = experiment_seeds(exp, seeds_set, origin);
+  exp["seeds"] = seeds;
   const json record = experiment_record(exp, origin);  // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
   const json& prepare = section(exp, "prepare", json::value_t::array, origin);
@@ -178,22 +186,31 @@ int cmd_run(const std::vector<std::string>& args) {
                         "every job needs its own name: it is the run directory <out_dir>/<name>");
     job_names.push_back(name);
   }
-  // --jobs: the jobs this invocation works on, in the file's order (all without it).
+  // Every run (job × seed), seed-major; two runs sharing a folder fail here, before any work.
+  const std::vector<SeedRun> runs = seed_runs(job_names, seeds, origin);
+  std::vector<std::string> run_names, seed_run_names;  // all runs; the runs of seeds ≥ 1 (for hints)
+  for (const auto& r : runs) {
+    run_names.push_back(r.name);
+    if (r.seed > 0) seed_run_names.push_back(r.name);
+  }
+  const std::string valid_names =
+      "jobs: " + join_names(job_names) + (seed_run_names.empty() ? "" : "; seed runs: " + join_names(seed_run_names));
+  // --jobs: the runs this invocation works on, in run order (all without it); a job name selects its every seed.
   const bool subset = vm.count("jobs") > 0;
-  std::vector<std::string> selected = job_names;
+  std::vector<std::string> selected = run_names;
   if (subset) {
     std::set<std::string> requested;
     for (const auto& arg : vm["jobs"].as<std::vector<std::string>>())
       for (const auto& name : comma_list(arg)) {
-        if (std::find(job_names.begin(), job_names.end(), name) == job_names.end())
-          throw ConfigError(origin + ": --jobs names '" + name + "', which is no job of this experiment",
-                            "jobs: " + join_names(job_names));
+        const bool is_job = std::find(job_names.begin(), job_names.end(), name) != job_names.end();
+        if (!is_job && std::find(run_names.begin(), run_names.end(), name) == run_names.end())
+          throw ConfigError(origin + ": --jobs names '" + name + "', which is no job of this experiment", valid_names);
         requested.insert(name);
       }
-    if (requested.empty()) throw ConfigError("--jobs names no job", "jobs: " + join_names(job_names));
+    if (requested.empty()) throw ConfigError("--jobs names no job", valid_names);
     selected.clear();
-    for (const auto& name : job_names)
-      if (requested.count(name)) selected.push_back(name);
+    for (const auto& r : runs)
+      if (requested.count(r.job) || requested.count(r.name)) selected.push_back(r.name);
   }
   auto is_selected = [&](const std::string& name) {
     return std::find(selected.begin(), selected.end(), name) != selected.end();
@@ -213,9 +230,9 @@ int cmd_run(const std::vector<std::string>& args) {
   // Progress over the experiment's steps (prepare entries, trainings, evals); the ETA counts only the
   // steps done in this process, not the ones skipped as finished earlier.
   size_t n_steps = prepare.size() + selected.size();
-  for (const auto& name : selected)
+  for (const auto& r : runs)
     for (const auto& mode : modes)
-      if (mode_applies(mode, name)) ++n_steps;
+      if (is_selected(r.name) && mode_applies(mode, r.job)) ++n_steps;
   Progress::Options quiet;  // no lines of its own: the runner prints status() with each step
   quiet.interval_s = 1e300;
   Progress progress("run " + origin, static_cast<int64_t>(n_steps), "steps", quiet);
@@ -237,12 +254,13 @@ int cmd_run(const std::vector<std::string>& args) {
   if (subset) experiment_lock.reset();
 
   // Resolve every job before training any, so a typo in the last job fails in seconds.
-  const std::vector<std::pair<std::string, json>> resolved = resolve_experiment_jobs(exp, sets, origin);
+  const std::vector<SeedRun> resolved =
+      expand_seeds(resolve_experiment_jobs(exp, sets, origin), seeds, out_dir.string(), origin);
 
   // Retraining the genppl judge alone would leave the other jobs' generation perplexities scored by the old one.
   const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";
   if (force && subset && is_selected(judge))
-    for (const auto& name : job_names)
+    for (const auto& name : run_names)
       if (!is_selected(name) && !read_done(out_dir / name).value("generation", json::array()).empty())
         throw ConfigError("--force --jobs retrains " + judge + ", the generation judge, but job " + name +
                               " has generation perplexities scored by it",
@@ -250,7 +268,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   // A job finished with another config than the experiment gives now would be skipped with stale results:
   // refuse, listing the differences, before any job trains.
-  for (const auto& [name, config] : resolved) {
+  for (const auto& [name, job, seed, config] : resolved) {
     if (!is_selected(name)) continue;
     const json done = force ? json::object() : read_done(out_dir / name);
     if (!done.value("train", false)) continue;
@@ -260,7 +278,12 @@ int cmd_run(const std::vector<std::string>& args) {
       continue;
     }
     // Ignored: the words, and how the gradients travelled between GPUs (a knob newer than some DONE.json).
-    const auto changed = config_differences(done["config"], config, {"description", "expected", "train.ddp_bucket_mb"},
+    json finished = done["config"];
+    // A DONE.json from before data.seed: the batches followed train.seed, which the default -1 says too.
+    if (finished.is_object() && finished.contains("data") && finished["data"].is_object() &&
+        !finished["data"].contains("seed") && config.contains("data") && config["data"].value("seed", json()) == -1)
+      finished["data"]["seed"] = -1;
+    const auto changed = config_differences(finished, config, {"description", "expected", "train.ddp_bucket_mb"},
                                             "finished job", "experiment now");
     if (changed.empty()) continue;
     std::string list;
@@ -273,7 +296,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   auto job_lock_path = [&](const std::string& name) { return (out_dir / (".job_" + name + ".lock")).string(); };
   int64_t trained = 0, evaluated = 0;
-  for (const auto& [name, config] : resolved) {
+  for (const auto& [name, job, seed, config] : resolved) {
     if (!is_selected(name)) continue;
     const DirLock job_lock(job_lock_path(name), holder, /*wait=*/false);
     const fs::path job_dir = out_dir / name;
@@ -303,7 +326,7 @@ int cmd_run(const std::vector<std::string>& args) {
     for (const auto& mode : modes) {
       // Optional filters: "jobs" / "datasets" (lists of names) restrict a mode, e.g. ensembles only for
       // any-order jobs on one dataset; every other key is an eval patch.
-      if (!mode_applies(mode, name)) continue;
+      if (!mode_applies(mode, job)) continue;  // a filter naming a job covers its every seed
       EvalTask eval_task;
       eval_task.run_dir = job_dir.string();
       json used = json::object();  // the datasets this mode evaluates: part of what makes an eval "done"
@@ -341,11 +364,12 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << "run: generation skipped: its judge, job " << judge
               << ", is not trained yet; run the same command again once it is\n";
   } else if (exp.contains("generation")) {
-    for (const auto& name : selected) {
-      const DirLock job_lock(job_lock_path(name), holder, /*wait=*/false);
-      const fs::path job_dir = out_dir / name;
+    for (const auto& r : runs) {
+      if (!is_selected(r.name)) continue;
+      const DirLock job_lock(job_lock_path(r.name), holder, /*wait=*/false);
+      const fs::path job_dir = out_dir / r.name;
       json done = read_done(job_dir);
-      run_generation_stages(exp["generation"], name, job_dir.string(), out_dir.string(), done,
+      run_generation_stages(exp["generation"], r.job, r.name, job_dir.string(), out_dir.string(), done,
                             [&] { write_done(job_dir, done); });
     }
   }
@@ -355,9 +379,10 @@ int cmd_run(const std::vector<std::string>& args) {
   // The run's summary: the report's headline table, then what this invocation did.
   const fs::path report = out_dir / "report";
   std::cout << "\n" << render_headline_text(Results::load((report / "results.json").string()));
-  std::cout << "run: done in " << format_duration(progress.elapsed()) << ": " << trained << " trainings, " << evaluated
-            << " evals; " << skipped << " of " << n_steps << " steps finished earlier; report at "
-            << (report / "index.html").string() << "\n";
+  std::cout << "run: done in " << format_duration(progress.elapsed()) << ", runs " << selected.size() << " of "
+            << runs.size() << " (" << job_names.size() << " jobs × " << seeds << " seeds): " << trained
+            << " trainings, " << evaluated << " evals; " << skipped << " of " << n_steps
+            << " steps finished earlier; report at " << (report / "index.html").string() << "\n";
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/safetensors.h"
+#include "harness/experiment_seeds.h"
 #include "reports/verdicts.h"
 
 namespace aobench {
@@ -100,6 +101,13 @@ json experiment_record(const json& experiment, const std::string& origin) {
       throw ConfigError(origin + ": no verdict exists for finding '" + f.get<std::string>() + "'",
                         "findings: " + names);
     }
+  // The run folders the report should find: every job at every seed.
+  const int seeds = experiment_seeds(experiment, 0, origin);
+  std::vector<std::string> jobs;
+  for (const auto& j : experiment.value("jobs", json::array()))
+    if (j.is_object() && j.contains("name") && j["name"].is_string()) jobs.push_back(j["name"].get<std::string>());
+  record["seeds"] = seeds;
+  record["runs"] = seed_runs_record(jobs, seeds);
   return record;
 }
 
@@ -111,6 +119,23 @@ json merge_experiment_records(const json& existing, const json& record) {
   for (const auto& f : record.value("findings", json::array()))
     if (std::find(findings.begin(), findings.end(), f) == findings.end()) findings.push_back(f);
   merged["findings"] = findings;
+  // Expected runs never shrink by a run of the other file: the runs of every job of both, united.
+  json runs = record.value("runs", json::object());
+  const json theirs = existing.value("runs", json::object());
+  if (runs.is_object() && theirs.is_object()) {
+    for (auto it = theirs.begin(); it != theirs.end(); ++it) {
+      if (!it.value().is_array()) continue;
+      json& list = runs[it.key()];
+      if (!list.is_array()) list = json::array();
+      for (const auto& run : it.value())
+        if (std::find(list.begin(), list.end(), run) == list.end()) list.push_back(run);
+    }
+    merged["runs"] = runs;
+    auto seeds = [](const json& r) {
+      return r.contains("seeds") && r["seeds"].is_number_integer() ? r["seeds"] : json(1);
+    };
+    merged["seeds"] = std::max(seeds(existing).get<int64_t>(), seeds(record).get<int64_t>());
+  }
   // "b | a", unless a already lists b (a re-run of one of the files).
   auto join = [&](const char* key) {
     const std::string a = existing.value(key, std::string()), b = record.value(key, std::string());

@@ -26,12 +26,15 @@ std::string take_tier_setting(std::vector<std::string>& sets);
 nlohmann::json apply_tier(const nlohmann::json& experiment, const std::string& tier, const std::string& origin);
 
 // The record `aobench run` leaves in <out_dir>/experiment.json for `aobench report` (reports/verdicts.h):
-// file, tier, description, findings, deviations.
+// file, tier, description, findings, deviations; "seeds" (harness/experiment_seeds.h: the experiment's
+// "seeds", which `aobench run` sets to the one it uses) and "runs" {job: [run folders by seed]}, so the
+// report can tell a missing run from one that was never asked for.
 nlohmann::json experiment_record(const nlohmann::json& experiment, const std::string& origin);
 
 // Two experiment files may share an out_dir ("base": generation_tiny.json reuses paradigms_tiny.json's
 // models), so the record there keeps both: findings united in order, files and descriptions joined, the
-// newer tier and deviations first. A record of the same file replaces the old one. Pure.
+// newer tier and deviations first, the runs of every job united and the larger seeds. A record of the same
+// file replaces the old one. Pure.
 nlohmann::json merge_experiment_records(const nlohmann::json& existing, const nlohmann::json& record);
 // Writes <out_dir>/experiment.json (atomically), merged with a readable record already there.
 void write_experiment_record(const std::string& out_dir, const nlohmann::json& record);

@@ -49,7 +49,7 @@ json experiment_with_base(json exp, const std::string& origin) {
   if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");
   if (base.contains("base"))
     throw ConfigError(base_path + " (the 'base' of " + origin + ") has a 'base' itself", "one level only");
-  for (const char* key : {"out_dir", "prepare", "common", "jobs"})
+  for (const char* key : {"out_dir", "prepare", "common", "jobs", "seeds"})
     if (!exp.contains(key) && base.contains(key)) exp[key] = base[key];
   exp.erase("base");
   return exp;
@@ -87,8 +87,9 @@ void check_generation_section(const json& generation, const std::string& origin)
   }
 }
 
-void run_generation_stages(const json& generation, const std::string& job, const std::string& job_dir,
-                           const std::string& out_dir, json& done, const std::function<void()>& save_done) {
+void run_generation_stages(const json& generation, const std::string& job, const std::string& run,
+                           const std::string& run_dir, const std::string& out_dir, json& done,
+                           const std::function<void()>& save_done) {
   if (generation.contains("jobs") &&
       std::find(generation["jobs"].begin(), generation["jobs"].end(), json(job)) == generation["jobs"].end())
     return;
@@ -98,20 +99,20 @@ void run_generation_stages(const json& generation, const std::string& job, const
     const json patch = setting_patch(generation, setting);
     const std::string key = "sample+genppl " + patch.dump();
     if (in_done(done, key)) {
-      std::cout << "run: job " << job << ": " << key << " done earlier, skipped\n";
+      std::cout << "run: job " << run << ": " << key << " done earlier, skipped\n";
       continue;
     }
     json c = base_config();
     merge_strict(c, {{"sample", patch}}, "generation.settings");
     const SampleConfig o = SampleConfig::from_json(c);
     const std::string samples =
-        (fs::path(job_dir) / "samples" /
+        (fs::path(run_dir) / "samples" /
          (genppl_dataset(o.steps, o.top_p, o.temperature) + "_seed" + std::to_string(o.seed) + ".jsonl"))
             .string();
     // `aobench sample` writes the file atomically: one that exists is complete (a killed genppl re-runs).
     if (!fs::exists(samples)) {
       SampleTask sample;
-      sample.run_dir = job_dir;
+      sample.run_dir = run_dir;
       sample.out = samples;
       add_sets(sample.sets, "sample", patch);
       announce_task("sample", sample);
@@ -119,8 +120,8 @@ void run_generation_stages(const json& generation, const std::string& job, const
     }
     std::string judge = generation["judge"].get<std::string>();
     if (judge.find('/') == std::string::npos && fs::is_directory(fs::path(out_dir) / judge))
-      judge = (fs::path(out_dir) / judge).string();  // a job of this experiment
-    const GenpplTask genppl{samples, judge, job_dir, {}};
+      judge = (fs::path(out_dir) / judge).string();  // a job of this experiment: its seed-0 run
+    const GenpplTask genppl{samples, judge, run_dir, {}};
     announce_task("genppl", genppl);
     run_genppl(genppl);
     done["generation"].push_back(key);
@@ -130,13 +131,13 @@ void run_generation_stages(const json& generation, const std::string& job, const
     json speed = generation["speed"];
     const std::string key = "speed " + speed.dump();
     if (in_done(done, key)) {
-      std::cout << "run: job " << job << ": " << key << " done earlier, skipped\n";
+      std::cout << "run: job " << run << ": " << key << " done earlier, skipped\n";
       return;
     }
     const json sample = speed.contains("sample") ? speed["sample"] : json::object();
     speed.erase("sample");
     SpeedTask task;
-    task.run_dir = job_dir;
+    task.run_dir = run_dir;
     add_sets(task.sets, "speed", speed);
     add_sets(task.sets, "sample", sample);
     announce_task("speed", task);

@@ -14,16 +14,20 @@
 
 namespace aobench {
 
-// Fills out_dir / prepare / common / jobs from the file named by exp["base"] (relative paths as given)
-// when exp lacks them; exp without "base" is returned unchanged. ConfigError names the file.
+// Fills out_dir / prepare / common / jobs / seeds from the file named by exp["base"] (relative paths as
+// given) when exp lacks them, so a generation study finds every seed run of the base's jobs; exp without
+// "base" is returned unchanged. ConfigError names the file.
 nlohmann::json experiment_with_base(nlohmann::json exp, const std::string& origin);
 
 // Checks the "generation" section (called before any training, so typos fail at once).
 void check_generation_section(const nlohmann::json& generation, const std::string& origin);
 
-// Runs the stages of one job that DONE.json (`done["generation"]`) does not list yet (run_sample,
-// run_genppl, run_speed of harness/tasks.h); `save_done` persists `done` after each.
-void run_generation_stages(const nlohmann::json& generation, const std::string& job, const std::string& job_dir,
-                           const std::string& out_dir, nlohmann::json& done, const std::function<void()>& save_done);
+// Runs the stages of one run (`run` in `run_dir`: a seed of `job`, harness/experiment_seeds.h) that DONE.json
+// (`done["generation"]`) does not list yet (run_sample, run_genppl, run_speed of harness/tasks.h); `save_done`
+// persists `done` after each. The "jobs" filter names jobs, so it covers every seed of one; a judge named by
+// job is that job's seed-0 run, <out_dir>/<job>, for every seed: one judge scores the whole comparison.
+void run_generation_stages(const nlohmann::json& generation, const std::string& job, const std::string& run,
+                           const std::string& run_dir, const std::string& out_dir, nlohmann::json& done,
+                           const std::function<void()>& save_done);
 
 }  // namespace aobench

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -40,9 +41,30 @@ TrainLogger::TrainLogger(const RunDir& run, bool main_rank, torch::Device device
 
 double TrainLogger::elapsed_s() const { return std::chrono::duration<double>(Clock::now() - t_start_).count(); }
 
+namespace {
+
+// " | gate_attn 0.00153…0.0134 gate_mlp 0.00149…0.0102": min…max over each group "<group>/<member>" of the
+// diagnostics (a name without '/' is its own group, shown as one value); "" when there are none.
+std::string diagnostics_summary(const std::map<std::string, double>& diagnostics) {
+  std::map<std::string, std::pair<double, double>> groups;  // group → (min, max)
+  for (const auto& [name, v] : diagnostics) {
+    const std::string group = name.substr(0, name.rfind('/'));
+    auto [it, fresh] = groups.emplace(group, std::make_pair(v, v));
+    if (!fresh) it->second = {std::min(it->second.first, v), std::max(it->second.second, v)};
+  }
+  std::string out;
+  for (const auto& [group, range] : groups) {
+    out += (out.empty() ? " | " : " ") + group + " " + format_number("%.3g", range.first);
+    if (range.second != range.first) out += "…" + format_number("%.3g", range.second);
+  }
+  return out;
+}
+
+}  // namespace
+
 void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, int64_t tokens_seen, int64_t nan_skips,
-                       const std::map<std::string, double>& extra) {
-  if (main_rank_ && (step % log_interval_ == 0 || step == max_iters_)) {
+                       const std::map<std::string, double>& extra, const std::map<std::string, double>& diagnostics) {
+  if (logs_step(step)) {
     // tokens_seen counts all ranks (world × per-rank), so tok_s is the summed throughput.
     const double dt = std::chrono::duration<double>(Clock::now() - t_log_).count();
     const double tok_s = dt > 0 ? double(tokens_seen - tokens_at_log_) / dt : 0.0;
@@ -55,6 +77,7 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
          << (std::isfinite(mfu) ? format_number("%.1f%%", 100 * mfu) : std::string("n/a")) << " | mem "
          << format_number("%.1f GiB", mem);
     if (nan_skips) line << " | skipped " << nan_skips;
+    line << diagnostics_summary(diagnostics);
     std::cout << erase() << line.str() << "\n" << std::flush;
     progress_shown_ = false;
     nlohmann::json m = {{"step", step},
@@ -68,6 +91,7 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
                         {"time_s", run_time_s()},
                         {"nan_skips", nan_skips}};
     for (const auto& [k, v] : extra) m["train/" + k] = v;
+    for (const auto& [k, v] : diagnostics) m["diag/" + k] = v;
     run_.append_metrics(m);
     t_log_ = Clock::now();
     tokens_at_log_ = tokens_seen;
@@ -80,10 +104,14 @@ void TrainLogger::step(int64_t step, double loss, double lr, double grad_norm, i
   }
 }
 
-void TrainLogger::val(int64_t step, double loss, const std::string& label) {
+void TrainLogger::val(int64_t step, double loss, double standard_error, const std::string& label) {
   if (!main_rank_ || !std::isfinite(loss)) return;
-  note("step " + std::to_string(step) + " | val loss " + format_number("%.4f", loss) + label);
-  run_.append_metrics({{"step", step}, {"loss/val", loss}});
+  const bool has_se = std::isfinite(standard_error);
+  note("step " + std::to_string(step) + " | val loss " + format_number("%.4f", loss) +
+       (has_se ? " ± " + format_number("%.4f", standard_error) : std::string()) + label);
+  nlohmann::json m = {{"step", step}, {"loss/val", loss}};
+  if (has_se) m["loss/val_se"] = standard_error;
+  run_.append_metrics(m);
 }
 
 void TrainLogger::note(const std::string& line) {

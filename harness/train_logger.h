@@ -1,7 +1,8 @@
 // Implements: what the training loop prints and records: every train.log_interval steps (and the last) a
-// log line and a metrics.jsonl row (loss, lr, grad norm, summed tok/s, MFU, peak memory); in between, on a
-// terminal, one self-overwriting progress line with an ETA; validation losses; notes (skipped batches,
-// time limit) that first clear the progress line. Only the main rank prints or writes.
+// log line and a metrics.jsonl row (loss, lr, grad norm, summed tok/s, MFU, peak memory, the plugin's
+// diagnostics); in between, on a terminal, one self-overwriting progress line with an ETA; validation losses
+// with their standard error; notes (skipped batches, time limit) that first clear the progress line. Only
+// the main rank prints or writes.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -27,11 +28,17 @@ class TrainLogger {
   double elapsed_s() const;                                         // since construction (this segment)
   double run_time_s() const { return time_offset_ + elapsed_s(); }  // resumed segments included
 
-  // After optimizer step `step` (1-based count of steps done), `tokens_seen` over all ranks.
+  // True when step() writes a log line for `step` (main rank, every log_interval and the last): when the
+  // caller should gather the `diagnostics` it passes.
+  bool logs_step(int64_t step) const { return main_rank_ && (step % log_interval_ == 0 || step == max_iters_); }
+  // After optimizer step `step` (1-based count of steps done), `tokens_seen` over all ranks. `extra` (the
+  // loss's metrics) are written as "train/<name>", `diagnostics` (ModelPlugin::diagnostics) as "diag/<name>"
+  // and summarised on the line as min…max per group "<group>/<member>".
   void step(int64_t step, double loss, double lr, double grad_norm, int64_t tokens_seen, int64_t nan_skips,
-            const std::map<std::string, double>& extra);
-  // A finite validation loss: "step N | val loss X<label>" and a metrics row; NaN is ignored.
-  void val(int64_t step, double loss, const std::string& label);
+            const std::map<std::string, double>& extra, const std::map<std::string, double>& diagnostics = {});
+  // A finite validation loss: "step N | val loss X ± SE<label>" and a metrics row {"loss/val", "loss/val_se"}
+  // (SE, the standard error over the evaluation batches, is left out when NaN); a NaN loss is ignored.
+  void val(int64_t step, double loss, double standard_error, const std::string& label);
   // A line of its own (main rank), clearing the progress line first.
   void note(const std::string& line);
   // Clears the progress line, if one is shown.

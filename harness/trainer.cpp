@@ -32,6 +32,7 @@
 #include "harness/run_record.h"
 #include "harness/train_graph.h"
 #include "harness/train_logger.h"
+#include "metrics/unigram.h"
 
 namespace aobench {
 namespace {
@@ -155,6 +156,22 @@ std::pair<double, int64_t> best_logged_val(const std::string& metrics_path) {
   return best;
 }
 
+// True when metrics.jsonl has a line with `key` (a resumed run keeps its step-0 lines).
+bool metrics_have_key(const std::string& metrics_path, const std::string& key) {
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains(key)) return true;
+  }
+  return false;
+}
+
+// A validation loss: the mean over every rank's evaluation batches and its standard error over them.
+struct ValLoss {
+  double mean = std::nan("");
+  double standard_error = std::nan("");  // unbiased sd / √n over the n batch losses; NaN when n < 2
+};
+
 // One optimizer step as the host sees it: the loss (rank mean), the pre-clip gradient norm, plugin metrics.
 struct StepStats {
   double loss = 0, grad_norm = 0;
@@ -192,7 +209,8 @@ class Trainer {
   void zero_grad();  // set to none (the optimizer's, or the data-parallel buckets', which also reset their
                      // counts), or nothing once a graph's replays overwrite the gradients
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
-  double validate();
+  void log_unigram_level();
+  ValLoss validate();
   std::string checkpoint(double elapsed);
   bool stop_requested(TrainLogger& log);
   torch::nn::Module& net() { return model_->module(); }
@@ -267,6 +285,7 @@ Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow
     if (dp_.active())
       std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), "
                 << B_ * T_ * hp_.gradient_accumulation_steps << " tokens per rank per step\n";
+    log_unigram_level();
   }
 }
 
@@ -319,7 +338,22 @@ void Trainer::open_data() {
   };
   train_file_ = open_checked(data_.train, "data.train");
   val_file_ = data_.val.empty() ? nullptr : open_checked(data_.val, "data.val");
-  sampler_ = std::make_unique<BatchSampler>(train_file_, T_, hp_.seed, dist_.rank, dist_.world);
+  // data.seed ≥ 0 decouples the batches from train.seed (init, orders); -1 keeps the runs made before it.
+  const uint64_t data_seed = data_.seed >= 0 ? uint64_t(data_.seed) : hp_.seed;
+  sampler_ = std::make_unique<BatchSampler>(train_file_, T_, data_seed, dist_.rank, dist_.world);
+}
+
+// The loss of a model that knows token frequencies and no context (metrics/unigram.h: add-one unigram of at most
+// the first 2^28 tokens of data.train, every token of the whole T-token windows of data.val, or of data.train
+// without one, scored): the plateau an any-order model sits at first. Main rank, before step 1; printed at every
+// start, written once per run as the metrics line {"step": 0, "unigram/nats": X}.
+void Trainer::log_unigram_level() {
+  const UnigramLevel u = unigram_level(*train_file_, val_file_ ? *val_file_ : *train_file_, T_, model_->vocab_size());
+  std::cout << "unigram level: " << format_number("%.3f", u.nats) << " nats/token (add-one unigram of data.train"
+            << " scored on " << (val_file_ ? "data.val" : "data.train") << "; " << u.train_tokens_counted
+            << " tokens counted, " << u.val_tokens_scored << " scored, at most 2^28 of each file)\n";
+  if (std::isfinite(u.nats) && !metrics_have_key(run_->metrics_path(), "unigram/nats"))
+    run_->append_metrics({{"step", 0}, {"unigram/nats", u.nats}});
 }
 
 // AdamW with decay / no-decay groups, one fused multi-tensor update per group (harness/optim.h); EMA weights.
@@ -563,24 +597,34 @@ void Trainer::apply_nan_policy(const StepStats& s, TrainLogger& log) {
 }
 
 // Validation loss on fixed batches (fixed-seed sampler and order generator), EMA weights when present;
-// averaged over ranks, each of which scored its own shard.
-double Trainer::validate() {
-  if (!val_file_ || hp_.eval_iters == 0) return std::nan("");
+// averaged over ranks, each of which scored its own shard. Its standard error treats the eval_iters × world
+// batch losses of all ranks as one sample: each rank sums its squared deviations from the global mean.
+ValLoss Trainer::validate() {
+  if (!val_file_ || hp_.eval_iters == 0) return {};
   torch::NoGradGuard no_grad;
   net().eval();
   if (ema_) ema_->swap_in();
   BatchSampler vs(val_file_, T_, kEvalSeed, dist_.rank, dist_.world);
   at::Generator vg = at::make_generator<at::CPUGeneratorImpl>(kEvalSeed);
   double sum = 0;
+  std::vector<double> batch_losses;
   for (int64_t i = 0; i < hp_.eval_iters; ++i) {
     TrainBatch batch = draw_batch(vs, vg);
     AutocastScope ac(bf16_);
-    sum += model_->loss(batch, vg).loss.item<double>();
+    batch_losses.push_back(model_->loss(batch, vg).loss.item<double>());
+    sum += batch_losses.back();
   }
   if (ema_) ema_->swap_out();
   net().train();
   const double local = sum / double(hp_.eval_iters);
-  return dp_.active() ? dp_.average({local})[0] : local;
+  ValLoss v;
+  v.mean = dp_.active() ? dp_.average({local})[0] : local;
+  double squares = 0;  // Σ (loss − mean)² over this rank's batches
+  for (double x : batch_losses) squares += (x - v.mean) * (x - v.mean);
+  if (dp_.active()) squares = dp_.average({squares})[0] * dist_.world;
+  const double n = double(hp_.eval_iters) * dist_.world;
+  if (n >= 2) v.standard_error = std::sqrt(squares / (n - 1) / n);
+  return v;
 }
 
 // Writes checkpoints/step_<step> (collective when data parallel: rank 0 gathers every rank's RNG streams).
@@ -665,11 +709,14 @@ TrainSummary Trainer::run() {
     ++step_;
     tokens_seen_ += tokens_per_step;
     summary.final_train_loss = s.loss;
-    log.step(step_, s.loss, lr, s.grad_norm, tokens_seen_, nan_skips_, s.extra);
+    // The plugin's diagnostics (e.g. ao_gpt's adaLN gates) on logged steps only, after the step's host read.
+    const auto diagnostics = log.logs_step(step_) ? model_->diagnostics() : std::map<std::string, double>{};
+    log.step(step_, s.loss, lr, s.grad_norm, tokens_seen_, nan_skips_, s.extra, diagnostics);
     if (hp_.eval_interval > 0 && step_ % hp_.eval_interval == 0 && val_file_) {
-      record_val(validate());
+      const ValLoss val = validate();
+      record_val(val.mean);
       last_eval_step = step_;
-      log.val(step_, summary.final_val_loss, ema_ ? " (EMA weights)" : "");
+      log.val(step_, val.mean, val.standard_error, ema_ ? " (EMA weights)" : "");
     }
     if (hp_.checkpoint_interval > 0 && step_ % hp_.checkpoint_interval == 0) {
       checkpoint(log.run_time_s());
@@ -681,8 +728,9 @@ TrainSummary Trainer::run() {
 
   const bool interrupted = dp_.active() ? stop_signal_ : g_signal != 0;
   if (!interrupted && val_file_ && hp_.eval_interval > 0 && last_eval_step != step_ && step_ > 0) {
-    record_val(validate());
-    log.val(step_, summary.final_val_loss, "");
+    const ValLoss val = validate();
+    record_val(val.mean);
+    log.val(step_, val.mean, val.standard_error, "");
   }
   std::string ckpt_dir = run_->path() + "/checkpoints/step_" + std::to_string(step_);
   if (last_ckpt_step != step_) ckpt_dir = checkpoint(log.run_time_s());

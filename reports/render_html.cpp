@@ -1,14 +1,14 @@
 // Implements: the self-contained report page (index.html: inline CSS, every metric table, the loss plots,
 // links to the MD/CSV/TeX/JSON renderings and the context block) and write_report, which writes every
-// rendering of one Results into a report directory.
-#include <cmath>
-#include <cstdio>
+// rendering of one Results into a report directory. Its tables pool replicate groups as summary.md does (one row
+// "<job> (n seeds)", mean ± sd over seeds: PooledCell in results.h).
 #include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
 
 #include "core/safetensors.h"
+#include "reports/replicates.h"
 #include "reports/results.h"
 #include "reports/verdicts.h"
 
@@ -40,16 +40,6 @@ std::string esc(const std::string& s) {
   return out;
 }
 
-std::string fmt(double v) {
-  if (!std::isfinite(v)) return "nan";
-  char buf[64];
-  if (std::abs(v) >= 1e4)
-    std::snprintf(buf, sizeof(buf), "%.0f", v);
-  else
-    std::snprintf(buf, sizeof(buf), "%.4g", v);
-  return buf;
-}
-
 }  // namespace
 
 std::string render_html(const Results& r, const std::vector<std::string>& images) {
@@ -62,29 +52,26 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     << "code{background:#f6f6f6;padding:1px 4px}</style></head><body>\n<h1>aobench report</h1>\n";
   h << "<p>Downloads: <a href=\"summary.md\">summary.md</a> · <a href=\"results.csv\">results.csv</a> · "
     << "<a href=\"results.tex\">results.tex</a> · <a href=\"results.json\">results.json</a></p>\n";
-  const Headline head = headline_table(r);
+  const PooledHeadline pooled = pooled_headline(r);
+  const Headline& head = pooled.table;
   if (!head.rows.empty()) {
     h << "<h2>Headline: perplexity <small>(lower is better; ≤ marks an upper bound)</small></h2>\n"
       << "<table><tr><th>run</th><th>protocol</th><th>windows</th>";
     for (const auto& d : head.datasets) h << "<th>" << esc(d.empty() ? "-" : d) << "</th>";
     h << "</tr>\n";
-    for (const auto& row : head.rows) {
+    for (size_t i = 0; i < head.rows.size(); ++i) {
+      const HeadlineRow& row = head.rows[i];
       h << "<tr><td>" << esc(row.label()) << "</td><td>" << esc(row.protocol) << "</td><td>" << esc(row.windows)
         << "</td>";
       for (const auto& d : head.datasets) {
-        auto it = row.cells.find(d);
-        h << "<td class=num>";
-        if (it != row.cells.end()) {
-          const MetricValue& m = *it->second;
-          h << (m.is_bound ? "≤ " : "") << fmt(m.value);
-          if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) h << " ± " << fmt(*m.stderr_);
-        }
-        h << "</td>";
+        auto it = pooled.cells[i].find(d);
+        h << "<td class=num>" << (it == pooled.cells[i].end() ? "" : esc(it->second.text("≤ ", " ± "))) << "</td>";
       }
       h << "</tr>\n";
     }
     h << "</table>\n<ul class=proto>";
     if (!head.shared_details.empty()) h << "<li>All rows: " << esc(head.shared_details) << "</li>";
+    if (pooled.any_group) h << "<li>The " << esc(kSeedsNote) << "</li>";
     for (const auto& row : head.rows)
       if (head.shared_details.empty() && !row.details.empty())
         h << "<li>" << esc(row.run) << ": " << esc(row.details) << "</li>";
@@ -110,30 +97,34 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
       if (!m.protocol.empty()) fam_protocols[metric].insert((d.empty() ? "" : d + ": ") + m.protocol);
       fam_higher[metric] = m.higher_is_better;
     }
+  const auto groups = replicate_groups(r);
   for (const auto& [metric, datasets] : fam_datasets) {
     h << "<h2>" << esc(metric) << " <small>(" << (fam_higher[metric] ? "higher" : "lower")
       << " is better)</small></h2>\n<table><tr><th>run</th>";
     for (const auto& d : datasets) h << "<th>" << esc(d.empty() ? "-" : d) << "</th>";
     h << "</tr>\n";
-    for (const auto& [name, run] : r.runs) {
+    // One row per replicate group, as in summary.md (a group of ≥ 2 seeds: mean ± sd over them).
+    std::vector<std::string> notes;
+    bool pooled_rows = false;
+    for (const RunGroup& g : groups) {
       std::ostringstream row;
       bool any = false;
-      row << "<tr><td>" << esc(name) << "</td>";
+      row << "<tr><td>" << esc(seeds_label(g)) << "</td>";
       for (const auto& d : datasets) {
-        auto it = run.metrics.find(d.empty() ? metric : d + "/" + metric);
-        row << "<td class=num>";
-        if (it != run.metrics.end()) {
-          any = true;
-          const MetricValue& m = it->second;
-          row << (m.is_bound ? "≤ " : "") << fmt(m.value);
-          if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) row << " ± " << fmt(*m.stderr_);
-        }
-        row << "</td>";
+        std::string note;
+        const PooledCell c = pooled_cell(g, d.empty() ? metric : d + "/" + metric, &note);
+        any |= c.have > 0;
+        row << "<td class=num>" << esc(c.text("≤ ", " ± ")) << "</td>";
+        if (!note.empty()) notes.push_back(note);
       }
-      if (any) h << row.str() << "</tr>\n";
+      if (!any) continue;
+      pooled_rows |= g.runs.size() >= 2;
+      h << row.str() << "</tr>\n";
     }
     h << "</table>\n<ul class=proto>";
     for (const auto& p : fam_protocols[metric]) h << "<li>" << esc(p) << "</li>";
+    if (pooled_rows) h << "<li>" << esc(kSeedsNote) << "</li>";
+    for (const auto& n : notes) h << "<li>" << esc(n) << "</li>";
     h << "</ul>\n";
   }
   if (!images.empty()) {

@@ -3,7 +3,8 @@
 // then runs gnuplot (an argument vector, no shell: core/subprocess.h) for a PNG (pngcairo) and an SVG; likewise
 // gen_speed (generation time vs steps, log-log). Plotting is optional: a missing or failing gnuplot prints a
 // warning and the report goes on without images. The paper's figures: loss_val_tokens (validation loss against
-// tokens seen) and ppl_vs_m (perplexity against ensemble size M).
+// tokens seen) and ppl_vs_m (perplexity against ensemble size M). In the validation-loss figures a replicate group
+// (reports/replicates.h: one job under ≥ 2 seeds) is its mean line over a shaded ± 1 sd band of the same colour.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <tuple>
 
 #include "core/subprocess.h"
+#include "reports/replicates.h"
 #include "reports/results.h"
 
 namespace aobench {
@@ -32,6 +34,74 @@ std::string gp_quote(const std::string& s) {
       out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
   }
   return out + "'";
+}
+
+// One data block of <name>.dat as a plot entry: a run's line, or a group's mean line with its band (columns step,
+// mean, sd).
+struct PlotEntry {
+  std::string title;
+  bool band = false;
+};
+
+// The plot command over every block of <name>.dat. A band is drawn first, 20 % opaque and without a border, then its
+// mean line; both take the entry's colour (lc), which every entry then names, since an area would take a colour of
+// the automatic sequence. Without bands the command is the one of single runs, no colour named.
+std::string plot_command(const std::string& name, const std::vector<PlotEntry>& entries, const std::string& style) {
+  const bool banded = std::any_of(entries.begin(), entries.end(), [](const PlotEntry& e) { return e.band; });
+  std::string plot = "plot ";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string src = std::string("\"") + name + ".dat\" index " + std::to_string(i);
+    const std::string lc = banded ? " lc " + std::to_string(i + 1) : "";
+    if (i) plot += ", ";
+    if (entries[i].band)
+      plot += src + " using 1:($2-$3):($2+$3) with filledcurves fs transparent solid 0.2 noborder" + lc + " notitle, " +
+              src + " using 1:2";
+    else
+      plot += src;
+    plot += " with " + style + lc + " title " + gp_quote(entries[i].title);
+  }
+  return plot;
+}
+
+// The legend of a band says "±": UTF-8, declared only then (single-run scripts stay as they were).
+std::string encoding(const std::vector<PlotEntry>& entries) {
+  const bool banded = std::any_of(entries.begin(), entries.end(), [](const PlotEntry& e) { return e.band; });
+  return banded ? "set encoding utf8\n" : "";
+}
+
+// "gpt (3 seeds, ± sd)": the legend of a band.
+std::string band_title(const RunGroup& g) { return g.name + " (" + std::to_string(g.runs.size()) + " seeds, ± sd)"; }
+
+// The validation-loss blocks of `r` into `dat`, x = step × x_per_step(run): one per run, a group of ≥ 2 seeds as its
+// mean and sd (val_loss_band) when its members share steps. x_per_step ≤ 0 leaves a run out.
+template <class XPerStep>
+std::vector<PlotEntry> val_loss_blocks(const Results& r, std::ostream& dat, const std::string& what,
+                                       XPerStep x_per_step) {
+  std::vector<PlotEntry> entries;
+  for (const RunGroup& g : replicate_groups(r)) {
+    double per_step = 0;  // the group's: tokens/steps of a member (seeds train alike)
+    for (const RunResults* m : g.members) per_step = per_step > 0 ? per_step : x_per_step(*m);
+    const auto band = g.runs.size() >= 2 && per_step > 0 ? val_loss_band(g) : std::vector<BandPoint>{};
+    if (!band.empty()) {
+      dat << "# " << seeds_label(g) << ": " << what << ", mean and sd of the validation loss over seeds\n";
+      for (const auto& p : band) dat << p.step * per_step << " " << p.mean << " " << p.sd << "\n";
+      dat << "\n\n";
+      entries.push_back({band_title(g), true});
+      continue;
+    }
+    // A lone run, or seeds without a common step: a line per run.
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      const RunResults& rr = *g.members[i];
+      auto it = rr.curves.find("loss/val");
+      const double x = x_per_step(rr);
+      if (it == rr.curves.end() || it->second.empty() || !(x > 0)) continue;
+      dat << "# " << g.runs[i] << (what == "step" ? "" : ": " + what + ", validation loss") << "\n";
+      for (const auto& [step, v] : it->second) dat << step * x << " " << v << "\n";
+      dat << "\n\n";  // gnuplot: a new data block (index) per run
+      entries.push_back({g.runs[i], false});
+    }
+  }
+  return entries;
 }
 
 // Runs `gnuplot <name>.gp` in out_dir (when present) and lists the PNG/SVG that exist afterwards.
@@ -89,13 +159,10 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
 // Writes <name>.gp drawing every data block of <name>.dat (one per run in `runs`) as PNG and SVG, then runs
 // gnuplot. `setup` holds the axis lines.
 void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& setup,
-                      const std::vector<std::string>& runs, bool have_gnuplot, std::vector<std::string>& images) {
+                      const std::vector<PlotEntry>& entries, bool have_gnuplot, std::vector<std::string>& images) {
   std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
   gp << "# regenerate: gnuplot " << name << ".gp\nset termoption noenhanced\n" << setup << "set grid\n";
-  std::string plot = "plot ";
-  for (size_t i = 0; i < runs.size(); ++i)
-    plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
-            " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
+  const std::string plot = plot_command(name, entries, "linespoints lw 2 pt 7 ps 0.6");
   gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
      << plot << "\n"
      << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
@@ -109,17 +176,10 @@ void write_block_plot(const std::string& out_dir, const std::string& name, const
 // the run's tokens / steps, so runs of different batch or context line up by data seen).
 void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
   const std::string name = "loss_val_tokens";
-  std::vector<std::string> runs;
   std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
-  for (const auto& [run, rr] : r.runs) {
-    auto it = rr.curves.find("loss/val");
-    if (it == rr.curves.end() || it->second.empty() || rr.steps <= 0 || rr.tokens <= 0) continue;
-    const double per_step = double(rr.tokens) / double(rr.steps);
-    dat << "# " << run << ": tokens seen, validation loss\n";
-    for (const auto& [step, v] : it->second) dat << step * per_step << " " << v << "\n";
-    dat << "\n\n";
-    runs.push_back(run);
-  }
+  const auto runs = val_loss_blocks(r, dat, "tokens seen", [](const RunResults& rr) {
+    return rr.steps > 0 && rr.tokens > 0 ? double(rr.tokens) / double(rr.steps) : 0.0;
+  });
   dat.close();
   if (runs.empty()) {
     fs::remove(fs::path(out_dir) / (name + ".dat"));
@@ -127,7 +187,8 @@ void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot
   }
   write_block_plot(out_dir, name,
                    "set xlabel \"tokens seen\"\nset ylabel \"validation loss (nats/token)\"\n"
-                   "set format x \"%.1s%c\"\nset key top right\n",
+                   "set format x \"%.1s%c\"\nset key top right\n" +
+                       encoding(runs),
                    runs, have_gnuplot, images);
 }
 
@@ -135,7 +196,7 @@ void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot
 // "<dataset>/ppl_m<M>" metrics of `aobench eval` in ensemble mode (position-subsampled ones excluded).
 void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
   const std::string name = "ppl_vs_m";
-  std::vector<std::string> lines;
+  std::vector<PlotEntry> lines;
   std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
   for (const auto& [run, rr] : r.runs) {
     std::map<std::string, std::map<int, double>> by_dataset;
@@ -148,7 +209,7 @@ void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnupl
       dat << "# " << run << " " << dataset << ": M, perplexity\n";
       for (const auto& [m, v] : points) dat << m << " " << v << "\n";
       dat << "\n\n";
-      lines.push_back(run + " " + dataset);
+      lines.push_back({run + " " + dataset});
     }
   }
   dat.close();
@@ -174,26 +235,27 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
                                                                                      {"loss/train", "training loss"}}) {
     std::string name = curve;
     name[name.find('/')] = '_';
-    std::vector<std::string> runs;
+    std::vector<PlotEntry> runs;
     std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
-    for (const auto& [run, rr] : r.runs) {
-      auto it = rr.curves.find(curve);
-      if (it == rr.curves.end() || it->second.empty()) continue;
-      dat << "# " << run << "\n";
-      for (const auto& [step, v] : it->second) dat << step << " " << v << "\n";
-      dat << "\n\n";  // gnuplot: a new data block (index) per run
-      runs.push_back(run);
-    }
+    if (curve == "loss/val")  // replicate groups as bands
+      runs = val_loss_blocks(r, dat, "step", [](const RunResults&) { return 1.0; });
+    else
+      for (const auto& [run, rr] : r.runs) {
+        auto it = rr.curves.find(curve);
+        if (it == rr.curves.end() || it->second.empty()) continue;
+        dat << "# " << run << "\n";
+        for (const auto& [step, v] : it->second) dat << step << " " << v << "\n";
+        dat << "\n\n";  // gnuplot: a new data block (index) per run
+        runs.push_back({run});
+      }
     dat.close();
     if (runs.empty()) continue;
     std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
     gp << "# " << title << " vs step, one line per run (regenerate: gnuplot " << name << ".gp)\n"
        << "set termoption noenhanced\nset xlabel \"step\"\nset ylabel \"" << title << " (nats/token)\"\n"
-       << "set key top right\nset grid\n";
-    std::string plot = "plot ";
-    for (size_t i = 0; i < runs.size(); ++i)
-      plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
-              " with linespoints lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
+       << "set key top right\n"
+       << encoding(runs) << "set grid\n";
+    const std::string plot = plot_command(name, runs, "linespoints lw 2 pt 7 ps 0.6");
     gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
        << plot << "\n"
        << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"

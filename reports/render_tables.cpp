@@ -1,16 +1,21 @@
 // Implements: the text renderers of the results schema (one schema, many
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
 // table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
+// Replicates (reports/replicates.h): the seeds of one job are ONE row, "<job> (n seeds)", cells mean ± sd over
+// seeds (PooledCell); the run tables list every run. The CSV keeps one row per run and metric and adds, after
+// them, one row per group and metric: run "<job> (n seeds)", value = mean, stderr = sd/√n over the seeds.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "core/config.h"
 #include "metrics/conditionals.h"
+#include "reports/replicates.h"
 #include "reports/results.h"
 
 namespace aobench {
@@ -72,13 +77,6 @@ std::map<std::string, Family> families(const Results& r) {
 const MetricValue* find_metric(const RunResults& run, const std::string& dataset, const std::string& metric) {
   auto it = run.metrics.find(dataset.empty() ? metric : dataset + "/" + metric);
   return it == run.metrics.end() ? nullptr : &it->second;
-}
-
-// "≤ 23.41 ± 0.12" (the bound mark and the stderr only when they apply).
-std::string cell(const MetricValue& m, const std::string& le, const std::string& pm) {
-  std::string s = (m.is_bound ? le : "") + fmt(m.value);
-  if (m.stderr_ && std::isfinite(*m.stderr_) && *m.stderr_ > 0) s += pm + fmt(*m.stderr_);
-  return s;
 }
 
 std::string csv_field(const std::string& s) {
@@ -160,6 +158,82 @@ std::string joined(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
+// A row's cell from its members' values in member order (nullptr: that member lacks the metric).
+PooledCell pool(const std::vector<const MetricValue*>& values) {
+  PooledCell c;
+  c.of = static_cast<int>(values.size());
+  std::vector<double> xs;
+  const MetricValue* one = nullptr;
+  for (const MetricValue* v : values) {
+    // A seed that diverged (NaN) counts as missing; a lone run's value is shown whatever it is, as before.
+    if (!v || (values.size() > 1 && !std::isfinite(v->value))) continue;
+    xs.push_back(v->value);
+    c.is_bound |= v->is_bound;
+    one = v;
+  }
+  c.have = static_cast<int>(xs.size());
+  if (xs.size() == 1) {  // one value: its own measurement error
+    c.value = one->value;
+    if (one->stderr_ && std::isfinite(*one->stderr_) && *one->stderr_ > 0) c.pm = *one->stderr_;
+  } else if (xs.size() >= 2) {
+    const Estimate e = estimate_over_replicates(xs, {});
+    c.value = e.mean;
+    c.pm = e.sd;
+  }
+  return c;
+}
+
+// The footnote of a cell some seeds lack: which, and what the cell shows instead; "" when every seed has it.
+std::string missing_note(const RunGroup& g, const std::vector<const MetricValue*>& values, const PooledCell& c,
+                         const std::string& what) {
+  if (c.have == 0 || c.have == c.of) return "";
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!values[i] || !std::isfinite(values[i]->value)) missing.push_back(g.runs[i]);
+  return seeds_label(g) + ", " + what + ": " + std::to_string(c.have) + "/" + std::to_string(c.of) +
+         " seeds, no value from " + joined(missing, ", ") + "; the cell is " +
+         (c.have >= 2 ? "the mean ± sd over the others" : "the one seed's value ± its evaluation stderr");
+}
+
+// A metric table's row for group `g`, one cell per (dataset, metric) column; footnotes of marked cells go to
+// `notes`. `any`: some cell has a value (rows without one are left out).
+std::vector<PooledCell> table_row(const RunGroup& g, const std::vector<std::pair<std::string, std::string>>& columns,
+                                  std::vector<std::string>& notes, bool& any) {
+  std::vector<PooledCell> cells;
+  any = false;
+  for (const auto& [dataset, metric] : columns) {
+    std::string note;
+    cells.push_back(pooled_cell(g, dataset.empty() ? metric : dataset + "/" + metric, &note));
+    any |= cells.back().have > 0;
+    if (!note.empty()) notes.push_back(note);
+  }
+  return cells;
+}
+
+// A Markdown metric table's rows, one per group with a value; true when one of them pools ≥ 2 seeds.
+bool markdown_rows(std::ostream& md, const std::vector<RunGroup>& groups,
+                   const std::vector<std::pair<std::string, std::string>>& columns, std::vector<std::string>& notes) {
+  bool pooled = false;
+  for (const RunGroup& g : groups) {
+    bool any = false;
+    const auto cells = table_row(g, columns, notes, any);
+    if (!any) continue;
+    pooled |= g.runs.size() >= 2;
+    md << "| " << seeds_label(g) << " |";
+    for (const auto& c : cells) md << " " << c.text("≤ ", " ± ") << " |";
+    md << "\n";
+  }
+  return pooled;
+}
+
+// The columns of one family's table: its datasets, one metric.
+std::vector<std::pair<std::string, std::string>> columns_of(const std::vector<std::string>& datasets,
+                                                            const std::string& metric) {
+  std::vector<std::pair<std::string, std::string>> cols;
+  for (const auto& d : datasets) cols.emplace_back(d, metric);
+  return cols;
+}
+
 }  // namespace
 
 std::string flops_text(double flops) {
@@ -169,6 +243,28 @@ std::string flops_text(double flops) {
   return buf;
 }
 
+std::string PooledCell::text(const std::string& le, const std::string& pm_mark) const {
+  if (have == 0) return "";
+  std::string s = (is_bound ? le : "") + fmt(value);
+  if (pm) s += pm_mark + fmt(*pm);
+  if (have < of) s += " (" + std::to_string(have) + "/" + std::to_string(of) + " seeds)";
+  return s;
+}
+
+std::string seeds_label(const RunGroup& g) {
+  // A lone run keeps its name, so results without seeds render as they did before.
+  return g.runs.size() < 2 ? g.name : g.name + " (" + std::to_string(g.runs.size()) + " seeds)";
+}
+
+PooledCell pooled_cell(const RunGroup& g, const std::string& key, std::string* note) {
+  const auto [dataset, metric] = split_metric_key(key);
+  std::vector<const MetricValue*> values;
+  for (const RunResults* m : g.members) values.push_back(find_metric(*m, dataset, metric));
+  const PooledCell c = pool(values);
+  if (note) *note = missing_note(g, values, c, key);
+  return c;
+}
+
 std::string HeadlineRow::label() const {
   if (notes.empty()) return run;
   std::vector<std::string> nums;
@@ -176,84 +272,152 @@ std::string HeadlineRow::label() const {
   return run + " [" + joined(nums, ", ") + "]";
 }
 
+namespace {
+
+// One run's headline row with its notes numbered from `next_note` and naming the run as `name`; nullopt when the
+// run has no perplexity.
+std::optional<HeadlineRow> headline_row(const std::string& name, const RunResults& run, int& next_note) {
+  int64_t max_k = 0;  // any-order: the largest K evaluated
+  for (const auto& [key, m] : run.metrics)
+    if (m.params.family == "ppl" && m.params.mode == kAnyOrder.mode) max_k = std::max(max_k, m.params.orders);
+  auto measures = [&](const MetricParams& p, const PerplexityKind* kind) {
+    return p.family == "ppl" && p.mode == kind->mode && (kind != &kAnyOrder || p.orders == max_k);
+  };
+  std::vector<const PerplexityKind*> prefs = {&kL2R, &kAnyOrder, &kElbo};
+  if (run.paradigm == "any_order") prefs = {&kAnyOrder, &kL2R, &kElbo};
+  if (run.paradigm == "masked_diffusion_encoder") prefs = {&kElbo, &kAnyOrder, &kL2R};
+  const PerplexityKind* chosen = nullptr;
+  std::string chosen_metric;
+  for (const PerplexityKind* kind : prefs) {
+    for (const auto& [key, m] : run.metrics)
+      if (measures(m.params, kind)) {
+        chosen = kind;
+        chosen_metric = split_metric_key(key).second;
+        break;
+      }
+    if (chosen) break;
+  }
+  if (!chosen) return std::nullopt;  // no perplexity evaluated: not in the headline
+  HeadlineRow row;
+  row.run = name;
+  row.metric = chosen_metric;
+  std::map<std::string, std::string> protocols;  // dataset → protocol without per-dataset parts
+  std::vector<std::string> windows;
+  bool subset = false;
+  for (const auto& [key, m] : run.metrics) {
+    if (!measures(m.params, chosen)) continue;
+    const std::string dataset = split_metric_key(key).first;
+    row.cells[dataset] = &m;
+    std::vector<std::string> kept;
+    std::string sub;
+    for (const auto& part : split_protocol(m.protocol)) {
+      if (!window_subset(part).empty())
+        sub = window_subset(part);
+      else if (part.rfind("bytes pro-rated", 0) != 0)
+        kept.push_back(part);
+    }
+    protocols[dataset] = joined(kept, "; ");
+    subset |= !sub.empty();
+    windows.push_back((dataset.empty() ? "" : dataset + " ") + (sub.empty() ? std::to_string(m.n) + " (all)" : sub));
+  }
+  const auto parts = split_protocol(protocols.begin()->second);
+  row.protocol = parts.empty() ? "" : parts.front();
+  row.details = parts.size() > 1 ? joined({parts.begin() + 1, parts.end()}, "; ") : "";
+  row.windows = subset ? "subset" : "all";
+  if (chosen != prefs.front())
+    row.notes.emplace_back(next_note++, name + " (" + run.paradigm + "): no " + prefs.front()->name +
+                                            " evaluated; the row shows " + row.metric);
+  if (subset) row.notes.emplace_back(next_note++, name + ": windows evaluated: " + joined(windows, ", "));
+  for (const auto& [dataset, p] : protocols)
+    if (p != protocols.begin()->second) row.notes.emplace_back(next_note++, name + " on " + dataset + ": " + p);
+  return row;
+}
+
+// The rows' shared details: printed once when every row agrees.
+void share_details(Headline& h) {
+  if (!h.rows.empty() && std::all_of(h.rows.begin(), h.rows.end(),
+                                     [&](const HeadlineRow& row) { return row.details == h.rows[0].details; }))
+    h.shared_details = h.rows[0].details;
+}
+
+}  // namespace
+
 Headline headline_table(const Results& r) {
   Headline h;
   std::set<std::string> datasets;
   int next_note = 1;
   for (const auto& [name, run] : r.runs) {
-    int64_t max_k = 0;  // any-order: the largest K evaluated
-    for (const auto& [key, m] : run.metrics)
-      if (m.params.family == "ppl" && m.params.mode == kAnyOrder.mode) max_k = std::max(max_k, m.params.orders);
-    auto measures = [&](const MetricParams& p, const PerplexityKind* kind) {
-      return p.family == "ppl" && p.mode == kind->mode && (kind != &kAnyOrder || p.orders == max_k);
-    };
-    std::vector<const PerplexityKind*> prefs = {&kL2R, &kAnyOrder, &kElbo};
-    if (run.paradigm == "any_order") prefs = {&kAnyOrder, &kL2R, &kElbo};
-    if (run.paradigm == "masked_diffusion_encoder") prefs = {&kElbo, &kAnyOrder, &kL2R};
-    const PerplexityKind* chosen = nullptr;
-    std::string chosen_metric;
-    for (const PerplexityKind* kind : prefs) {
-      for (const auto& [key, m] : run.metrics)
-        if (measures(m.params, kind)) {
-          chosen = kind;
-          chosen_metric = split_metric_key(key).second;
-          break;
-        }
-      if (chosen) break;
-    }
-    if (!chosen) continue;  // no perplexity evaluated: not in the headline
-    HeadlineRow row;
-    row.run = name;
-    row.metric = chosen_metric;
-    std::map<std::string, std::string> protocols;  // dataset → protocol without per-dataset parts
-    std::vector<std::string> windows;
-    bool subset = false;
-    for (const auto& [key, m] : run.metrics) {
-      if (!measures(m.params, chosen)) continue;
-      const std::string dataset = split_metric_key(key).first;
-      row.cells[dataset] = &m;
-      datasets.insert(dataset);
-      std::vector<std::string> kept;
-      std::string sub;
-      for (const auto& part : split_protocol(m.protocol)) {
-        if (!window_subset(part).empty())
-          sub = window_subset(part);
-        else if (part.rfind("bytes pro-rated", 0) != 0)
-          kept.push_back(part);
-      }
-      protocols[dataset] = joined(kept, "; ");
-      subset |= !sub.empty();
-      windows.push_back((dataset.empty() ? "" : dataset + " ") + (sub.empty() ? std::to_string(m.n) + " (all)" : sub));
-    }
-    const auto parts = split_protocol(protocols.begin()->second);
-    row.protocol = parts.empty() ? "" : parts.front();
-    row.details = parts.size() > 1 ? joined({parts.begin() + 1, parts.end()}, "; ") : "";
-    row.windows = subset ? "subset" : "all";
-    if (chosen != prefs.front())
-      row.notes.emplace_back(next_note++, name + " (" + run.paradigm + "): no " + prefs.front()->name +
-                                              " evaluated; the row shows " + row.metric);
-    if (subset) row.notes.emplace_back(next_note++, name + ": windows evaluated: " + joined(windows, ", "));
-    for (const auto& [dataset, p] : protocols)
-      if (p != protocols.begin()->second) row.notes.emplace_back(next_note++, name + " on " + dataset + ": " + p);
-    h.rows.push_back(std::move(row));
+    auto row = headline_row(name, run, next_note);
+    if (!row) continue;
+    for (const auto& [dataset, m] : row->cells) datasets.insert(dataset);
+    h.rows.push_back(std::move(*row));
   }
   h.datasets.assign(datasets.begin(), datasets.end());
-  if (!h.rows.empty() && std::all_of(h.rows.begin(), h.rows.end(),
-                                     [&](const HeadlineRow& row) { return row.details == h.rows[0].details; }))
-    h.shared_details = h.rows[0].details;
+  share_details(h);
   return h;
 }
 
+PooledHeadline pooled_headline(const Results& r) {
+  PooledHeadline out;
+  Headline& h = out.table;
+  std::set<std::string> datasets;
+  int next_note = 1;
+  for (const RunGroup& g : replicate_groups(r)) {
+    // Every member's row, its notes numbered later (once the group's row is chosen).
+    std::vector<std::optional<HeadlineRow>> rows;
+    std::map<std::string, int> votes;  // metric shown → members showing it
+    for (const RunResults* m : g.members) {
+      int unnumbered = 0;
+      rows.push_back(headline_row(g.name, *m, unnumbered));
+      if (rows.back()) ++votes[rows.back()->metric];
+    }
+    if (votes.empty()) continue;
+    // The group shows the metric most of its seeds show (ties: the earliest member's); a member that fell back to
+    // another perplexity lacks this one, and its cells are marked as missing rather than mixed in.
+    const std::optional<HeadlineRow>* rep = nullptr;
+    for (const auto& row : rows)
+      if (row && (!rep || votes[row->metric] > votes[(*rep)->metric])) rep = &row;
+    HeadlineRow row = **rep;
+    row.run = seeds_label(g);
+    for (auto& note : row.notes) note.first = next_note++;
+    std::map<std::string, PooledCell> cells;
+    std::set<std::string> row_datasets;
+    for (const auto& m : rows)
+      if (m && m->metric == row.metric)
+        for (const auto& [dataset, v] : m->cells) row_datasets.insert(dataset);
+    for (const auto& dataset : row_datasets) {
+      std::vector<const MetricValue*> values;
+      for (const auto& m : rows) {
+        const bool has = m && m->metric == row.metric && m->cells.count(dataset);
+        values.push_back(has ? m->cells.at(dataset) : nullptr);
+      }
+      cells[dataset] = pool(values);
+      datasets.insert(dataset);
+      const std::string note =
+          missing_note(g, values, cells[dataset], (dataset.empty() ? "" : dataset + " ") + row.metric);
+      if (!note.empty()) row.notes.emplace_back(next_note++, note);
+    }
+    out.any_group |= g.members.size() >= 2;
+    h.rows.push_back(std::move(row));
+    out.cells.push_back(std::move(cells));
+  }
+  h.datasets.assign(datasets.begin(), datasets.end());
+  share_details(h);
+  return out;
+}
+
 std::string render_headline_text(const Results& r) {
-  const Headline h = headline_table(r);
+  const PooledHeadline pooled = pooled_headline(r);
+  const Headline& h = pooled.table;
   if (h.rows.empty()) return "";
   std::vector<std::vector<std::string>> table = {{"run", "protocol", "windows"}};
   for (const auto& d : h.datasets) table[0].push_back(d.empty() ? "-" : d);
-  for (const auto& row : h.rows) {
+  for (size_t i = 0; i < h.rows.size(); ++i) {
+    const HeadlineRow& row = h.rows[i];
     std::vector<std::string> line = {row.label(), row.protocol, row.windows};
     for (const auto& d : h.datasets) {
-      auto it = row.cells.find(d);
-      line.push_back(it == row.cells.end() ? "" : cell(*it->second, "<= ", " +- "));
+      auto it = pooled.cells[i].find(d);
+      line.push_back(it == pooled.cells[i].end() ? "" : it->second.text("<= ", " +- "));
     }
     table.push_back(line);
   }
@@ -270,6 +434,7 @@ std::string render_headline_text(const Results& r) {
     out << "\n";
   }
   if (!h.shared_details.empty()) out << "all rows: " << h.shared_details << "\n";
+  if (pooled.any_group) out << kSeedsNote << "\n";
   for (const auto& row : h.rows) {
     if (h.shared_details.empty() && !row.details.empty()) out << row.run << ": " << row.details << "\n";
     for (const auto& [n, text] : row.notes) out << "[" << n << "] " << text << "\n";
@@ -280,23 +445,26 @@ std::string render_headline_text(const Results& r) {
 std::string render_markdown(const Results& r) {
   std::ostringstream md;
   md << "# aobench results\n\n";
-  const Headline h = headline_table(r);
+  const PooledHeadline pooled = pooled_headline(r);
+  const Headline& h = pooled.table;
   if (!h.rows.empty()) {
     md << "## Headline: perplexity (lower is better; ≤ marks an upper bound)\n\n| run | protocol | windows |";
     for (const auto& d : h.datasets) md << " " << (d.empty() ? "-" : d) << " |";
     md << "\n|---|---|---|";
     for (size_t i = 0; i < h.datasets.size(); ++i) md << "---:|";
     md << "\n";
-    for (const auto& row : h.rows) {
+    for (size_t i = 0; i < h.rows.size(); ++i) {
+      const HeadlineRow& row = h.rows[i];
       md << "| " << row.label() << " | " << row.protocol << " | " << row.windows << " |";
       for (const auto& d : h.datasets) {
-        auto it = row.cells.find(d);
-        md << " " << (it == row.cells.end() ? "" : cell(*it->second, "≤ ", " ± ")) << " |";
+        auto it = pooled.cells[i].find(d);
+        md << " " << (it == pooled.cells[i].end() ? "" : it->second.text("≤ ", " ± ")) << " |";
       }
       md << "\n";
     }
     md << "\n";
     if (!h.shared_details.empty()) md << "All rows: " << h.shared_details << ".\n";
+    if (pooled.any_group) md << "The " << kSeedsNote << ".\n";
     for (const auto& row : h.rows)
       if (h.shared_details.empty() && !row.details.empty()) md << "- " << row.run << ": " << row.details << "\n";
     for (const auto& row : h.rows)
@@ -309,6 +477,7 @@ std::string render_markdown(const Results& r) {
     md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | " << run.params
        << " | " << run.steps << " | " << run.tokens << " | " << flops_text(run.train_flops) << " |\n";
   const auto fams = families(r);
+  const auto groups = replicate_groups(r);
   // Ensemble sizes of one quantity side by side: family (ppl, nll, …) → M → (metric name, its table).
   std::map<std::string, std::map<int64_t, std::pair<std::string, const Family*>>> ensembles;
   for (const auto& [metric, fam] : fams)
@@ -329,20 +498,15 @@ std::string render_markdown(const Results& r) {
     ens << "\n|---|";
     for (size_t i = 0; i < datasets.size() * members.size(); ++i) ens << "---:|";
     ens << "\n";
-    for (const auto& [name, run] : r.runs) {
-      bool any = false;
-      std::ostringstream row;
-      row << "| " << name << " |";
-      for (const auto& d : datasets)
-        for (const auto& [m, member] : members) {
-          const MetricValue* v = find_metric(run, d, member.first);
-          any |= v != nullptr;
-          row << " " << (v ? cell(*v, "≤ ", " ± ") : "") << " |";
-        }
-      if (any) ens << row.str() << "\n";
-    }
+    std::vector<std::pair<std::string, std::string>> columns;
+    for (const auto& d : datasets)
+      for (const auto& [m, member] : members) columns.emplace_back(d, member.first);
+    std::vector<std::string> notes;
+    const bool pooled_rows = markdown_rows(ens, groups, columns, notes);
     ens << "\n";
     for (const auto& p : protocols) ens << "- " << p << "\n";
+    if (pooled_rows) ens << "- " << kSeedsNote << "\n";
+    for (const auto& n : notes) ens << "- " << n << "\n";
   }
   for (const auto& [metric, fam] : fams) {
     if (is_ensemble_member(fam.params)) continue;  // in its ensemble table (ens)
@@ -352,20 +516,13 @@ std::string render_markdown(const Results& r) {
     md << "\n|---|";
     for (size_t i = 0; i < fam.datasets.size(); ++i) md << "---:|";
     md << "\n";
-    for (const auto& [name, run] : r.runs) {
-      bool any = false;
-      std::ostringstream row;
-      row << "| " << name << " |";
-      for (const auto& d : fam.datasets) {
-        const MetricValue* m = find_metric(run, d, metric);
-        any |= m != nullptr;
-        row << " " << (m ? cell(*m, "≤ ", " ± ") : "") << " |";
-      }
-      if (any) md << row.str() << "\n";
-    }
-    if (!fam.protocols.empty()) {
+    std::vector<std::string> notes;
+    const bool pooled_rows = markdown_rows(md, groups, columns_of(fam.datasets, metric), notes);
+    if (!fam.protocols.empty() || pooled_rows) {
       md << "\n";
       for (const auto& p : fam.protocols) md << "- " << p << "\n";
+      if (pooled_rows) md << "- " << kSeedsNote << "\n";
+      for (const auto& n : notes) md << "- " << n << "\n";
     }
   }
   md << ens.str();
@@ -418,30 +575,73 @@ std::string render_csv(const Results& r) {
           << se << "," << m.n << "," << (m.is_bound ? "true" : "false") << ","
           << (m.higher_is_better ? "true" : "false") << "," << csv_field(m.protocol) << "\n";
     }
+  // A replicate group of ≥ 2 seeds adds one row per metric after the runs' own: the mean over the seeds that have
+  // it, stderr = sd/√k over those k seeds (n = k), so the columns keep their meaning.
+  for (const RunGroup& g : replicate_groups(r)) {
+    if (g.runs.size() < 2) continue;
+    std::map<std::string, const MetricValue*> keys;  // key → the first member's value (flags, protocol)
+    for (const RunResults* m : g.members)
+      for (const auto& [key, v] : m->metrics) keys.emplace(key, &v);
+    const RunResults& first = *g.members.front();
+    for (const auto& [key, m] : keys) {
+      std::vector<std::string> missing;
+      const Estimate e = metric_over_seeds(g, key, &missing);
+      if (e.n == 0) continue;
+      auto [dataset, metric] = split_metric_key(key);
+      char value[64], se[64] = "";
+      std::snprintf(value, sizeof(value), "%.10g", e.mean);
+      if (std::isfinite(e.se)) std::snprintf(se, sizeof(se), "%.10g", e.se);
+      const std::string over = "over seeds: " + std::to_string(e.n) + "/" + std::to_string(g.runs.size()) +
+                               (missing.empty() ? "" : " (no value from " + joined(missing, ", ") + ")") +
+                               (e.n >= 2 ? ", stderr = sd/sqrt(n) over seeds" : ", stderr of the one seed") + "; ";
+      csv << csv_field(seeds_label(g)) << "," << csv_field(first.plugin) << "," << csv_field(first.flavour) << ","
+          << csv_field(first.paradigm) << "," << csv_field(dataset) << "," << csv_field(metric) << "," << value << ","
+          << se << "," << e.n << "," << (m->is_bound ? "true" : "false") << ","
+          << (m->higher_is_better ? "true" : "false") << "," << csv_field(over + m->protocol) << "\n";
+    }
+  }
   return csv.str();
 }
 
 std::string render_latex(const Results& r) {
   std::ostringstream tex;
   tex << "% aobench results (needs \\usepackage{booktabs}); $\\le$ marks upper bounds.\n";
+  const auto groups = replicate_groups(r);
+  // Inside a caption: "±" and "≤" of the notes as math, "…" quotes as ``…''.
+  auto tex_note = [](const std::string& s) {
+    std::string out;
+    bool open = false;
+    for (char c : tex_escape(s)) out += c != '"' ? std::string(1, c) : (open = !open) ? "``" : "''";
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"±", "$\\pm$"}, {"≤", "$\\le$"}})
+      for (size_t pos = 0; (pos = out.find(from, pos)) != std::string::npos; pos += to.size())
+        out.replace(pos, from.size(), to);
+    return out;
+  };
   for (const auto& [metric, fam] : families(r)) {
     tex << "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l" << std::string(fam.datasets.size(), 'r')
         << "}\n\\toprule\nrun";
     for (const auto& d : fam.datasets) tex << " & " << tex_escape(d.empty() ? "-" : d);
     tex << " \\\\\n\\midrule\n";
-    for (const auto& [name, run] : r.runs) {
+    std::vector<std::string> notes;
+    bool pooled = false;
+    for (const RunGroup& g : groups) {
       bool any = false;
-      std::ostringstream row;
-      row << tex_escape(name);
-      for (const auto& d : fam.datasets) {
-        const MetricValue* m = find_metric(run, d, metric);
-        any |= m != nullptr;
-        row << " & " << (m ? cell(*m, "$\\le$ ", " $\\pm$ ") : "");
-      }
-      if (any) tex << row.str() << " \\\\\n";
+      const auto cells = table_row(g, columns_of(fam.datasets, metric), notes, any);
+      if (!any) continue;
+      pooled |= g.runs.size() >= 2;
+      tex << tex_escape(seeds_label(g));
+      for (const auto& c : cells) tex << " & " << c.text("$\\le$ ", " $\\pm$ ");
+      tex << " \\\\\n";
     }
     tex << "\\bottomrule\n\\end{tabular}\n\\caption{" << tex_escape(metric)
-        << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << ".}\n\\end{table}\n";
+        << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << ".";
+    if (pooled) {
+      std::string seeds = kSeedsNote;
+      seeds[0] = 'R';  // a sentence of its own
+      tex << " " << tex_note(seeds) << ".";
+    }
+    for (const auto& n : notes) tex << " " << tex_note(n) << ".";
+    tex << "}\n\\end{table}\n";
   }
   return tex.str();
 }

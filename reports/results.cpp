@@ -103,17 +103,21 @@ MetricParams read_metric_params(const json& pj, const std::string& where, const 
 }
 
 // metrics.jsonl → curves. Lines are {"step": N, "loss/train": x, ...}; unparsable lines (a run killed
-// mid-write) are skipped.
+// mid-write) are skipped. Read: the losses, the validation loss's standard error ("loss/val_se"), the data's
+// unigram level ("unigram/nats", one point) and the model's diagnostics ("diag/<name>", e.g. adaLN gates).
 void read_curves(const std::string& path, RunResults& run) {
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number()) continue;
-    for (const char* key : {"loss/train", "loss/val"})
-      if (j.contains(key) && j[key].is_number()) {
-        const double v = j[key].get<double>();
-        if (std::isfinite(v)) run.curves[key].emplace_back(j["step"].get<double>(), v);
-      }
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      const bool wanted = key == "loss/train" || key == "loss/val" || key == "loss/val_se" || key == "unigram/nats" ||
+                          key.rfind("diag/", 0) == 0;
+      if (!wanted || !it.value().is_number()) continue;
+      const double v = it.value().get<double>();
+      if (std::isfinite(v)) run.curves[key].emplace_back(j["step"].get<double>(), v);
+    }
   }
 }
 

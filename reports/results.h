@@ -153,4 +153,33 @@ bool is_throughput_metric(const std::string& key);
 bool metric_matches(const std::string& key, const std::string& pattern);
 std::string render_compare(const std::vector<CompareRow>& rows, double threshold);
 
+// Replicate groups in the tables (render_tables.cpp; the groups: reports/replicates.h). A group of ≥ 2 runs (one
+// job under several seeds) is ONE row, "<name> (n seeds)", each cell the mean ± sd over the seeds that have the
+// value; when some lack it, the mean over the others, marked "(k/n seeds)" and footnoted. A lone run keeps its row.
+struct PooledCell {
+  double value = 0;
+  std::optional<double> pm;  // a lone run: its stderr (when > 0); a group: the sd over seeds
+  bool is_bound = false;     // any member's value is an upper bound
+  int have = 0, of = 1;      // members with the value / members of the row; have = 0: an empty cell
+  // "≤ 23.41 ± 0.12" with the renderer's marks, " (2/3 seeds)" appended when have < of; "" when have = 0.
+  std::string text(const std::string& le, const std::string& pm_mark) const;
+};
+struct RunGroup;  // reports/replicates.h
+// Group g's cell for the metric `key` ("<dataset>/<metric>"); `note` gets the footnote of a marked cell (the seeds
+// without a value and what the cell shows instead), "" otherwise.
+PooledCell pooled_cell(const RunGroup& g, const std::string& key, std::string* note = nullptr);
+std::string seeds_label(const RunGroup& g);  // "<name> (n seeds)" for ≥ 2 runs, else the run's name
+// What "±" means under a table with a row over seeds.
+inline constexpr const char* kSeedsNote =
+    "rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr";
+// headline_table with each group's rows pooled: table.rows[i] is the group's row (run = "<name> (n seeds)"; the
+// protocol, windows and notes of its first member showing the group's metric, notes renumbered, plus one per marked
+// cell; cells: that member's), cells[i] its pooled cells by dataset. Points into `r`: keep it alive.
+struct PooledHeadline {
+  Headline table;
+  std::vector<std::map<std::string, PooledCell>> cells;
+  bool any_group = false;  // a row pools ≥ 2 seeds: the renderers say what "±" means
+};
+PooledHeadline pooled_headline(const Results& r);
+
 }  // namespace aobench

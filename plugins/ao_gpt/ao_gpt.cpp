@@ -123,6 +123,26 @@ class AoGptPlugin : public ModelPlugin {
     return torch::log_softmax(logits(s, nullptr, std::nullopt, 1).to(torch::kFloat32), -1).select(1, 0);
   }
 
+  // Mean |α| of each block's two adaLN gates over the T + 1 rows a forward looks up (every target position and
+  // the zero "no target" condition of slot T) and all d channels: how far the attention and MLP sub-layers
+  // are open. They start nearly closed (≈ 0.002, spec §1.1 "Init"); an adaLN model leaves the unigram plateau
+  // as they open. From the parameters alone, through the forward's own table (adaln_pieces); one host read.
+  std::map<std::string, double> diagnostics() override {
+    if (cfg_.injection != Injection::kAdaLN) return {};
+    torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> pieces = net_->adaln_pieces(net_->silu_position_rows());
+    std::vector<torch::Tensor> gates;  // per block: mean |α₁|, mean |α₂|
+    for (int64_t l = 0; l < cfg_.n_layer; ++l)
+      for (int64_t k : {1, 3}) gates.push_back(pieces[4 * l + k].abs().mean());       // α₁, α₂: (T + 1, d)
+    const torch::Tensor host = torch::stack(gates).to(torch::kCPU, torch::kFloat64);  // (2L)
+    std::map<std::string, double> out;
+    for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+      out["gate_attn/l" + std::to_string(l)] = host[2 * l].item<double>();
+      out["gate_mlp/l" + std::to_string(l)] = host[2 * l + 1].item<double>();
+    }
+    return out;
+  }
+
   SampleOutput sample(const SampleRequest& r) override {
     check_sample_request(info(), r);
     // Linear weights in bf16 for the call, except the adaLN tables' Linears, which run in fp32 (adaln_pieces).

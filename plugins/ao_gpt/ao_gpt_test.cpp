@@ -371,6 +371,45 @@ TEST(AoGpt, InitFollowsTheReference) {
   EXPECT_EQ(m->vocab_size(), 257);
 }
 
+// diagnostics(): per block the mean |α| of the attention and MLP gates over the T+1 table rows (T target
+// positions and the zero "no target" condition) and all channels, equal to the gate chunks of the readable
+// forward (BlockImpl::forward: adaLN(SiLU(c)).chunk(6)[2] and [5]); nearly closed at init (spec §1.1 "Init":
+// ≈ ±0.002); also with non-zero biases (the scale chunks' +1 must not leak into the gates); none without adaLN.
+TEST(AoGpt, DiagnosticsAreTheMeanAdaLNGates) {
+  auto m = make({{"block_size", 16}});
+  auto& net = dynamic_cast<ao_gpt::AoGptImpl&>(m->module());
+  const int64_t T = 16, L = net.cfg.n_layer;
+  auto targets = torch::cat({torch::arange(T, torch::kLong), torch::full({1}, -1, torch::kLong)}).unsqueeze(0);
+  auto readable_gates = [&](int64_t l) {  // (mean |α₁|, mean |α₂|) of block l from the unfused forward's tensors
+    torch::NoGradGuard no_grad;
+    const auto silu_c = torch::silu(ao_gpt::AoGptImpl::target_embedding(net.wtpe, targets));  // (1, T+1, cond_dim)
+    const auto chunks = net.blocks[l]->adaLN(silu_c).chunk(6, -1);                            // (1, T+1, d) each
+    return std::make_pair(chunks[2].abs().mean().item<double>(), chunks[5].abs().mean().item<double>());
+  };
+  for (bool perturbed : {false, true}) {
+    if (perturbed) {
+      torch::NoGradGuard no_grad;
+      for (auto& blk : net.blocks) blk->adaLN->bias.normal_(0.0, 0.05);
+    }
+    const auto diag = m->diagnostics();
+    ASSERT_EQ(diag.size(), size_t(2 * L));
+    for (int64_t l = 0; l < L; ++l) {
+      const auto [attn, mlp] = readable_gates(l);
+      const double got_attn = diag.at("gate_attn/l" + std::to_string(l));
+      const double got_mlp = diag.at("gate_mlp/l" + std::to_string(l));
+      EXPECT_NEAR(got_attn, attn, 1e-5 * attn) << "block " << l << (perturbed ? " (biases set)" : "");
+      EXPECT_NEAR(got_mlp, mlp, 1e-5 * mlp) << "block " << l << (perturbed ? " (biases set)" : "");
+      if (!perturbed)
+        for (double v : {got_attn, got_mlp}) {  // mean |N(0, 0.002²)| ≈ 0.0016
+          EXPECT_GT(v, 2e-4) << "block " << l;
+          EXPECT_LT(v, 5e-3) << "block " << l;
+        }
+    }
+  }
+  for (const char* inj : {"input", "every_block", "per_block"})
+    EXPECT_TRUE(make({{"injection", inj}})->diagnostics().empty()) << inj;
+}
+
 // Model FLOPs: 6 per matmul parameter per token + attention; the untied wte, the position tables and the
 // adaLN Linears (run once per target position) are lookups.
 TEST(AoGpt, FlopsCountOnlyPerTokenMatmuls) {

@@ -1,7 +1,8 @@
 // Implements: every experiment file under configs/experiments/ at its debug tier, end to end on CPU
 // (`aobench run FILE --set tier=debug`: prepare the fortunes corpus, train the debug models, evaluate, sample
 // where the file generates, report), and the report's verdict section: one line per finding the file names,
-// each "yes", "no" or "not enough data" with its counts, beside the claim, the protocol and the deviations.
+// beside the claim, the protocol and the deviations — "uninformative at this tier" (or "not enough data") for
+// every rule that rests on the debug models, which have not left the unigram plateau.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -77,8 +78,25 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
     EXPECT_NE(md.find("- Deviations from the paper: " + deviations), std::string::npos) << md;
     EXPECT_NE(html.find("Findings: reproduced at this scale?"), std::string::npos);
     EXPECT_NE(tex.find("Findings at tier debug"), std::string::npos);
-    for (const auto& f : findings)
-      EXPECT_NE(md.find("| " + f.get<std::string>() + " | **"), std::string::npos) << f << "\n" << md;
+    // The debug models (20 CPU steps) sit above the unigram level of the fortunes bytes: every rule resting on
+    // what they learnt must say so, not yes or no. Exceptions: finding 5 (arithmetic) and the timings (7, 8.1),
+    // which do not depend on training.
+    for (const auto& f : findings) {
+      const std::string name = f.get<std::string>();
+      const size_t row = md.find("| " + name + " | ");
+      ASSERT_NE(row, std::string::npos) << name << "\n" << md;
+      const size_t bold = md.find("| **", row) + 4;
+      const std::string outcome = md.substr(bold, md.find("**", bold) - bold);
+      if (name == "5")
+        EXPECT_EQ(outcome, "yes");
+      else if (name == "7" || name == "8.1")
+        EXPECT_TRUE(outcome == "yes" || outcome == "no" || outcome == "inconclusive") << name << ": " << outcome;
+      else
+        EXPECT_TRUE(outcome == "uninformative at this tier" || outcome == "not enough data")
+            << name << ": " << outcome << "\n"
+            << md;
+    }
+    EXPECT_NE(md.find("- Tally: paper findings: "), std::string::npos) << md;
     // Every verdict line carries an outcome and its count.
     size_t lines = 0;
     for (size_t at = md.find("| **"); at != std::string::npos; at = md.find("| **", at + 1)) ++lines;

@@ -71,8 +71,11 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
       EXPECT_TRUE(std::isfinite(v) && v > 0) << name << " " << key << " = " << v;
     }
   const std::string summary = testing::read_text((report / "summary.md").string());
-  for (const char* finding : {"| 1 |", "| zero-shot |", "| 7 |", "| 8.1 |", "| 8.2 |"})
+  for (const char* finding : {"| 1 |", "| zero-shot-l2r |", "| table-2 |", "| 7 |", "| 8.1 |", "| 8.2 |",
+                              "| gen-steps |", "| gen-annealing |"})
     EXPECT_NE(summary.find(finding), std::string::npos) << finding << "\n" << summary;
+  EXPECT_NE(summary.find("- Tally: paper findings: "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("### The unigram plateau"), std::string::npos) << summary;
   // The speed header comes after the evals' tables in the same process: their number format must not leak.
   EXPECT_NE(out.find("top-p 0.95, temperature 0.9, float64 draws"), std::string::npos) << out;
 

@@ -1,7 +1,8 @@
 // Implements: end-to-end tests of `aobench train` (DESIGN.md §3) on the debug GPT and a byte
 // corpus the test writes itself: the loss falls in ~20 steps; a run of 2N steps and a run of N steps +
 // (new process) --resume for N more give bitwise-identical losses; SIGINT checkpoints and exits 130;
-// vocabulary and model-config mismatches are refused with errors naming both values.
+// vocabulary and model-config mismatches are refused with errors naming both values; the unigram level, the
+// validation loss's standard error and the plugin diagnostics are logged; data.seed seeds the batches alone.
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -16,7 +17,9 @@
 #include "harness/checkpoint.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
+#include "harness/train_logger.h"
 #include "harness/trainer.h"
+#include "metrics/unigram.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -212,6 +215,120 @@ TEST_F(TrainTest, ResumeRefusesADifferentModelConfig) {
   } catch (const CheckpointError& err) {
     EXPECT_NE(std::string(err.what()).find("model.n_layer: 2 (checkpoint) vs 3 (config)"), std::string::npos)
         << err.what();
+  }
+}
+
+// Plateau diagnostics: the unigram level once per run as the step-0 metrics line (also after --resume) and on
+// stdout, the validation loss's standard error beside it, and ao_gpt's adaLN gates on every logged step.
+TEST_F(TrainTest, LogsUnigramLevelValidationStderrAndDiagnostics) {
+  bool have_ao = false;
+  for (const auto& p : PluginRegistry::instance().plugins()) have_ao |= p.name == "ao_gpt";
+  if (!have_ao) GTEST_SKIP() << "the ao_gpt plugin is not built";
+  const std::string run = dir_.file("ao");
+  auto e = experiment(run, 4, "ao_gpt");
+  e["train"]["order"] = {{"kind", "random"}};
+  e["train"]["log_interval"] = 2;
+  e["train"]["eval_interval"] = 2;
+  std::string out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("ao.json", e), &out), 0) << out;
+  const double unigram = unigram_level(TokenFile(train_path_), TokenFile(val_path_), 32, 256).nats;
+  EXPECT_NE(out.find("unigram level: " + format_number("%.3f", unigram) +
+                     " nats/token (add-one unigram of data.train scored on data.val; 20000 tokens counted, 4000 "
+                     "scored, at most 2^28 of each file)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" | gate_attn "), std::string::npos) << out;
+  EXPECT_NE(out.find(" ± "), std::string::npos) << out;  // "step 2 | val loss X ± SE"
+
+  auto check_metrics = [&](int64_t steps) {
+    int unigram_lines = 0, val_lines = 0, train_lines = 0;
+    std::ifstream in(run + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("unigram/nats")) {
+        ++unigram_lines;
+        EXPECT_EQ(j["step"], 0);
+        EXPECT_DOUBLE_EQ(j["unigram/nats"].get<double>(), unigram);
+      }
+      if (j.contains("loss/val")) {
+        ++val_lines;
+        ASSERT_TRUE(j.contains("loss/val_se")) << line;
+        EXPECT_GT(j["loss/val_se"].get<double>(), 0) << line;
+        EXPECT_LT(j["loss/val_se"].get<double>(), 1) << line;
+      }
+      if (j.contains("loss/train")) {
+        ++train_lines;
+        for (const char* k : {"diag/gate_attn/l0", "diag/gate_attn/l1", "diag/gate_mlp/l0", "diag/gate_mlp/l1"}) {
+          ASSERT_TRUE(j.contains(k)) << k << " in " << line;
+          EXPECT_GT(j[k].get<double>(), 0) << k;
+          EXPECT_LT(j[k].get<double>(), 0.1) << k << ": the gates start nearly closed";
+        }
+      }
+    }
+    EXPECT_EQ(unigram_lines, 1);
+    EXPECT_EQ(val_lines, steps / 2);
+    EXPECT_EQ(train_lines, steps / 2);
+  };
+  check_metrics(4);
+  auto longer = experiment(run, 6, "ao_gpt");
+  longer["train"]["order"] = e["train"]["order"];
+  longer["train"]["log_interval"] = longer["train"]["eval_interval"] = 2;
+  run_training(resolve_config(longer, {}), /*resume=*/true);
+  check_metrics(6);  // still one unigram line
+
+  // One evaluation batch: no standard error to give, so no "loss/val_se".
+  auto single = experiment(dir_.file("single"), 2);
+  single["train"]["eval_iters"] = 1;
+  single["train"]["eval_interval"] = 2;
+  run_training(resolve_config(single, {}), false);
+  const std::string metrics = aobench::testing::read_text(dir_.file("single") + "/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"loss/val\""), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("loss/val_se"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("diag/"), std::string::npos) << "gpt has no diagnostics: " << metrics;
+}
+
+// data.seed seeds the training batches alone: runs with another train.seed but the same data.seed draw the same
+// batches from differently initialised weights; the default -1 (= train.seed) keeps every earlier run's numbers;
+// and --resume counts a changed data.seed as a config difference.
+TEST_F(TrainTest, DataSeedSeedsTheBatchesAlone) {
+  const int64_t N = 3;
+  struct Run {
+    int64_t seed, data_seed;
+    std::map<int64_t, std::string> losses;
+    nlohmann::json rng;
+  };
+  std::map<std::string, Run> runs = {{"default", {1, -1, {}, {}}},
+                                     {"explicit", {1, 1, {}, {}}},
+                                     {"other_init", {2, 1, {}, {}}},
+                                     {"other", {2, -1, {}, {}}}};
+  for (auto& [name, r] : runs) {
+    auto e = experiment(dir_.file(name), N);
+    e["train"]["seed"] = r.seed;
+    e["data"]["seed"] = r.data_seed;
+    run_training(resolve_config(e, {}), false);
+    r.losses = train_losses(dir_.file(name));
+    r.rng = load_checkpoint(*latest_checkpoint(dir_.file(name))).state.at("rng");
+  }
+  EXPECT_EQ(runs["default"].losses, runs["explicit"].losses) << "data.seed -1 must mean train.seed";
+  // Same batches: the data generator made the same draws from the same seed; the sampler was seeded with data.seed.
+  EXPECT_EQ(runs["other_init"].rng.at("data"), runs["default"].rng.at("data"));
+  EXPECT_NE(runs["other"].rng.at("data"), runs["default"].rng.at("data"));
+  BatchSampler by_hand(std::make_shared<TokenFile>(train_path_), 32, /*seed=*/1);
+  for (int64_t i = 0; i < N; ++i) by_hand.next(8);
+  at::Generator unused = at::make_generator<at::CPUGeneratorImpl>(0);
+  EXPECT_EQ(runs["other_init"].rng.at("data"), encode_rng_state(by_hand, unused, torch::kCPU).at("data"));
+  // Other weights (train.seed 2) on the same first batch: another loss at step 1 (gpt: l2r, no order draws).
+  EXPECT_NE(runs["other_init"].losses.at(1), runs["default"].losses.at(1));
+  EXPECT_NE(runs["other_init"].rng.at("torch_cpu"), runs["default"].rng.at("torch_cpu"));
+
+  auto changed = experiment(dir_.file("default"), N + 2);
+  changed["train"]["seed"] = 1;
+  changed["data"]["seed"] = 5;
+  try {
+    run_training(resolve_config(changed, {}), /*resume=*/true);
+    FAIL() << "resumed with another data.seed";
+  } catch (const CheckpointError& err) {
+    EXPECT_NE(std::string(err.what()).find("data.seed"), std::string::npos) << err.what();
   }
 }
 

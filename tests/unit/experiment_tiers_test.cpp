@@ -1,6 +1,8 @@
 // Implements: tests of experiment tiers (harness/experiment_tiers.h): the --set tier= key, merge patches over
 // the body, jobs patched by name, the default tier, errors naming the file and the tiers; and that every
 // experiment file under configs/experiments/ resolves at each tier it declares, with its findings known.
+// Also seeds (harness/experiment_seeds.h): the --set seeds= key, "seeds" in a file or tier, the run folders
+// and configs of each seed, folder collisions, and the runs in the experiment record.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "harness/experiment_seeds.h"
 #include "harness/experiment_tiers.h"
 #include "harness/resolve_config.h"
 #include "harness/run_generation.h"
@@ -198,6 +201,107 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
     }
   }
   EXPECT_GE(files, 8);
+}
+
+// The ConfigError message and hint of f(), or "no error".
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return std::string(e.what()) + " | " + e.hint();
+  }
+  return "no error";
+}
+
+TEST(ExperimentSeeds, TakeSeedsRemovesOnlyTheSeedsSettingAndRefusesBadValues) {
+  std::vector<std::string> sets = {"train.max_iters=5", "seeds=3", "tier=debug"};
+  EXPECT_EQ(take_seeds_setting(sets), 3);
+  EXPECT_EQ(sets, (std::vector<std::string>{"train.max_iters=5", "tier=debug"}));
+  EXPECT_EQ(take_seeds_setting(sets), 0);  // none given
+  std::vector<std::string> twice = {"seeds=2", "seeds=2"};
+  EXPECT_EQ(take_seeds_setting(twice), 2);
+  for (const char* bad : {"0", "two", "", "-1", "2.5", "1e3", "1001", "99999999999"}) {
+    std::vector<std::string> one = {std::string("seeds=") + bad};
+    const std::string message = error_of([&] { take_seeds_setting(one); });
+    EXPECT_NE(message.find(std::string("'") + bad + "' is not a number of seeds"), std::string::npos) << message;
+  }
+  std::vector<std::string> clash = {"seeds=2", "seeds=3"};
+  EXPECT_NE(error_of([&] { take_seeds_setting(clash); }).find("given twice (2, 3)"), std::string::npos);
+}
+
+TEST(ExperimentSeeds, FileKeyTierPatchAndSetting) {
+  json e = sample_experiment();
+  EXPECT_EQ(experiment_seeds(e, 0, "x.json"), 1);  // the default: the jobs as written
+  e["seeds"] = 2;
+  e["tiers"]["debug"]["seeds"] = 3;
+  EXPECT_EQ(experiment_seeds(apply_tier(e, "tiny", "x.json"), 0, "x.json"), 2);
+  EXPECT_EQ(experiment_seeds(apply_tier(e, "debug", "x.json"), 0, "x.json"), 3);
+  EXPECT_EQ(experiment_seeds(apply_tier(e, "debug", "x.json"), 5, "x.json"), 5);  // --set seeds wins
+  for (const json& bad : {json(0), json(-2), json(2.5), json("3"), json(true), json(5000)}) {
+    e["seeds"] = bad;
+    const std::string message = error_of([&] { experiment_seeds(e, 0, "x.json"); });
+    EXPECT_NE(message.find("x.json: 'seeds' must be a positive integer, got " + bad.dump()), std::string::npos)
+        << message;
+  }
+}
+
+TEST(ExperimentSeeds, SeedZeroIsTheJobAsWrittenAndLaterSeedsChangeOnlyTrainSeed) {
+  const json gpt = {{"data", {{"seed", -1}, {"train", "t.bin"}}},
+                    {"train", {{"seed", 1337}, {"out_dir", "runs/x/gpt"}, {"order", {{"seed", 0}}}}},
+                    {"eval", {{"seed", 1234}}}};
+  json pinned = gpt;  // a job whose batches follow their own data.seed
+  pinned["data"]["seed"] = 7;
+  pinned["train"]["out_dir"] = "runs/x/ao";
+  const auto runs = expand_seeds({{"gpt", gpt}, {"ao", pinned}}, 3, "runs/x", "x.json");
+  ASSERT_EQ(runs.size(), 6u);
+  std::vector<std::string> names;
+  for (const auto& r : runs) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gpt", "ao", "gpt_seed1", "ao_seed1", "gpt_seed2", "ao_seed2"}));
+  EXPECT_EQ(runs[0].config, gpt);  // unchanged: raising seeds keeps a finished run
+  EXPECT_EQ(runs[1].config, pinned);
+  EXPECT_EQ(runs[4].job, "gpt");
+  EXPECT_EQ(runs[4].seed, 2);
+  const json& g2 = runs[4].config;
+  EXPECT_EQ(g2["train"]["seed"], 1339);
+  EXPECT_EQ(g2["data"]["seed"], 1337);  // seed 0's batches
+  EXPECT_EQ(g2["train"]["out_dir"], "runs/x/gpt_seed2");
+  EXPECT_EQ(g2["train"]["order"]["seed"], 0);  // the comparison's seeds stay
+  EXPECT_EQ(g2["eval"]["seed"], 1234);
+  const json& a1 = runs[3].config;
+  EXPECT_EQ(a1["train"]["seed"], 1338);
+  EXPECT_EQ(a1["data"]["seed"], 7);
+  EXPECT_EQ(expand_seeds({{"gpt", gpt}}, 1, "runs/x", "x.json").size(), 1u);
+}
+
+TEST(ExperimentSeeds, RunFoldersThatCollideAreRefused) {
+  EXPECT_EQ(seed_runs({"a", "a_seed1"}, 1, "x.json").size(), 2u);  // one seed: no other folders
+  const std::string message = error_of([] { seed_runs({"a", "a_seed1"}, 2, "x.json"); });
+  EXPECT_NE(message.find("x.json: run folder 'a_seed1' would hold both job a_seed1 and seed 1 of job a"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(seed_run_name("a", 0), "a");
+  EXPECT_EQ(seed_run_name("a", 12), "a_seed12");
+}
+
+TEST(ExperimentSeeds, RecordListsTheRunsOfEveryJobAndMergesThem) {
+  json e = apply_tier(sample_experiment(), "debug", "x.json");
+  const json one = experiment_record(e, "x.json");
+  EXPECT_EQ(one["seeds"], 1);
+  EXPECT_EQ(one["runs"], json::parse(R"({"gpt": ["gpt"], "ao_gpt": ["ao_gpt"]})"));
+  e["seeds"] = 3;
+  const json three = experiment_record(e, "x.json");
+  EXPECT_EQ(three["seeds"], 3);
+  EXPECT_EQ(three["runs"]["ao_gpt"], json::array({"ao_gpt", "ao_gpt_seed1", "ao_gpt_seed2"}));
+  // Another file sharing the out_dir with one seed: the expected runs stay, its own job is added.
+  json other = one;
+  other["file"] = "g.json";
+  other["runs"]["sedd"] = {"sedd"};
+  const json merged = merge_experiment_records(three, other);
+  EXPECT_EQ(merged["seeds"], 3);
+  EXPECT_EQ(merged["runs"]["ao_gpt"], json::array({"ao_gpt", "ao_gpt_seed1", "ao_gpt_seed2"}));
+  EXPECT_EQ(merged["runs"]["sedd"], json::array({"sedd"}));
+  EXPECT_EQ(merge_experiment_records(three, one), one);  // the same file: replaced
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Implements: tests of the results schema and its renderers (reports/results.h): JSON round trip, "≤" for
 // bounds and "± stderr" in Markdown, CSV and LaTeX contents, compare verdicts and `aobench compare` exit
-// codes, and the stderr helper (metrics/stats.h).
+// codes, the stderr helper (metrics/stats.h), and replicates (reports/replicates.h): seeds grouped by config, one
+// table row of mean ± sd per group, a validation-loss band per group in the gnuplot figures.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "core/errors.h"
 #include "metrics/stats.h"
+#include "reports/replicates.h"
 #include "reports/results.h"
 #include "tests/test_util.h"
 
@@ -427,6 +429,226 @@ TEST(ResultsTest, RunTablesShowTokensParamsAndTrainFlops) {
   const std::string html = render_html(r, {});
   EXPECT_NE(html.find("<th>tokens</th><th>train FLOPs</th>"), std::string::npos);
   EXPECT_NE(html.find("<td class=num>5120</td><td class=num>1.5e+12</td>"), std::string::npos) << html;
+}
+
+// One job under three seeds as `aobench run` makes them (seed k: train.seed + k, data.seed pinned to seed 0's, its
+// own out_dir; seed 0 has no data.seed) beside a single GPT run. The AO-GPT seeds' wikitext2 perplexities 40, 42, 44
+// (mean 42, sd 2); the third seed has no ptb perplexity (100, 110: mean 105, sd √50 = 7.071).
+Results seeded_results() {
+  Results r;
+  const nlohmann::json base = {{"model", {{"plugin", "ao_gpt"}, {"flavour", "debug"}}},
+                               {"data", {{"train", "t.bin"}}},
+                               {"train", {{"seed", 1337}, {"out_dir", "runs/e/ao_gpt"}, {"learning_rate", 6e-4}}},
+                               {"eval", {{"mode", "random"}, {"orders", 4}}}};
+  const MetricParams k4{"ppl", "random", 4};
+  const double wiki[] = {40, 42, 44}, ptb[] = {100, 110, NAN};
+  const double val10[] = {5.0, 5.2, 5.4}, val20[] = {4.0, 4.4, 4.8};
+  for (int k = 0; k < 3; ++k) {
+    const std::string name = k ? "ao_gpt_seed" + std::to_string(k) : "ao_gpt";
+    RunResults run;
+    run.plugin = "ao_gpt";
+    run.flavour = "debug";
+    run.paradigm = "any_order";
+    run.params = 1000;
+    run.steps = 20;
+    run.tokens = 5120;  // 256 tokens per step
+    run.config = base;
+    run.config["train"]["seed"] = 1337 + k;
+    run.config["train"]["out_dir"] = "runs/e/" + name;
+    if (k) run.config["data"]["seed"] = 1337;
+    run.metrics["wikitext2/ppl_k4"] = {wiki[k], 0.5, 229, false, false, "random orders exact, K=4", k4};
+    if (k < 2) run.metrics["ptb/ppl_k4"] = {ptb[k], 1.5, 86, false, false, "random orders exact, K=4", k4};
+    run.curves["loss/val"] = {{10, val10[k]}, {20, val20[k]}};
+    r.runs[name] = run;
+  }
+  r.runs["ao_gpt"].curves["loss/val"].emplace_back(30, 3.5);  // a step the others have not reached
+  RunResults gpt;
+  gpt.plugin = "gpt";
+  gpt.paradigm = "autoregressive";
+  gpt.steps = 20;
+  gpt.tokens = 5120;
+  gpt.config = base;
+  gpt.config["model"]["plugin"] = "gpt";
+  gpt.metrics["wikitext2/ppl"] = {35.25, 0.5, 229, false, false, "l2r exact", {"ppl", "l2r"}};
+  gpt.metrics["ptb/ppl"] = {80, 1, 86, false, false, "l2r exact", {"ppl", "l2r"}};
+  gpt.curves["loss/val"] = {{10, 4.5}, {20, 3.75}};
+  r.runs["gpt"] = gpt;
+  return r;
+}
+
+TEST(ResultsReplicatesTest, GroupsRunsByConfigNotByName) {
+  Results r = seeded_results();
+  // Settings that do not change what is trained differ freely between replicates.
+  r.runs["ao_gpt_seed2"].config["eval"]["orders"] = 16;
+  r.runs["ao_gpt_seed2"].config["sample"] = {{"steps", 64}};
+  r.runs["ao_gpt_seed2"].config["train"]["log_interval"] = 5;
+  // Another train.seed without a data.seed saw its tokens in another order: not a replicate.
+  RunResults other_order = r.runs.at("ao_gpt");
+  other_order.config["train"]["seed"] = 4242;
+  r.runs["ao_gpt_order"] = other_order;
+  RunResults other_lr = r.runs.at("ao_gpt_seed1");  // another hyperparameter
+  other_lr.config["train"]["learning_rate"] = 1e-3;
+  other_lr.config["train"]["seed"] = 2000;
+  r.runs["ao_gpt_lr"] = other_lr;
+  r.runs["hf_a"].paradigm = "autoregressive";  // no config (a Hugging Face model, an older file): alone
+  r.runs["hf_b"].paradigm = "autoregressive";
+  const auto groups = replicate_groups(r);
+  std::map<std::string, std::vector<std::string>> by_name;
+  for (const auto& g : groups) {
+    by_name[g.name] = g.runs;
+    ASSERT_EQ(g.members.size(), g.runs.size());
+    for (size_t i = 0; i < g.runs.size(); ++i) EXPECT_EQ(g.members[i], &r.runs.at(g.runs[i]));
+  }
+  EXPECT_EQ(by_name,
+            (std::map<std::string, std::vector<std::string>>{{"ao_gpt", {"ao_gpt", "ao_gpt_seed1", "ao_gpt_seed2"}},
+                                                             {"ao_gpt_lr", {"ao_gpt_lr"}},
+                                                             {"ao_gpt_order", {"ao_gpt_order"}},
+                                                             {"gpt", {"gpt"}},
+                                                             {"hf_a", {"hf_a"}},
+                                                             {"hf_b", {"hf_b"}}}));
+  EXPECT_EQ(groups.front().name, "ao_gpt");  // groups in name order
+  EXPECT_EQ(seeds_label(groups.front()), "ao_gpt (3 seeds)");
+  EXPECT_EQ(seeds_label(groups.back()), "hf_b");
+  // data.seed −1 (the base config's "unset") is train.seed, like an absent one.
+  EXPECT_EQ(replicate_key({{"train", {{"seed", 5}}}, {"data", {{"seed", -1}}}}),
+            replicate_key({{"train", {{"seed", 6}, {"out_dir", "x"}}}, {"data", {{"seed", 5}}}}));
+  // A copy of a run under another name (same train.seed) is no replicate of it: nothing in the group is pooled.
+  Results copies = seeded_results();
+  copies.runs["ao_gpt_copy"] = copies.runs.at("ao_gpt");
+  for (const auto& g : replicate_groups(copies)) EXPECT_EQ(g.runs.size(), 1u) << g.name;
+}
+
+TEST(ResultsReplicatesTest, ValLossBandIsMeanAndSdOverSeeds) {
+  Results r = seeded_results();
+  // A resumed run logs steps again (metrics.jsonl is appended to): the later value counts, once.
+  auto& seed1 = r.runs.at("ao_gpt_seed1").curves.at("loss/val");
+  seed1.insert(seed1.begin() + 1, std::make_pair(20.0, 9.0));
+  const auto groups = replicate_groups(r);
+  const RunGroup& ao = groups.front();
+  ASSERT_EQ(ao.runs.size(), 3u);
+  const auto band = val_loss_band(ao);
+  ASSERT_EQ(band.size(), 2u);  // step 30: one seed only, dropped
+  EXPECT_DOUBLE_EQ(band[0].step, 10);
+  EXPECT_NEAR(band[0].mean, 5.2, 1e-12);  // (5.0 + 5.2 + 5.4) / 3
+  EXPECT_NEAR(band[0].sd, 0.2, 1e-12);    // sqrt((0.2² + 0 + 0.2²) / 2)
+  EXPECT_DOUBLE_EQ(band[1].step, 20);
+  EXPECT_NEAR(band[1].mean, 4.4, 1e-12);
+  EXPECT_NEAR(band[1].sd, 0.4, 1e-12);
+  const auto one = val_loss_band(groups.back());  // gpt alone: its curve, no spread
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_DOUBLE_EQ(one[1].mean, 3.75);
+  EXPECT_TRUE(std::isnan(one[1].sd));
+  // The pooled estimates over seeds.
+  std::vector<std::string> missing;
+  const Estimate ptb = metric_over_seeds(ao, "ptb/ppl_k4", &missing);
+  EXPECT_EQ(ptb.n, 2);
+  EXPECT_DOUBLE_EQ(ptb.mean, 105);
+  EXPECT_NEAR(ptb.sd, std::sqrt(50.0), 1e-12);
+  EXPECT_EQ(missing, std::vector<std::string>{"ao_gpt_seed2"});
+}
+
+TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
+  const Results r = seeded_results();
+  const std::string md = render_markdown(r);
+  // Headline: the group is one row, its cells mean ± sd over seeds; ptb lacks a seed (footnote 1).
+  EXPECT_NE(md.find("| ao_gpt (3 seeds) [1] | random orders exact, K=4 | all | 105 ± 7.071 (2/3 seeds) | 42 ± 2 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| gpt | l2r exact | all | 80 ± 1 | 35.25 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("The rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("\n1. ao_gpt (3 seeds), ptb ppl_k4: 2/3 seeds, no value from ao_gpt_seed2; the cell is the mean "
+                    "± sd over the others"),
+            std::string::npos)
+      << md;
+  // Every run in the run table, no member rows in the metric tables.
+  EXPECT_NE(md.find("| ao_gpt_seed1 | ao_gpt | debug | any_order | 1000 | 20 | 5120 |  |"), std::string::npos) << md;
+  size_t rows = 0;
+  for (size_t at = md.find("| ao_gpt_seed1 |"); at != std::string::npos; at = md.find("| ao_gpt_seed1 |", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 1u) << md;
+  // The per-metric tables: the same cells, the notes say what "±" is and which seed is missing.
+  EXPECT_NE(md.find("## ppl_k4 (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
+                    "| ao_gpt (3 seeds) | 105 ± 7.071 (2/3 seeds) | 42 ± 2 |\n\n"
+                    "- ptb: random orders exact, K=4\n- wikitext2: random orders exact, K=4\n"
+                    "- rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr\n"
+                    "- ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2; the cell is the mean ± "
+                    "sd over the others\n"),
+            std::string::npos)
+      << md;
+  // A table without a group row keeps today's notes.
+  EXPECT_NE(md.find("## ppl (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
+                    "| gpt | 80 ± 1 | 35.25 ± 0.5 |\n\n- ptb: l2r exact\n- wikitext2: l2r exact\n\n"),
+            std::string::npos)
+      << md;
+  // The lone run renders as it would without the seeds beside it.
+  Results alone;
+  alone.runs["gpt"] = r.runs.at("gpt");
+  const std::string md_alone = render_markdown(alone);
+  EXPECT_NE(md_alone.find("| gpt | l2r exact | all | 80 ± 1 | 35.25 ± 0.5 |"), std::string::npos) << md_alone;
+  EXPECT_EQ(md_alone.find("seeds"), std::string::npos) << md_alone;
+  EXPECT_EQ(render_csv(alone).find("seeds"), std::string::npos);
+
+  const std::string text = render_headline_text(r);
+  EXPECT_NE(text.find("105 +- 7.071 (2/3 seeds)"), std::string::npos) << text;
+  EXPECT_NE(text.find("[1] ao_gpt (3 seeds), ptb ppl_k4: 2/3 seeds"), std::string::npos) << text;
+  const std::string tex = render_latex(r);
+  EXPECT_NE(tex.find("ao\\_gpt (3 seeds) & 105 $\\pm$ 7.071 (2/3 seeds) & 42 $\\pm$ 2 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("mean $\\pm$ sd over seeds"), std::string::npos) << tex;
+  const std::string html = render_html(r, {});
+  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds) [1]</td><td>random orders exact, K=4</td><td>all</td>"
+                      "<td class=num>105 ± 7.071 (2/3 seeds)</td><td class=num>42 ± 2</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds)</td><td class=num>105 ± 7.071 (2/3 seeds)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<li>ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2"), std::string::npos);
+  // CSV: every run's rows as before, then the group's: mean, stderr = sd/√n over seeds, n = seeds.
+  const std::string csv = render_csv(r);
+  EXPECT_NE(csv.find("\nao_gpt_seed1,ao_gpt,debug,any_order,wikitext2,ppl_k4,42,0.5,229,false,false,"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("\nao_gpt (3 seeds),ao_gpt,debug,any_order,wikitext2,ppl_k4,42,1.154700538,3,false,false,"
+                     "\"over seeds: 3/3, stderr = sd/sqrt(n) over seeds; random orders exact, K=4\"\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("\nao_gpt (3 seeds),ao_gpt,debug,any_order,ptb,ppl_k4,105,5,2,false,false,"
+                     "\"over seeds: 2/3 (no value from ao_gpt_seed2), stderr"),
+            std::string::npos)
+      << csv;
+}
+
+TEST(ResultsTest, SeedsDrawAMeanLineWithABand) {
+  testing::TempDir tmp;
+  render_plots(seeded_results(), tmp.path.string());
+  const std::string dat = testing::read_text(tmp.file("loss_val.dat"));
+  EXPECT_EQ(dat,
+            "# ao_gpt (3 seeds): step, mean and sd of the validation loss over seeds\n10 5.2 0.2\n20 4.4 0.4\n\n\n"
+            "# gpt\n10 4.5\n20 3.75\n\n\n");
+  const std::string gp = testing::read_text(tmp.file("loss_val.gp"));
+  EXPECT_NE(gp.find("\"loss_val.dat\" index 0 using 1:($2-$3):($2+$3) with filledcurves fs transparent solid 0.2 "
+                    "noborder lc 1 notitle, \"loss_val.dat\" index 0 using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc 1 "
+                    "title 'ao_gpt (3 seeds, ± sd)', \"loss_val.dat\" index 1 with linespoints lw 2 pt 7 ps 0.6 lc 2 "
+                    "title 'gpt'"),
+            std::string::npos)
+      << gp;
+  // Against tokens: the group's tokens per step (5120 / 20).
+  EXPECT_NE(testing::read_text(tmp.file("loss_val_tokens.dat")).find("2560 5.2 0.2\n5120 4.4 0.4\n"),
+            std::string::npos);
+  EXPECT_NE(testing::read_text(tmp.file("loss_val_tokens.gp")).find("filledcurves"), std::string::npos);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    EXPECT_GT(std::filesystem::file_size(tmp.file("loss_val.png")), 100u);
+  }
+  // Without seeds the script names no colours, as before.
+  Results alone;
+  alone.runs["gpt"] = seeded_results().runs.at("gpt");
+  testing::TempDir tmp2;
+  render_plots(alone, tmp2.path.string());
+  const std::string gp2 = testing::read_text(tmp2.file("loss_val.gp"));
+  EXPECT_NE(gp2.find("plot \"loss_val.dat\" index 0 with linespoints lw 2 pt 7 ps 0.6 title 'gpt'\n"),
+            std::string::npos)
+      << gp2;
+  EXPECT_EQ(gp2.find("encoding"), std::string::npos);
 }
 
 TEST(StatsTest, StderrOfTheMeanUsesTheUnbiasedVariance) {
