@@ -51,9 +51,9 @@ TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   EXPECT_EQ(r.runs.count("gpt"), 1u);
   EXPECT_EQ(r.runs.count("ao_gpt"), 1u);
   const std::string summary = testing::read_text((out_dir / "report/summary.md").string());
-  const size_t verdict = summary.find("| 1 | **");
+  const size_t verdict = summary.find("| 1 | Finding 1 | **");
   ASSERT_NE(verdict, std::string::npos) << summary;
-  EXPECT_NE(summary.compare(verdict, 30, "| 1 | **not enough data"), 0) << summary;  // both runs judged
+  EXPECT_NE(summary.compare(verdict, 40, "| 1 | Finding 1 | **not enough data"), 0) << summary;  // both runs judged
 
   // --force with --jobs redoes those jobs only, not the data other runs may be reading.
   ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run + " --jobs gpt --force", &out), 0) << out;
