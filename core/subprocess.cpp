@@ -1,4 +1,4 @@
-// Implements: run_program (see subprocess.h) with posix_spawnp and a pipe for stdout.
+// Implements: run_program and spawn_logged (see subprocess.h) with posix_spawn(p), a pipe for stdout or a log file.
 #include "core/subprocess.h"
 
 #include <fcntl.h>
@@ -48,8 +48,47 @@ int run_program(const std::vector<std::string>& argv, std::string* out, const st
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  return exit_status(status);
+}
+
+int exit_status(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : -1;
+}
+
+int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+                 const std::string& log_path) {
+  if (argv.empty()) return -1;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // This environment, with each NAME of env_set replaced.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& s : env_set) replaced = replaced || s.substr(0, s.find('=')) == name;
+    if (!replaced) env_strings.push_back(entry);
+  }
+  env_strings.insert(env_strings.end(), env_set.begin(), env_set.end());
+  std::vector<char*> env;
+  for (auto& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), env.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? static_cast<int>(pid) : -1;
 }
 
 }  // namespace aobench

@@ -13,4 +13,14 @@ namespace aobench {
 int run_program(const std::vector<std::string>& argv, std::string* out = nullptr, const std::string& cwd = "",
                 bool show_stderr = false);
 
+// Starts argv[0] (a path, not looked up) without waiting, in a process group of its own (a Ctrl-C at the
+// terminal reaches the caller, which decides what its children get), with `env_set` ("NAME=value") replacing or
+// adding to this process's environment, and stdout and stderr appended to `log_path` (created 0644).
+// Returns the child's pid, or −1 when it could not be started.
+int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+                 const std::string& log_path);
+
+// The exit status of a waitpid() status: the exit code, or 128 + N when killed by signal N.
+int exit_status(int wait_status);
+
 }  // namespace aobench

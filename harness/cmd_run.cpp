@@ -11,7 +11,8 @@
 // work holds <out_dir>/.job_<name>.lock (a second process on the same job fails at once); the experiment's
 // <out_dir>/.lock is held for the whole run without --jobs, and with --jobs only while preparing the data
 // (waiting for a holder), so runs of disjoint jobs proceed side by side; their reports take turns under
-// run_report's own lock.
+// run_report's own lock. With "runs_per_device" N (harness/experiment_lanes.h) or several GPUs, the runs still to
+// train are trained by child processes of this command (--lane), several per GPU, before the steps after training.
 // The experiment file format is documented in configs/quickstart.json ("comment").
 #include <algorithm>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "harness/checkpoint.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/experiment_lanes.h"
 #include "harness/experiment_seeds.h"
 #include "harness/experiment_tiers.h"
 #include "harness/registry.h"
@@ -43,8 +45,8 @@ using nlohmann::json;
 namespace {
 
 const char* kUsage =
-    "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set key.path=value]... [--jobs NAME[,NAME]...] "
-    "[--force]";
+    "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set runs_per_device=N] [--set key.path=value]... "
+    "[--jobs NAME[,NAME]...] [--force]";
 
 // `aobench prepare` with the arguments of a "prepare" entry (whose keys are that command's options). Every
 // other step calls the library function behind its command (harness/tasks.h), so there is one code path
@@ -147,15 +149,21 @@ int cmd_run(const std::vector<std::string>& args) {
       "run only these jobs (comma-separated or repeated; a job names all its seeds, JOB_seedK one); the report "
       "shows every job of the folder, one still training elsewhere with its steps so far")(
       "force", po::bool_switch(),
-      "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)");
+      "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)")(
+      "lane", po::bool_switch(),
+      "train and evaluate the --jobs runs only, without the experiment's lock, generation or report: how a run "
+      "started with runs_per_device trains its runs in child processes");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
   const std::string origin = vm["experiment"].as<std::string>();
   const bool force = vm["force"].as<bool>();
+  const bool lane = vm["lane"].as<bool>();
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  const std::vector<std::string> given_sets = sets;          // for the children of lanes
+  const int lanes_set = take_runs_per_device_setting(sets);  // --set runs_per_device=N (harness/experiment_lanes.h)
 
   json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
@@ -164,12 +172,13 @@ int cmd_run(const std::vector<std::string>& args) {
   exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs, seeds of another file
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
-                               "generation", "tier", "findings", "deviations", "seeds"}
+                               "generation", "tier", "findings", "deviations", "seeds", "runs_per_device"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
-                        "generation, tier, tiers, seeds, findings, deviations");
+                        "generation, tier, tiers, seeds, runs_per_device, findings, deviations");
   const int seeds = experiment_seeds(exp, seeds_set, origin);
+  const int per_device = experiment_runs_per_device(exp, lanes_set, origin);
   exp["seeds"] = seeds;
   const json record = experiment_record(exp, origin);  // tier and findings: the verdicts of the report
   const fs::path out_dir = str_field(exp, "out_dir", origin);
@@ -197,6 +206,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "jobs: " + join_names(job_names) + (seed_run_names.empty() ? "" : "; seed runs: " + join_names(seed_run_names));
   // --jobs: the runs this invocation works on, in run order (all without it); a job name selects its every seed.
   const bool subset = vm.count("jobs") > 0;
+  if (lane && !subset) throw ConfigError("--lane needs --jobs", "--lane is how aobench run starts its own children");
   std::vector<std::string> selected = run_names;
   if (subset) {
     std::set<std::string> requested;
@@ -210,7 +220,8 @@ int cmd_run(const std::vector<std::string>& args) {
     if (requested.empty()) throw ConfigError("--jobs names no job", valid_names);
     selected.clear();
     for (const auto& r : runs)
-      if (requested.count(r.job) || requested.count(r.name)) selected.push_back(r.name);
+      if (requested.count(r.name) || (!lane && requested.count(r.job)))  // a lane: exactly its run, seed 0 alone
+        selected.push_back(r.name);
   }
   auto is_selected = [&](const std::string& name) {
     return std::find(selected.begin(), selected.end(), name) != selected.end();
@@ -220,9 +231,10 @@ int cmd_run(const std::vector<std::string>& args) {
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
   fs::create_directories(out_dir);
   const std::string holder = "aobench run " + origin + (subset ? " --jobs " + join_names(selected) : "");
-  std::optional<DirLock> experiment_lock;
-  experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/subset);
-  write_experiment_record(out_dir.string(), record);  // <out_dir>/experiment.json, for `aobench report`
+  std::optional<DirLock> experiment_lock;  // a lane's parent holds it, or released it after preparing the data
+  if (!lane) experiment_lock.emplace((out_dir / ".lock").string(), holder, /*wait=*/subset);
+  // <out_dir>/experiment.json, for `aobench report`; a lane's parent wrote it (side by side, lanes would race)
+  if (!lane) write_experiment_record(out_dir.string(), record);
   if (exp.contains("description")) str_field(exp, "description", origin);
   if (exp.contains("generation")) check_generation_section(exp["generation"], origin);
   if (exp.contains("description")) std::cout << "experiment: " << exp["description"].get<std::string>() << "\n";
@@ -294,18 +306,55 @@ int cmd_run(const std::vector<std::string>& args) {
                           "job, or undo the change");
   }
 
-  auto job_lock_path = [&](const std::string& name) { return (out_dir / (".job_" + name + ".lock")).string(); };
+  // Lanes: the runs still to train, trained by children of this command side by side (experiment_lanes.h).
   int64_t trained = 0, evaluated = 0;
+  bool redo = force;                   // --force for the steps below; the lanes have redone what they trained
+  std::set<std::string> lane_trained;  // runs trained by the lanes
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  const std::vector<std::string> devices = lane_devices(gpus, std::getenv("CUDA_VISIBLE_DEVICES"));
+  const bool torchrun = std::getenv("WORLD_SIZE") != nullptr && std::string(std::getenv("WORLD_SIZE")) != "1";
+  if (!lane && !torchrun && devices.size() * static_cast<size_t>(per_device) > 1) {
+    std::vector<std::string> to_train;
+    for (const auto& r : resolved)
+      if (is_selected(r.name) && (force || !read_done(out_dir / r.name).value("train", false)))
+        to_train.push_back(r.name);
+    if (to_train.size() > 1) {
+      std::vector<std::string> child = {fs::read_symlink("/proc/self/exe").string(), "run", origin, "--lane"};
+      for (const auto& s : given_sets) child.insert(child.end(), {"--set", s});
+      if (force) child.push_back("--force");
+      const LaneOutcome lanes = train_in_lanes(to_train, child, devices, per_device, out_dir / "logs");
+      if (lanes.signal != 0) {
+        std::cout << "run: interrupted; re-run the same command to resume (finished runs are skipped)\n";
+        return 128 + lanes.signal;
+      }
+      if (!lanes.failed.empty()) {
+        std::string list;
+        for (const auto& [run, rc] : lanes.failed) list += (list.empty() ? "" : ", ") + run;
+        throw TrainingError("runs " + list + " stopped with an error (their logs are in " +
+                                (out_dir / "logs").string() + "); the other " + std::to_string(lanes.trained.size()) +
+                                " finished",
+                            "fix the cause and re-run the same command: finished runs are skipped");
+      }
+      trained = static_cast<int64_t>(lanes.trained.size());
+      lane_trained.insert(lanes.trained.begin(), lanes.trained.end());
+      progress.advance(trained);
+      redo = false;
+    }
+  }
+
+  auto job_lock_path = [&](const std::string& name) { return (out_dir / (".job_" + name + ".lock")).string(); };
   for (const auto& [name, job, seed, config] : resolved) {
     if (!is_selected(name)) continue;
     const DirLock job_lock(job_lock_path(name), holder, /*wait=*/false);
     const fs::path job_dir = out_dir / name;
-    if (force && fs::exists(job_dir)) {
+    if (redo && fs::exists(job_dir)) {
       std::cout << "run: --force: removing " << job_dir.string() << "\n";
       fs::remove_all(job_dir);
     }
     json done = read_done(job_dir);
-    if (done.value("train", false)) {
+    if (done.value("train", false) && lane_trained.count(name)) {
+      // trained by a lane of this command: counted above
+    } else if (done.value("train", false)) {
       std::cout << "run: job " << name << ": training finished earlier, skipped\n";
       progress.skip(1);
       ++skipped;
@@ -339,6 +388,11 @@ int cmd_run(const std::vector<std::string>& args) {
       }
       const std::string key = json{{"mode", mode}, {"datasets", used}}.dump();
       if (std::find(done["evals"].begin(), done["evals"].end(), json(key)) != done["evals"].end()) {
+        if (lane_trained.count(name)) {  // by the lane that trained it
+          progress.advance();
+          ++evaluated;
+          continue;
+        }
         std::cout << "run: job " << name << ": eval " << key << " done earlier, skipped\n";
         progress.skip(1);
         ++skipped;
@@ -355,6 +409,10 @@ int cmd_run(const std::vector<std::string>& args) {
       progress.advance();
       ++evaluated;
     }
+  }
+  if (lane) {  // the parent generates and reports once every lane has ended
+    std::cout << "run: lane done: " << trained << " trainings, " << evaluated << " evals\n";
+    return 0;
   }
   // Generation after every job is trained: a job of this experiment may be the genppl judge. Under --jobs the
   // judge may be another run's job, still training.

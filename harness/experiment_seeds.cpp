@@ -17,35 +17,46 @@ const char* kSeedsHint = "seeds is the number of runs per job, an integer from 1
 
 }  // namespace
 
-int take_seeds_setting(std::vector<std::string>& sets) {
-  int seeds = 0;
+int take_count_setting(std::vector<std::string>& sets, const std::string& key, int max, const std::string& what,
+                       const std::string& hint) {
+  int count = 0;
+  const std::string prefix = key + "=";
   for (auto it = sets.begin(); it != sets.end();) {
-    if (it->rfind("seeds=", 0) != 0) {
+    if (it->rfind(prefix, 0) != 0) {
       ++it;
       continue;
     }
-    const std::string text = it->substr(6);
+    const std::string text = it->substr(prefix.size());
     // Digits only: "2.5", "-1", "two" and "" are refused rather than read as a prefix or cast.
     const bool digits = !text.empty() && text.size() <= 9 &&
                         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
     const long long n = digits ? std::stoll(text) : 0;
-    if (n < 1 || n > kMaxSeeds)
-      throw ConfigError("--set seeds=" + text + ": '" + text + "' is not a number of seeds", kSeedsHint);
-    if (seeds != 0 && seeds != n)
-      throw ConfigError("--set seeds is given twice (" + std::to_string(seeds) + ", " + text + ")", "name one");
-    seeds = static_cast<int>(n);
+    if (n < 1 || n > max)
+      throw ConfigError("--set " + prefix + text + ": '" + text + "' is not a number of " + what, hint);
+    if (count != 0 && count != n)
+      throw ConfigError("--set " + key + " is given twice (" + std::to_string(count) + ", " + text + ")", "name one");
+    count = static_cast<int>(n);
     it = sets.erase(it);
   }
-  return seeds;
+  return count;
+}
+
+int experiment_count(const json& experiment, const std::string& key, int from_set, int max, const std::string& origin,
+                     const std::string& hint) {
+  if (from_set > 0) return from_set;
+  if (!experiment.is_object() || !experiment.contains(key)) return 1;
+  const json& v = experiment[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > max)
+    throw ConfigError(origin + ": '" + key + "' must be a positive integer, got " + brief(v), hint);
+  return v.get<int>();
+}
+
+int take_seeds_setting(std::vector<std::string>& sets) {
+  return take_count_setting(sets, "seeds", kMaxSeeds, "seeds", kSeedsHint);
 }
 
 int experiment_seeds(const json& experiment, int from_set, const std::string& origin) {
-  if (from_set > 0) return from_set;
-  if (!experiment.is_object() || !experiment.contains("seeds")) return 1;
-  const json& v = experiment["seeds"];
-  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxSeeds)
-    throw ConfigError(origin + ": 'seeds' must be a positive integer, got " + brief(v), kSeedsHint);
-  return v.get<int>();
+  return experiment_count(experiment, "seeds", from_set, kMaxSeeds, origin, kSeedsHint);
 }
 
 std::string seed_run_name(const std::string& job, int k) { return k == 0 ? job : job + "_seed" + std::to_string(k); }

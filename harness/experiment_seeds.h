@@ -14,6 +14,17 @@
 
 namespace aobench {
 
+// Removes every "KEY=N" from `sets` and returns N (0 when none); ConfigError naming the value ("… is not a number of
+// WHAT", `hint`) for anything but an integer in [1, max], or two different values. Shared by seeds and
+// runs_per_device (harness/experiment_lanes.h).
+int take_count_setting(std::vector<std::string>& sets, const std::string& key, int max, const std::string& what,
+                       const std::string& hint);
+
+// `from_set` when > 0, else the experiment's KEY (default 1); ConfigError naming `origin`, the key and the
+// value when it is no integer in [1, max].
+int experiment_count(const nlohmann::json& experiment, const std::string& key, int from_set, int max,
+                     const std::string& origin, const std::string& hint);
+
 // Removes every "seeds=N" from `sets` (the --set list of `aobench run`) and returns N (0 when none).
 // ConfigError naming the value for anything but an integer in [1, kMaxSeeds], or two different values.
 int take_seeds_setting(std::vector<std::string>& sets);

@@ -20,6 +20,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/progress.h"
+#include "core/scoped_signals.h"
 #include "datasets/token_file.h"
 #include "harness/checkpoint.h"
 #include "harness/distributed.h"
@@ -68,23 +69,6 @@ extern "C" void on_signal(int sig) {
   static const char kMsg[] = "\nstopping after this step… (again to exit at once)\n";
   (void)!::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
 }
-
-struct SignalGuard {
-  struct sigaction old_int {
-  }, old_term{};
-  SignalGuard() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-  }
-  ~SignalGuard() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
 
 // First differing leaf between two model sections, as "key: a vs b" ("" when equal).
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
@@ -689,7 +673,8 @@ TrainSummary Trainer::run() {
       summary.best_val_step = step_;
     }
   };
-  SignalGuard signals;
+  g_signal = 0;
+  const ScopedSignals signals(on_signal);
   TrainStreamScope stream(device_, graph_wanted_);
   net().train();
   reset_peak_memory(device_);

@@ -122,7 +122,9 @@ class Judge {
   void count(const Estimate& a, const Estimate& b, int claim_sign) {
     if (!std::isfinite(a.mean) || !std::isfinite(b.mean)) return;
     const Difference d = welch_difference(a, b);
-    if (d.sign == 0)
+    if (!d.known)
+      ++unknown_;
+    else if (d.sign == 0)
       ++noise_;
     else if (d.sign == claim_sign)
       ++agree_;
@@ -133,7 +135,7 @@ class Judge {
   // outside → against, overlapping a boundary → within noise.
   void count_interval(double lo, double hi, double low, double high) {
     if (!std::isfinite(lo) || !std::isfinite(hi)) {
-      ++noise_;
+      ++unknown_;
       return;
     }
     if (lo >= low && hi <= high)
@@ -146,8 +148,9 @@ class Judge {
   void fail(const std::string& why) { failures_.insert(why); }
 
   Verdict finish(Verdict v, int needed, const std::string& short_why, std::string numbers) const {
-    v.agree = agree_, v.against = against_, v.within_noise = noise_;
+    v.agree = agree_, v.against = against_, v.within_noise = noise_, v.no_estimate = unknown_;
     v.numbers = std::move(numbers);
+    while (!v.numbers.empty() && (v.numbers.back() == ' ' || v.numbers.back() == ';')) v.numbers.pop_back();
     if (!no_unigram_.empty()) {  // trained before `aobench train` recorded the unigram level
       std::string names;
       for (const auto& n : no_unigram_) names += (names.empty() ? "" : ", ") + n;
@@ -164,7 +167,7 @@ class Judge {
       v.outcome = Outcome::uninformative;
       for (const auto& p : plateau_) v.why += (v.why.empty() ? "" : "; ") + p;
     } else {
-      v.outcome = against_ > 0 ? Outcome::no : noise_ > 0 ? Outcome::inconclusive : Outcome::yes;
+      v.outcome = against_ > 0 ? Outcome::no : noise_ + unknown_ > 0 ? Outcome::inconclusive : Outcome::yes;
     }
     return v;
   }
@@ -189,7 +192,7 @@ class Judge {
   const Evidence& ev_;
   std::set<const RunGroup*> used_;
   std::set<std::string> failures_, plateau_, no_unigram_;
-  int agree_ = 0, against_ = 0, noise_ = 0;
+  int agree_ = 0, against_ = 0, noise_ = 0, unknown_ = 0;
 };
 
 std::string label(const RunGroup& g) {
@@ -931,7 +934,8 @@ std::string Verdict::line() const {
   if (outcome == Outcome::yes || outcome == Outcome::no || outcome == Outcome::inconclusive)
     return out + " (" + std::to_string(agree) + "/" + std::to_string(total()) + " agree beyond noise" +
            (against ? ", " + std::to_string(against) + " against" : "") +
-           (within_noise ? ", " + std::to_string(within_noise) + " within noise" : "") + ")";
+           (within_noise ? ", " + std::to_string(within_noise) + " within noise" : "") +
+           (no_estimate ? ", " + std::to_string(no_estimate) + " without a noise estimate" : "") + ")";
   return out + (why.empty() ? "" : " (" + why + ")");
 }
 
@@ -1008,14 +1012,32 @@ FindingsReport render_findings(const Results& r) {
   FindingsReport out;
   if (!r.context.contains("experiment") || !r.context["experiment"].is_object()) return out;
   const json& exp = r.context["experiment"];
-  if (!exp.contains("findings") || !exp["findings"].is_array() || exp["findings"].empty()) return out;
+  const auto plateau = plateau_lines(r);
+  std::ostringstream md, html, tex;
+  // Per run, where it stands against the unigram plateau: under the verdicts, or alone for a file without findings
+  // (a measurement such as plateau.json), as a heading of `level`.
+  auto plateau_section = [&](int level) {
+    if (plateau.empty()) return;
+    md << "\n" << std::string(static_cast<size_t>(level), '#') << " The unigram plateau\n\n";
+    html << "<h" << level << ">The unigram plateau</h" << level << ">\n<ul>\n";
+    for (const auto& [name, text] : plateau) {
+      md << "- " << name << ": " << text << "\n";
+      html << "<li>" << html_esc(name) << ": " << html_esc(text) << "</li>\n";
+    }
+    html << "</ul>\n";
+  };
+  if (!exp.contains("findings") || !exp["findings"].is_array() || exp["findings"].empty()) {
+    plateau_section(2);
+    if (!plateau.empty()) md << "\n";
+    out.markdown = md.str();
+    out.html = html.str();
+    return out;
+  }
   for (const auto& f : exp["findings"])
     if (f.is_string()) out.verdicts.push_back(verdict_for(f.get<std::string>(), r));
   const std::string protocol = protocol_line(r, exp);
   const std::string deviations = exp.value("deviations", std::string("none stated"));
   const std::string counted = tally(out.verdicts).text();
-  const auto plateau = plateau_lines(r);
-  std::ostringstream md, html, tex;
   md << "## Findings: reproduced at this scale?\n\n"
      << "| finding | where | verdict (computed from the data) | paper's claim (paraphrased) | numbers |\n"
      << "|---|---|---|---|---|\n";
@@ -1038,15 +1060,7 @@ FindingsReport render_findings(const Results& r) {
   html << "</table>\n<ul class=proto><li>Tally: " << html_esc(counted)
        << "</li><li>Statistic: " << html_esc(kVerdictStatistic) << "</li><li>Protocol: " << html_esc(protocol)
        << "</li><li>Deviations from the paper: " << html_esc(deviations) << "</li></ul>\n";
-  if (!plateau.empty()) {
-    md << "\n### The unigram plateau\n\n";
-    html << "<h3>The unigram plateau</h3>\n<ul>\n";
-    for (const auto& [name, text] : plateau) {
-      md << "- " << name << ": " << text << "\n";
-      html << "<li>" << html_esc(name) << ": " << html_esc(text) << "</li>\n";
-    }
-    html << "</ul>\n";
-  }
+  plateau_section(3);
   md << "\n";
   tex << "\\bottomrule\n\\end{tabular}\n\\caption{Findings at tier " << tex_esc(exp.value("tier", std::string("?")))
       << ". " << tex_esc(counted) << ". Statistic: " << tex_esc(kVerdictStatistic)

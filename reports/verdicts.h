@@ -38,10 +38,12 @@ struct Verdict {
   std::string test;     // the comparison made, e.g. "AO-GPT's final validation loss above GPT's"
   RuleKind kind = RuleKind::paper;
   Outcome outcome = Outcome::not_enough_data;
-  int agree = 0, against = 0, within_noise = 0;  // comparisons: with the claim / against it / within the noise
-  std::string why;                               // failed, not enough data, uninformative: the reason
+  // Comparisons: with the claim / against it / within the noise / without a noise estimate (one run that recorded
+  // no evaluation standard error): the last two make a verdict inconclusive.
+  int agree = 0, against = 0, within_noise = 0, no_estimate = 0;
+  std::string why;      // failed, not enough data, uninformative: the reason
   std::string numbers;  // the estimates behind it ("gpt 4.64 ± 0.01 (sd, n = 3), ao_gpt 7.09 ± 0.05 ...")
-  int total() const { return agree + against + within_noise; }
+  int total() const { return agree + against + within_noise + no_estimate; }
   std::string line() const;  // "<test>: yes (3/3 agree beyond noise)", "<test>: uninformative at this tier (why)"
 };
 

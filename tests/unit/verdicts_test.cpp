@@ -152,9 +152,14 @@ TEST(Verdicts, OneSeedDecidesOnlyBeyondItsEvaluationError) {
   EXPECT_EQ(verdict_for("1", r).outcome, Outcome::yes);  // 0.5 against a margin of 0.055
   r.runs["ao_gpt"].curves["loss/val"][1].second = 5.03;
   EXPECT_EQ(verdict_for("1", r).outcome, Outcome::inconclusive);  // 0.03 within it
+  EXPECT_NE(verdict_for("1", r).line().find("(0/1 agree beyond noise, 1 within noise)"), std::string::npos)
+      << verdict_for("1", r).line();
   r.runs["ao_gpt"].curves["loss/val"][1].second = 5.5;
   r.runs["ao_gpt"].curves.erase("loss/val_se");
-  EXPECT_EQ(verdict_for("1", r).outcome, Outcome::inconclusive);  // no error estimate: never yes or no
+  const Verdict v = verdict_for("1", r);
+  EXPECT_EQ(v.outcome, Outcome::inconclusive);  // no error estimate: never yes or no, however large the gap
+  EXPECT_EQ(v.no_estimate, 1);
+  EXPECT_NE(v.line().find("(0/1 agree beyond noise, 1 without a noise estimate)"), std::string::npos) << v.line();
 }
 
 TEST(Verdicts, Findings2OrderAblation) {
