@@ -22,7 +22,8 @@ class ScopedSignals {
   ScopedSignals& operator=(const ScopedSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_{};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 }  // namespace aobench

@@ -28,13 +28,12 @@ const char* kLanesHint =
     "runs_per_device is how many runs train side by side on each GPU (on the CPU without one), an integer from 1 "
     "to 64 (1: one at a time)";
 
-volatile std::sig_atomic_t g_lane_signal = 0;  // the last SIGINT / SIGTERM received
+volatile std::sig_atomic_t g_lane_signal = 0;   // the last SIGINT / SIGTERM received
 volatile std::sig_atomic_t g_lane_signals = 0;  // how many
 extern "C" void on_lane_signal(int sig) {
   g_lane_signal = sig;
   g_lane_signals = g_lane_signals + 1;
 }
-
 
 // The last `n` lines of a text file ("" when unreadable).
 std::string last_lines(const fs::path& path, size_t n) {
@@ -99,9 +98,9 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
   int forwarded = 0;  // signals passed on so far
   auto label = [&](size_t d) { return devices[d].empty() ? std::string("CPU") : "GPU " + devices[d]; };
 
-  std::cout << "run: " << runs.size() << " runs in " << devices.size() * static_cast<size_t>(per_device)
-            << " lanes (" << per_device << " per device on " << devices.size() << " device"
-            << (devices.size() == 1 ? "" : "s") << "); logs in " << log_dir.string() << "\n"
+  std::cout << "run: " << runs.size() << " runs in " << devices.size() * static_cast<size_t>(per_device) << " lanes ("
+            << per_device << " per device on " << devices.size() << " device" << (devices.size() == 1 ? "" : "s")
+            << "); logs in " << log_dir.string() << "\n"
             << std::flush;
   while (true) {
     // Start runs while a device has a free lane and no signal came.

@@ -32,9 +32,9 @@ std::vector<std::string> lane_devices(int gpus, const char* visible);
 
 // What train_in_lanes did.
 struct LaneOutcome {
-  std::vector<std::string> trained;              // runs whose child exited 0, in the order they finished
+  std::vector<std::string> trained;                 // runs whose child exited 0, in the order they finished
   std::vector<std::pair<std::string, int>> failed;  // run, exit status (128 + N: killed by signal N)
-  int signal = 0;                                // SIGINT / SIGTERM received (forwarded to the children)
+  int signal = 0;                                   // SIGINT / SIGTERM received (forwarded to the children)
 };
 
 // Trains each of `runs` in a child `child_argv + {"--jobs", run}` (child_argv[0]: the aobench executable), at
