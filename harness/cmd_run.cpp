@@ -311,7 +311,8 @@ int cmd_run(const std::vector<std::string>& args) {
   bool redo = force;                   // --force for the steps below; the lanes have redone what they trained
   std::set<std::string> lane_trained;  // runs trained by the lanes
   const int gpus = static_cast<int>(torch::cuda::device_count());
-  const std::vector<std::string> devices = lane_devices(gpus, std::getenv("CUDA_VISIBLE_DEVICES"));
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::vector<std::string> devices = lane_devices(gpus, comma_list(visible ? visible : ""));
   const bool torchrun = std::getenv("WORLD_SIZE") != nullptr && std::string(std::getenv("WORLD_SIZE")) != "1";
   if (!lane && !torchrun && devices.size() * static_cast<size_t>(per_device) > 1) {
     std::vector<std::string> to_train;

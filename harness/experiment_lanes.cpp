@@ -58,20 +58,13 @@ int experiment_runs_per_device(const nlohmann::json& experiment, int from_set, c
   return experiment_count(experiment, "runs_per_device", from_set, kMaxRunsPerDevice, origin, kLanesHint);
 }
 
-std::vector<std::string> lane_devices(int gpus, const char* visible) {
+std::vector<std::string> lane_devices(int gpus, const std::vector<std::string>& visible) {
   if (gpus <= 0) return {""};
-  std::vector<std::string> ids;
-  if (visible != nullptr) {
-    const std::string text(visible);
-    for (size_t begin = 0; begin <= text.size();) {
-      const size_t end = std::min(text.find(',', begin), text.size());
-      if (end > begin) ids.push_back(text.substr(begin, end - begin));
-      begin = end + 1;
-    }
-  }
   std::vector<std::string> devices;
-  for (int g = 0; g < gpus; ++g)
-    devices.push_back(static_cast<size_t>(g) < ids.size() ? ids[static_cast<size_t>(g)] : std::to_string(g));
+  for (int g = 0; g < gpus; ++g) {
+    const auto i = static_cast<size_t>(g);
+    devices.push_back(i < visible.size() ? visible[i] : std::to_string(g));
+  }
   return devices;
 }
 
@@ -88,6 +81,7 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
   struct Child {
     std::string run;
     size_t device;
+    fs::path log;  // <log_dir>/<run>.log
     std::chrono::steady_clock::time_point started;
   };
   std::map<int, Child> running;  // pid → child
@@ -124,7 +118,7 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
         continue;
       }
       ++busy[d];
-      running[pid] = {run, d, std::chrono::steady_clock::now()};
+      running[pid] = {run, d, log, std::chrono::steady_clock::now()};
       std::cout << "run: " << run << " started on " << label(d) << " (" << running.size() << " running; log "
                 << log.string() << ")\n"
                 << std::flush;
@@ -161,8 +155,8 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
     } else {
       outcome.failed.emplace_back(child.run, rc);
       std::cout << "run: " << child.run << " stopped with exit status " << rc << " after " << since(child.started)
-                << "; the end of " << (log_dir / (child.run + ".log")).string() << ":\n"
-                << last_lines(log_dir / (child.run + ".log"), 12);
+                << "; the end of " << child.log.string() << ":\n"
+                << last_lines(child.log, 12);
     }
     std::cout << std::flush;
   }

@@ -25,10 +25,10 @@ int take_runs_per_device_setting(std::vector<std::string>& sets);
 // the value when it is no integer in [1, kMaxRunsPerDevice].
 int experiment_runs_per_device(const nlohmann::json& experiment, int from_set, const std::string& origin);
 
-// The value of CUDA_VISIBLE_DEVICES for each device a child may be pinned to: for `gpus` > 0 the first
-// `gpus` entries of `visible` (the parent's CUDA_VISIBLE_DEVICES, nullptr when unset: "0", "1", ...); for
-// none, one device "" (the CPU: the variable is left as it is). Pure.
-std::vector<std::string> lane_devices(int gpus, const char* visible);
+// The value of CUDA_VISIBLE_DEVICES for each device a child may be pinned to: for `gpus` > 0 the first `gpus`
+// entries of `visible` (the parent's CUDA_VISIBLE_DEVICES, split at commas; "0", "1", ... past its end); for none,
+// one device "" (the CPU: the variable is left as it is). Pure.
+std::vector<std::string> lane_devices(int gpus, const std::vector<std::string>& visible);
 
 // What train_in_lanes did.
 struct LaneOutcome {

@@ -477,46 +477,44 @@ std::map<double, const RunGroup*> ema_groups(const Evidence& ev, std::string& am
   return out;
 }
 
-Verdict ema_decay(const Evidence& ev) {
-  Verdict v = base("arch-ema-decay", "Architecture ablation (EMA)",
-                   "An exponential moving average of the weights lowers the evaluated loss.",
-                   "every EMA decay ends below no EMA (validation loss with the EMA weights)");
+// The EMA rules: the job with decay `anchor` (0: no EMA) against every other decay of ema_groups; the claim is
+// the anchor's loss below the others' when `anchor_below` (0.9999 best), else theirs below the anchor's.
+Verdict ema_rule(const Evidence& ev, Verdict v, double anchor, bool anchor_below, const std::string& needs) {
   std::string ambiguous;
   const auto groups = ema_groups(ev, ambiguous);
   Judge j(ev);
-  auto none = groups.find(0.0);
-  if (!ambiguous.empty() || none == groups.end() || groups.size() < 2)
-    return j.finish(v, 1, ambiguous.empty() ? "needs an ao_gpt job without EMA and one with" : ambiguous, "");
-  const Estimate n = j.loss(*none->second);
-  std::string numbers = "final validation loss (nats): no EMA " + est(n);
+  const auto a = groups.find(anchor);
+  if (!ambiguous.empty() || a == groups.end() || groups.size() < 2)
+    return j.finish(v, 1, ambiguous.empty() ? needs : ambiguous, "");
+  auto name = [](double decay) { return decay == 0 ? std::string("no EMA") : num(decay); };
+  const Estimate at = j.loss(*a->second);
+  std::string numbers = "final validation loss (nats): " + name(anchor) + " " + est(at);
   for (const auto& [decay, g] : groups)
-    if (decay > 0) {
+    if (g != a->second) {
       const Estimate e = j.loss(*g);
-      j.count(e, n, -1);
-      numbers += ", " + num(decay) + " " + est(e);
+      if (anchor_below)
+        j.count(at, e, -1);
+      else
+        j.count(e, at, -1);
+      numbers += ", " + name(decay) + " " + est(e);
     }
   return j.finish(v, 1, "", numbers);
 }
 
+Verdict ema_decay(const Evidence& ev) {
+  return ema_rule(ev,
+                  base("arch-ema-decay", "Architecture ablation (EMA)",
+                       "An exponential moving average of the weights lowers the evaluated loss.",
+                       "every EMA decay ends below no EMA (validation loss with the EMA weights)"),
+                  0.0, false, "needs an ao_gpt job without EMA and one with");
+}
+
 Verdict ema_best(const Evidence& ev) {
-  Verdict v = base("ema-0.9999-best", "Architecture ablation (EMA decays)",
-                   "Of the EMA decays tried, 0.9999 (AO-GPT's recipe) gives the lowest loss.",
-                   "the EMA 0.9999 job ends below every other decay, and below no EMA");
-  std::string ambiguous;
-  const auto groups = ema_groups(ev, ambiguous);
-  Judge j(ev);
-  auto best = groups.find(0.9999);
-  if (!ambiguous.empty() || best == groups.end() || groups.size() < 2)
-    return j.finish(v, 1, ambiguous.empty() ? "needs an ao_gpt job with EMA 0.9999 and another decay" : ambiguous, "");
-  const Estimate b = j.loss(*best->second);
-  std::string numbers = "final validation loss (nats): 0.9999 " + est(b);
-  for (const auto& [decay, g] : groups)
-    if (g != best->second) {
-      const Estimate e = j.loss(*g);
-      j.count(b, e, -1);
-      numbers += ", " + (decay == 0 ? std::string("no EMA") : num(decay)) + " " + est(e);
-    }
-  return j.finish(v, 1, "", numbers);
+  return ema_rule(ev,
+                  base("ema-0.9999-best", "Architecture ablation (EMA decays)",
+                       "Of the EMA decays tried, 0.9999 (AO-GPT's recipe) gives the lowest loss.",
+                       "the EMA 0.9999 job ends below every other decay, and below no EMA"),
+                  0.9999, true, "needs an ao_gpt job with EMA 0.9999 and another decay");
 }
 
 Verdict counting(const Evidence&) {
