@@ -243,28 +243,41 @@ std::string count_text(const std::vector<const RunGroup*>& gs, const std::string
   return "needs one " + what + " job (found " + std::to_string(gs.size()) + ")";
 }
 
+// The one job of each of two plugins a rule compares; `missing` says what is not there ("" when both are).
+struct JobPair {
+  const RunGroup* a = nullptr;
+  const RunGroup* b = nullptr;
+  std::string missing;
+};
+JobPair one_job_each(const Evidence& ev, const std::string& plugin_a, const std::string& plugin_b) {
+  auto jobs_of = [&ev](const std::string& plugin) {
+    return ev.where([&plugin](const RunResults& x) { return plugin_of(x) == plugin; });
+  };
+  const auto a = jobs_of(plugin_a), b = jobs_of(plugin_b);
+  if (a.size() == 1 && b.size() == 1) return {a[0], b[0], ""};
+  return {nullptr, nullptr, count_text(a, plugin_a) + " and " + count_text(b, plugin_b)};
+}
+
 // --- the findings ---------------------------------------------------------------------------------------------
 Verdict finding_1(const Evidence& ev) {
   Verdict v = base("1", "Finding 1",
                    "Any-order autoregression is harder to learn than left to right: at equal steps and tokens "
                    "AO-GPT's validation loss stays above the L2R GPT's.",
                    "AO-GPT's final validation loss above GPT's");
-  const auto gpt = ev.where([](const RunResults& x) { return plugin_of(x) == "gpt"; });
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
+  const auto [gpt, ao, missing] = one_job_each(ev, "gpt", "ao_gpt");
   Judge j(ev);
   std::string numbers;
-  if (gpt.size() != 1 || ao.size() != 1)
-    return j.finish(v, 1, count_text(gpt, "gpt") + " and " + count_text(ao, "ao_gpt"), "");
-  const Estimate g = j.loss(*gpt[0]), a = j.loss(*ao[0]);
+  if (!missing.empty()) return j.finish(v, 1, missing, "");
+  const Estimate g = j.loss(*gpt), a = j.loss(*ao);
   j.count(a, g, +1);
   // How much of the curve agrees, on the seeds' mean curves (context, not the test).
-  const auto gb = val_loss_band(*gpt[0]), ab = val_loss_band(*ao[0]);
+  const auto gb = val_loss_band(*gpt), ab = val_loss_band(*ao);
   std::map<double, double> g_at;
   for (const auto& p : gb) g_at[p.step] = p.mean;
   int above = 0, steps = 0;
   for (const auto& p : ab)
     if (auto it = g_at.find(p.step); it != g_at.end()) ++steps, above += p.mean > it->second;
-  numbers = "final validation loss (nats): " + label(*gpt[0]) + " " + est(g) + ", " + label(*ao[0]) + " " + est(a) +
+  numbers = "final validation loss (nats): " + label(*gpt) + " " + est(g) + ", " + label(*ao) + " " + est(a) +
             "; mean AO-GPT curve above GPT's at " + std::to_string(above) + " of " + std::to_string(steps) +
             " evaluated steps";
   return j.finish(v, 1, "", numbers);
@@ -607,15 +620,13 @@ Verdict zero_shot_l2r(const Evidence& ev) {
                    "Read left to right, AO-GPT stays behind the left-to-right GPT: the L2R block of the zero-shot "
                    "tables has GPT's perplexity below AO-GPT's L2R perplexity.",
                    "GPT's L2R perplexity below AO-GPT's L2R perplexity, on every dataset");
-  const auto gpt = ev.where([](const RunResults& x) { return plugin_of(x) == "gpt"; });
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
+  const auto [gpt, ao, missing] = one_job_each(ev, "gpt", "ao_gpt");
   Judge j(ev);
-  if (gpt.size() != 1 || ao.size() != 1)
-    return j.finish(v, 1, count_text(gpt, "gpt") + " and " + count_text(ao, "ao_gpt"), "");
+  if (!missing.empty()) return j.finish(v, 1, missing, "");
   std::string numbers = "L2R perplexity:";
-  for (const auto& ds : datasets_with(*gpt[0], "ppl")) {
-    const Estimate g = j.metric(*gpt[0], ds + "/ppl");
-    const Estimate a = j.metric(*ao[0], ds + "/ppl");
+  for (const auto& ds : datasets_with(*gpt, "ppl")) {
+    const Estimate g = j.metric(*gpt, ds + "/ppl");
+    const Estimate a = j.metric(*ao, ds + "/ppl");
     if (a.n == 0) continue;
     j.count(g, a, -1);
     numbers += " " + ds + ": GPT " + est(g) + ", AO-GPT " + est(a) + ";";
@@ -626,16 +637,14 @@ Verdict zero_shot_l2r(const Evidence& ev) {
 Verdict table_2(const Evidence& ev) {
   Verdict v = base("table-2", "Table 2", "AO-GPT improves on σ-GPT in both left-to-right and any-order perplexity.",
                    "AO-GPT's L2R and any-order perplexities below σ-GPT's, on every dataset");
-  const auto sigma = ev.where([](const RunResults& x) { return plugin_of(x) == "sigma_gpt"; });
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
+  const auto [sigma, ao, missing] = one_job_each(ev, "sigma_gpt", "ao_gpt");
   Judge j(ev);
-  if (sigma.size() != 1 || ao.size() != 1)
-    return j.finish(v, 1, count_text(sigma, "sigma_gpt") + " and " + count_text(ao, "ao_gpt"), "");
+  if (!missing.empty()) return j.finish(v, 1, missing, "");
   std::string numbers;
-  for (const std::string& fam : {std::string("ppl"), any_order_ppl(*sigma[0])}) {
+  for (const std::string& fam : {std::string("ppl"), any_order_ppl(*sigma)}) {
     if (fam.empty()) continue;
-    for (const auto& ds : datasets_with(*sigma[0], fam)) {
-      const Estimate s = j.metric(*sigma[0], ds + "/" + fam), a = j.metric(*ao[0], ds + "/" + fam);
+    for (const auto& ds : datasets_with(*sigma, fam)) {
+      const Estimate s = j.metric(*sigma, ds + "/" + fam), a = j.metric(*ao, ds + "/" + fam);
       if (a.n == 0) continue;
       j.count(a, s, -1);
       numbers += (fam == "ppl" ? "L2R " : fam + " ") + ds + ": σ-GPT " + est(s) + ", AO-GPT " + est(a) + "; ";
@@ -659,16 +668,14 @@ Verdict finding_7(const Evidence& ev) {
   Verdict v =
       base("7", "Finding 7", "AO-GPT's KV-cache sampler generates faster than SEDD at the same number of steps.",
            "AO-GPT faster than SEDD at every timed step count");
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
-  const auto sedd = ev.where([](const RunResults& x) { return plugin_of(x) == "sedd"; });
+  const auto [ao, sedd, missing] = one_job_each(ev, "ao_gpt", "sedd");
   Judge j(ev);
-  if (ao.size() != 1 || sedd.size() != 1)
-    return j.finish(v, 2, count_text(ao, "ao_gpt") + " and " + count_text(sedd, "sedd"), "");
+  if (!missing.empty()) return j.finish(v, 2, missing, "");
   std::string numbers = "seconds per generation:";
-  const auto s_keys = speed_keys(*sedd[0]);
-  for (const auto& [steps, key] : speed_keys(*ao[0]))
+  const auto s_keys = speed_keys(*sedd);
+  for (const auto& [steps, key] : speed_keys(*ao))
     if (s_keys.count(steps)) {
-      const Estimate a = j.metric(*ao[0], key, false), s = j.metric(*sedd[0], key, false);
+      const Estimate a = j.metric(*ao, key, false), s = j.metric(*sedd, key, false);
       j.count(a, s, -1);
       numbers += " " + std::to_string(steps) + " steps: AO-GPT " + est(a) + " vs SEDD " + est(s) + " (" +
                  num(s.mean / a.mean) + "×);";
@@ -684,19 +691,17 @@ Verdict finding_8_1(const Evidence& ev) {
                    "encoder-only SEDD.",
                    "SEDD time / AO-GPT time at the largest step count both were timed at (the paper's setting: one "
                    "step per token) at least 25×");
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
-  const auto sedd = ev.where([](const RunResults& x) { return plugin_of(x) == "sedd"; });
+  const auto [ao, sedd, missing] = one_job_each(ev, "ao_gpt", "sedd");
   Judge j(ev);
-  if (ao.size() != 1 || sedd.size() != 1)
-    return j.finish(v, 1, count_text(ao, "ao_gpt") + " and " + count_text(sedd, "sedd"), "");
-  const auto a_keys = speed_keys(*ao[0]), s_keys = speed_keys(*sedd[0]);
+  if (!missing.empty()) return j.finish(v, 1, missing, "");
+  const auto a_keys = speed_keys(*ao), s_keys = speed_keys(*sedd);
   std::string numbers = "speed-up SEDD / AO-GPT:";
   int largest = -1;
   for (const auto& [steps, key] : a_keys)
     if (s_keys.count(steps)) largest = steps;
   for (const auto& [steps, key] : a_keys) {
     if (!s_keys.count(steps)) continue;
-    const Estimate a = j.metric(*ao[0], key, false), s = j.metric(*sedd[0], key, false);
+    const Estimate a = j.metric(*ao, key, false), s = j.metric(*sedd, key, false);
     const double ratio = s.mean / a.mean;
     // The ratio's 95 % interval from the two relative errors (delta method).
     const double rel = std::sqrt(std::pow(a.se / a.mean, 2) + std::pow(s.se / s.mean, 2));
@@ -731,12 +736,10 @@ Verdict finding_8_2(const Evidence& ev) {
                    "temperature / nucleus annealing the two are comparable.",
                    "at the largest shared step count: AO-GPT's generation perplexity above SEDD's at (top-p 1, T 1), "
                    "and within ±25 % of it at every annealed setting");
-  const auto ao = ev.where([](const RunResults& x) { return plugin_of(x) == "ao_gpt"; });
-  const auto sedd = ev.where([](const RunResults& x) { return plugin_of(x) == "sedd"; });
+  const auto [ao, sedd, missing] = one_job_each(ev, "ao_gpt", "sedd");
   Judge j(ev);
-  if (ao.size() != 1 || sedd.size() != 1)
-    return j.finish(v, 2, count_text(ao, "ao_gpt") + " and " + count_text(sedd, "sedd"), "");
-  const auto a_keys = genppl_keys(*ao[0]), s_keys = genppl_keys(*sedd[0]);
+  if (!missing.empty()) return j.finish(v, 2, missing, "");
+  const auto a_keys = genppl_keys(*ao), s_keys = genppl_keys(*sedd);
   bool plain = false, annealed = false;
   std::string numbers = "generation perplexity AO-GPT vs SEDD:";
   for (const auto& [setting, by_steps] : a_keys) {
@@ -747,7 +750,7 @@ Verdict finding_8_2(const Evidence& ev) {
       if (s->second.count(n)) steps = n;
     if (steps < 0) continue;
     const std::string key = by_steps.at(steps);
-    const Estimate a = j.metric(*ao[0], key), b = j.metric(*sedd[0], key);
+    const Estimate a = j.metric(*ao, key), b = j.metric(*sedd, key);
     const bool unannealed = setting.first >= 1 && setting.second >= 1;
     if (unannealed) {
       plain = true;
