@@ -23,6 +23,7 @@ namespace {
 
 constexpr size_t kHeaderInts = 256;
 constexpr size_t kHeaderBytes = kHeaderInts * sizeof(int32_t);
+constexpr size_t kTokenizerNameAt = 6, kTokenizerNameBytes = 32;  // header ints [6..13]
 const char* kRegenHint =
     "re-create it with `aobench prepare` (an interrupted copy or a different tool may have "
     "written it)";
@@ -30,7 +31,7 @@ const char* kRegenHint =
 }  // namespace
 
 void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int32_t vocab_size, int32_t window,
-                      int32_t eos) {
+                      int32_t eos, const std::string& tokenizer) {
   bool small = true;
   for (uint32_t t : tokens)
     if (t >= 65536) {
@@ -47,6 +48,10 @@ void write_token_file(const std::string& path, const std::vector<uint32_t>& toke
   header[3] = vocab_size;
   header[4] = window;
   header[5] = eos;
+  if (tokenizer.size() >= kTokenizerNameBytes)
+    throw ConfigError("tokenizer name '" + tokenizer + "' is longer than the token file's " +
+                      std::to_string(kTokenizerNameBytes - 1) + "-byte field");
+  std::memcpy(&header[kTokenizerNameAt], tokenizer.data(), tokenizer.size());
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -133,6 +138,10 @@ TokenFile::TokenFile(const std::string& path, bool allow_raw) : path_(path) {
   header_.vocab_size = h[3];
   header_.window = h[4];
   header_.eos = h[5];
+  const char* name = reinterpret_cast<const char*>(&h[kTokenizerNameAt]);
+  header_.tokenizer.assign(name, strnlen(name, kTokenizerNameBytes));
+  for (unsigned char ch : header_.tokenizer)
+    if (ch < 0x21 || ch > 0x7e) fail("the tokenizer name in the header is not printable ASCII", kRegenHint);
   width_ = h[1] == 1 ? 2 : 4;
   const size_t expect = kHeaderBytes + static_cast<size_t>(header_.count) * width_;
   if (fsize != expect)
@@ -217,6 +226,14 @@ void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::strin
                       "vocabulary covers it");
     }
   }
+}
+
+void check_tokenizer(const TokenFile& file, const std::string& expected, const std::string& owner) {
+  const std::string& got = file.header().tokenizer;
+  if (got.empty() || expected.empty() || got == expected) return;
+  throw DataError("token file " + file.path() + " was tokenized with '" + got + "' but " + owner + " reads '" +
+                      expected + "' tokens",
+                  "prepare the data with --tokenizer " + expected + " (ids of another tokenizer mean other text)");
 }
 
 BatchSampler::BatchSampler(std::shared_ptr<TokenFile> file, int64_t T, uint64_t seed, int rank, int world)

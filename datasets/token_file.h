@@ -1,7 +1,8 @@
 // Implements: packed token files in the llm.c style. Header = 256 little-endian int32:
 //   [0] magic 20240520   [1] version (1 = uint16 tokens, 2 = uint32 tokens)   [2] token count
 //   [3] vocab size (aobench extension; 0 = unknown)   [4] window length the file was packed for (0 = none)
-//   [5] EOS id (−1 = none)   [6..255] zero
+//   [5] EOS id (−1 = none)   [6..13] the tokenizer's name, ASCII, NUL-padded (32 bytes; all zero = unknown)
+//   [14..255] zero
 // followed by the tokens. Raw nanoGPT `.bin` files (uint16, no header) are read too: count = bytes / 2.
 // The reader memory-maps the file and validates the header against the file size before use.
 #pragma once
@@ -22,11 +23,12 @@ struct TokenFileHeader {
   int32_t vocab_size = 0;
   int32_t window = 0;
   int32_t eos = -1;
+  std::string tokenizer;  // "gpt2", "bytes"; "" in files written before it was recorded
 };
 
 // Writes header + tokens atomically (tmp + fsync + rename). Picks uint16 when every id < 65536.
 void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int32_t vocab_size,
-                      int32_t window = 0, int32_t eos = -1);
+                      int32_t window = 0, int32_t eos = -1, const std::string& tokenizer = "");
 
 class TokenFile {
  public:
@@ -60,6 +62,10 @@ class TokenFile {
 // (e.g. "model gpt/debug"). Run when a file is opened for training or evaluation, so a bad file fails
 // at once, not mid-run inside an embedding lookup.
 void check_token_ids(const TokenFile& file, int64_t vocab_size, const std::string& owner);
+// A file tokenized with another tokenizer than `expected` (the model's, e.g. a run's data.tokenizer) is a
+// DataError naming both and `owner`: ids below the vocabulary can still mean other text (a byte file under a GPT-2
+// model). A file or model whose tokenizer is unknown ("") passes.
+void check_tokenizer(const TokenFile& file, const std::string& expected, const std::string& owner);
 
 // Seeded training sampler: random windows of `T` tokens; rank r of W draws only windows starting in
 // its disjoint shard [r·N/W, (r+1)·N/W). State (the generator) is saved in checkpoints for exact resume.

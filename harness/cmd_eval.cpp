@@ -149,8 +149,12 @@ void run_eval(const EvalTask& task) {
     std::cout << "eval: " << run_dir << " step " << loaded.step << (loaded.ema_weights ? " (EMA weights)" : "");
   std::cout << " on " << device.str() << ", mode " << options.mode << "\n";
 
+  // The tokens the model reads: a Hugging Face GPT-2 reads GPT-2 BPE; a run, its data.tokenizer.
+  const std::string model_tokenizer = hf ? "gpt2" : DataConfig::from_json(config).tokenizer;
+  const std::string owner = hf ? "Hugging Face model " + hf_folder : "run " + run_dir + " (data.tokenizer)";
   if (task.throughput) {
     TokenFile file(datasets[0].second);
+    check_tokenizer(file, model_tokenizer, owner);
     check_token_ids(file, model.vocab_size(),
                     "model " + get_string(config, "model.plugin") + "/" + get_string(config, "model.flavour"));
     const double tps = l2r_throughput(model, file, options, device, /*warmup=*/3, /*iters=*/10);
@@ -175,6 +179,7 @@ void run_eval(const EvalTask& task) {
   std::vector<LikelihoodResult> all;
   for (const auto& [name, path] : datasets) {
     TokenFile file(path);
+    check_tokenizer(file, model_tokenizer, owner);
     if (file.header().vocab_size > model.vocab_size())
       throw DataError("'" + path + "' was tokenized with vocab " + std::to_string(file.header().vocab_size) +
                           " but the model has vocab " + std::to_string(model.vocab_size()),

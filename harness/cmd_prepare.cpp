@@ -248,7 +248,7 @@ Written write_split(const std::string& out_path, const std::vector<std::string>&
                         std::to_string(res.dropped) + " dropped: fewer than one window)",
                     "use a smaller --window, more input, or --packing none");
   const int32_t window = pack.mode == "none" ? 0 : static_cast<int32_t>(pack.window);
-  write_token_file(out_path, res.tokens, tok.vocab_size(), window, tok.eos_id());
+  write_token_file(out_path, res.tokens, tok.vocab_size(), window, tok.eos_id(), tok.name());
   nlohmann::json side = {{"format", format},
                          {"tokenizer", tok.name()},
                          {"vocab_size", tok.vocab_size()},

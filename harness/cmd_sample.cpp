@@ -144,6 +144,13 @@ void run_sample(const SampleTask& task) {
           j["order"] = std::vector<int64_t>(o, o + order.size(1));
         }
         j["prompt_line"] = prompt ? nlohmann::json(prompt->line) : nlohmann::json();
+        // The positions the prompt fixed: genppl scores only the others, under a key of their own.
+        std::vector<int64_t> given;
+        if (prompt)
+          for (size_t i = 0; i < prompt->ids.size(); ++i)
+            if (prompt->ids[i] >= 0) given.push_back(static_cast<int64_t>(i));
+        j["given"] = given;
+        j["tokenizer"] = tokenizer->name();
         j["steps"] = opt.steps;
         j["temperature"] = opt.temperature;
         j["top_p"] = opt.top_p;

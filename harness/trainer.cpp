@@ -316,6 +316,7 @@ void Trainer::open_data() {
       throw DataError(key + " '" + path + "' has " + std::to_string(f->size()) + " tokens, fewer than one window of " +
                           std::to_string(T_),
                       "use more data or a smaller model.block_size");
+    check_tokenizer(*f, data_.tokenizer, "config 'data.tokenizer'");
     // Every id below the vocabulary, or training dies mid-run inside the embedding naming neither file nor id.
     check_token_ids(*f, model_->vocab_size(), "model " + plugin_name_ + "/" + flavour_ + " (" + key + ")");
     return f;

@@ -152,7 +152,8 @@ double unigram_entropy(const std::vector<int64_t>& ids) {
 }
 
 std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std::vector<int64_t>>& samples,
-                                       int64_t batch_size, torch::Device device) {
+                                       int64_t batch_size, torch::Device device,
+                                       const std::vector<std::vector<int64_t>>& given) {
   std::vector<SampleScore> scores(samples.size());
   torch::NoGradGuard no_grad;
   judge.module().eval();
@@ -172,13 +173,31 @@ std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std
       auto tokens = torch::tensor(flat, torch::kLong).view({B, T}).to(device);
       auto order = torch::arange(T, torch::dtype(torch::kLong).device(device)).expand({B, T}).contiguous();
       NllOutput out = judge.log_prob(tokens, order, gen);
-      const auto rows = nll_row_sums(out.nll, out.scored, /*skip_first=*/true, /*require_first=*/false);
+      auto scored = out.scored;
+      if (!given.empty()) {  // (B, T): the prompt's positions are not the model's tokens
+        auto fixed = torch::zeros({B, T}, torch::kBool);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t pos : given[i + b]) fixed[b][pos] = true;
+        scored = scored.logical_and(fixed.to(scored.device()).logical_not());
+      }
+      const auto rows = nll_row_sums(out.nll, scored, /*skip_first=*/true, /*require_first=*/false);
       for (int64_t b = 0; b < B; ++b) {
         scores[i + b].nll_sum = rows[b].first;
         scores[i + b].tokens = rows[b].second;
       }
     }
-    for (size_t k = i; k < j; ++k) scores[k].entropy = unigram_entropy(samples[k]);
+    for (size_t k = i; k < j; ++k) {
+      if (given.empty() || given[k].empty()) {
+        scores[k].entropy = unigram_entropy(samples[k]);
+        continue;
+      }
+      std::vector<bool> fixed(samples[k].size(), false);
+      for (int64_t pos : given[k]) fixed[pos] = true;
+      std::vector<int64_t> generated;
+      for (size_t pos = 0; pos < samples[k].size(); ++pos)
+        if (!fixed[pos]) generated.push_back(samples[k][pos]);
+      scores[k].entropy = unigram_entropy(generated);
+    }
     i = j;
   }
   return scores;
@@ -212,6 +231,10 @@ std::string short_number(double v) {
 
 std::string genppl_dataset(int64_t steps, double top_p, double temperature) {
   return "gen_p" + short_number(top_p) + "_t" + short_number(temperature) + "_s" + std::to_string(steps);
+}
+
+std::string genppl_prompted_dataset(int64_t steps, double top_p, double temperature) {
+  return "gen_prompted_p" + short_number(top_p) + "_t" + short_number(temperature) + "_s" + std::to_string(steps);
 }
 
 std::string speed_dataset(int64_t steps) { return "speed_s" + std::to_string(steps); }

@@ -67,9 +67,11 @@ struct SampleScore {
 
 // Scores each sample (ids in [0, judge vocab), length ≤ judge block_size) with the judge's exact L2R
 // log_prob in float32, `batch_size` samples of equal length per call. Samples are fed as they are: no BOS,
-// no window, EOS scored like any token.
+// no window, EOS scored like any token. `given[i]` (when not empty) lists the positions of sample i a prompt fixed:
+// they are context, neither scored nor counted in the entropy.
 std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std::vector<int64_t>>& samples,
-                                       int64_t batch_size, torch::Device device);
+                                       int64_t batch_size, torch::Device device,
+                                       const std::vector<std::vector<int64_t>>& given = {});
 
 // Entropy (nats) of the empirical unigram distribution of one sample; 0 for an empty sample.
 double unigram_entropy(const std::vector<int64_t>& ids);
@@ -86,6 +88,8 @@ GenPplSummary summarize_scores(const std::vector<SampleScore>& scores);
 // Results-file names of a protocol: "gen_p0.95_t0.9_s256" (genppl metrics) and "speed_s256" (speed),
 // so reports sort them (top-p, temperature) then steps and `aobench compare` matches them by name.
 std::string genppl_dataset(int64_t steps, double top_p, double temperature);
+// Samples completing prompts: "gen_prompted_p<top_p>_t<T>_s<steps>" (only their generated tokens scored).
+std::string genppl_prompted_dataset(int64_t steps, double top_p, double temperature);
 std::string speed_dataset(int64_t steps);
 
 // Wall-clock seconds of `repeats` complete sample(request) calls after `warmup` untimed ones; the device

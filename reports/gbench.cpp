@@ -2,6 +2,7 @@
 #include "reports/gbench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -50,7 +51,12 @@ Results results_from_gbench(const json& j, const std::string& origin) {
     for (const auto& [field, metric, what] :
          {std::tuple<const char*, const char*, const char*>{"real_time", "time_ms", "real"},
           {"cpu_time", "cpu_ms", "CPU"}}) {
-      if (!b.contains(field) || !b[field].is_number()) continue;
+      if (!b.contains(field)) continue;
+      // A damaged time must not make its metric vanish from a gate, nor pass as a speed-up.
+      if (!b[field].is_number() || b[field].get<double>() < 0 || !std::isfinite(b[field].get<double>()))
+        throw DataError(origin + ": benchmark '" + b["name"].get<std::string>() + "' has " + field + " " +
+                            brief(b[field]) + ", not a time ≥ 0",
+                        "pass the file written by --benchmark_out=F --benchmark_out_format=json, unedited");
       MetricValue m;
       m.value = to_ms(b[field].get<double>(), b["time_unit"].get<std::string>(), origin);
       m.n = b.value("repetitions", int64_t{1});

@@ -72,9 +72,15 @@ MetricParams read_metric_params(const json& pj, const std::string& where, const 
     const json& v = it.value();
     const bool is_string = k == "family" || k == "mode";
     const bool is_count = k == "orders" || k == "ensemble" || k == "positions" || k == "steps";
+    if (k == "prompted") {
+      if (!v.is_boolean())
+        throw DataError(origin + ": '" + where + ".prompted' must be true or false, got " + brief(v), hint);
+      p.prompted = v.get<bool>();
+      continue;
+    }
     if (!is_string && !is_count && k != "top_p" && k != "temperature")
       throw DataError(origin + ": unknown key '" + where + "." + k + "'",
-                      "keys: family, mode, orders, ensemble, positions, steps, top_p, temperature");
+                      "keys: family, mode, orders, ensemble, positions, steps, top_p, temperature, prompted");
     if (is_string ? !v.is_string() : is_count ? !v.is_number_integer() : !v.is_number())
       throw DataError(origin + ": '" + where + "." + k + "' must be " +
                           (is_string  ? "a string"
@@ -166,6 +172,7 @@ json MetricParams::to_json() const {
   if (steps) j["steps"] = steps;
   if (top_p) j["top_p"] = *top_p;
   if (temperature) j["temperature"] = *temperature;
+  if (prompted) j["prompted"] = true;
   return j;
 }
 
@@ -341,10 +348,15 @@ Results collect_results(const std::string& dir) {
   return r;
 }
 
-bool is_throughput_metric(const std::string& key) {
+bool is_timing_metric(const std::string& key) {
   const std::string metric = split_metric_key(key).second;
+  auto ends_with = [&](const char* tail) {
+    const std::string t = tail;
+    return metric.size() >= t.size() && metric.compare(metric.size() - t.size(), t.size(), t) == 0;
+  };
   return metric.find("tok_s") != std::string::npos || metric.rfind("throughput", 0) == 0 ||
-         key.rfind("throughput/", 0) == 0;
+         key.rfind("throughput/", 0) == 0 || metric == "mfu" || ends_with("_mfu") || ends_with("_s") ||
+         ends_with("_ms");
 }
 
 bool metric_matches(const std::string& key, const std::string& pattern) {
@@ -368,58 +380,139 @@ bool metric_matches(const std::string& key, const std::string& pattern) {
   return glob(split_metric_key(key).second, pattern) || glob(key, pattern);
 }
 
-std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold,
-                                        const std::vector<std::string>& metrics) {
-  std::vector<CompareRow> rows;
+size_t Comparison::worse() const {
+  return std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.worse; });
+}
+
+size_t Comparison::missing() const {
+  return std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.missing; });
+}
+
+Comparison compare_results(const Results& base, const Results& current, double threshold,
+                           const std::vector<std::string>& metrics) {
+  Comparison c;
   auto selected = [&](const std::string& key) {
-    if (metrics.empty()) return !is_throughput_metric(key);
+    if (metrics.empty()) return !is_timing_metric(key);
     return std::any_of(metrics.begin(), metrics.end(), [&](const std::string& p) { return metric_matches(key, p); });
   };
-  auto compare_run = [&](const std::string& name, const RunResults& b, const RunResults& c) {
+  // Every selected metric of BASE gets a row: compared, or missing when NEW lacks the run or the metric.
+  auto compare_run = [&](const std::string& name, const RunResults& b, const RunResults* cur) {
     for (const auto& [key, mb] : b.metrics) {
-      auto it = c.metrics.find(key);
-      if (it == c.metrics.end() || !selected(key)) continue;
+      if (!selected(key)) {
+        c.timing_skipped += metrics.empty();
+        continue;
+      }
       CompareRow row;
       row.run = name;
       row.metric = key;
       row.base = mb.value;
-      row.current = it->second.value;
       row.higher_is_better = mb.higher_is_better;
+      const auto it = cur ? cur->metrics.find(key) : b.metrics.end();
+      if (!cur || it == cur->metrics.end()) {
+        row.missing = true;
+        row.current = std::nan("");
+        row.rel_delta = std::nan("");
+        c.rows.push_back(row);
+        continue;
+      }
+      row.current = it->second.value;
       row.rel_delta = (row.current - row.base) / std::max(std::abs(row.base), 1e-12);
       // A metric that turned NaN is worse; otherwise the sign says which way is worse.
       row.worse = !std::isfinite(row.current) && std::isfinite(row.base);
       if (std::isfinite(row.rel_delta))
         row.worse = row.higher_is_better ? row.rel_delta < -threshold : row.rel_delta > threshold;
-      rows.push_back(row);
+      c.rows.push_back(row);
     }
   };
   // Same-name runs are compared; a single run on each side is compared whatever the names.
   if (base.runs.size() == 1 && current.runs.size() == 1 && !current.runs.count(base.runs.begin()->first)) {
     compare_run(base.runs.begin()->first + " → " + current.runs.begin()->first, base.runs.begin()->second,
-                current.runs.begin()->second);
+                &current.runs.begin()->second);
   } else {
     for (const auto& [name, b] : base.runs) {
       auto it = current.runs.find(name);
-      if (it != current.runs.end()) compare_run(name, b, it->second);
+      compare_run(name, b, it == current.runs.end() ? nullptr : &it->second);
     }
   }
-  return rows;
+  return c;
 }
 
-std::string render_compare(const std::vector<CompareRow>& rows, double threshold) {
+namespace {
+
+std::string compare_verdict(const CompareRow& r, bool allow_missing) {
+  if (r.missing) return allow_missing ? "missing in NEW (allowed)" : "MISSING in NEW";
+  return std::string(r.worse ? "WORSE" : "ok") + (r.higher_is_better ? " (higher is better)" : "");
+}
+
+std::string compare_summary(const Comparison& c, double threshold, bool allow_missing) {
   std::ostringstream out;
-  out << std::left << std::setw(24) << "run" << std::setw(28) << "metric" << std::right << std::setw(14) << "base"
-      << std::setw(14) << "new" << std::setw(10) << "delta"
-      << "  verdict\n";
-  for (const auto& r : rows) {
-    std::ostringstream delta;
-    delta << std::showpos << std::fixed << std::setprecision(2) << 100 * r.rel_delta << "%";
-    out << std::left << std::setw(24) << r.run << std::setw(28) << r.metric << std::right << std::setw(14)
-        << std::setprecision(6) << r.base << std::setw(14) << r.current << std::setw(10) << delta.str() << "  "
-        << (r.worse ? "WORSE" : "ok") << (r.higher_is_better ? " (higher is better)" : "") << "\n";
-  }
-  out << rows.size() << " metric(s) compared; threshold " << 100 * threshold << "%\n";
+  const size_t compared = c.rows.size() - c.missing();
+  out << (c.passed(allow_missing) ? "PASS: " : "FAIL: ") << c.worse() << " of " << compared
+      << " metric(s) worse by more than " << 100 * threshold << "%";
+  if (c.missing() > 0)
+    out << "; " << c.missing() << " in BASE missing in NEW" << (allow_missing ? " (allowed by --allow-missing)" : "");
+  if (c.timing_skipped > 0)
+    out << "; " << c.timing_skipped << " timing metric(s) not compared (name them with --metrics)";
   return out.str();
+}
+
+}  // namespace
+
+std::string render_compare(const Comparison& c, double threshold, bool allow_missing, bool only_failures) {
+  struct Line {
+    std::string run, metric, base, current, delta, verdict;
+  };
+  auto number = [](double v) {
+    std::ostringstream s;
+    s << std::setprecision(6) << v;
+    return s.str();
+  };
+  std::vector<Line> lines = {{"run", "metric", "base", "new", "delta", "verdict"}};
+  for (const auto& r : c.rows) {
+    if (only_failures && !r.worse && !(r.missing && !allow_missing)) continue;
+    std::ostringstream delta;
+    if (!r.missing) delta << std::showpos << std::fixed << std::setprecision(2) << 100 * r.rel_delta << "%";
+    lines.push_back({r.run, r.metric, number(r.base), r.missing ? "-" : number(r.current),
+                     r.missing ? "-" : delta.str(), compare_verdict(r, allow_missing)});
+  }
+  // Column widths from the contents (in code points: the run column may hold "→").
+  auto width = [](const std::string& s) {
+    return std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
+  };
+  std::vector<size_t> w(5, 0);
+  for (const auto& l : lines) {
+    const std::string* cells[] = {&l.run, &l.metric, &l.base, &l.current, &l.delta};
+    for (size_t i = 0; i < 5; ++i) w[i] = std::max<size_t>(w[i], width(*cells[i]));
+  }
+  auto pad = [&](const std::string& s, size_t n, bool right) {
+    const std::string fill(n - width(s), ' ');
+    return right ? fill + s : s + fill;
+  };
+  std::ostringstream out;
+  for (const auto& l : lines)
+    out << pad(l.run, w[0], false) << "  " << pad(l.metric, w[1], false) << "  " << pad(l.base, w[2], true) << "  "
+        << pad(l.current, w[3], true) << "  " << pad(l.delta, w[4], true) << "  " << l.verdict << "\n";
+  out << compare_summary(c, threshold, allow_missing) << "\n";
+  return out.str();
+}
+
+nlohmann::json compare_to_json(const Comparison& c, double threshold, bool allow_missing) {
+  json rows = json::array();
+  for (const auto& r : c.rows) {
+    json row = {{"run", r.run}, {"metric", r.metric}, {"base", r.base}, {"higher_is_better", r.higher_is_better}};
+    row["new"] = r.missing ? json(nullptr) : json(r.current);
+    row["rel_delta"] = r.missing || !std::isfinite(r.rel_delta) ? json(nullptr) : json(r.rel_delta);
+    row["verdict"] = r.missing ? "missing" : r.worse ? "worse" : "ok";
+    rows.push_back(row);
+  }
+  return {{"threshold", threshold},
+          {"allow_missing", allow_missing},
+          {"passed", c.passed(allow_missing)},
+          {"worse", c.worse()},
+          {"missing", c.missing()},
+          {"timing_not_compared", c.timing_skipped},
+          {"summary", compare_summary(c, threshold, allow_missing)},
+          {"rows", rows}};
 }
 
 }  // namespace aobench

@@ -35,6 +35,7 @@ struct MetricParams {
   int64_t positions = 0;  // ensemble: positions scored per sequence (0 = all)
   int64_t steps = 0;      // generation: sampling steps (genppl, speed)
   std::optional<double> top_p{}, temperature{};  // generation: sampling settings (genppl)
+  bool prompted = false;                         // genppl: samples completing prompts (generated tokens scored)
 
   nlohmann::json to_json() const;
 };
@@ -135,23 +136,37 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
 // All of the above into out_dir: results.json summary.md results.csv results.tex loss_*.{png,svg} index.html.
 void write_report(const Results& r, const std::string& out_dir);
 
-// Regression check of NEW against BASE: relative delta per metric present in both.
+// Regression check of NEW against BASE (`aobench compare`): relative delta per selected metric of BASE.
 struct CompareRow {
   std::string run, metric;
   double base = 0, current = 0, rel_delta = 0;  // (current − base) / |base|
   bool higher_is_better = false;
-  bool worse = false;  // got worse by more than the threshold
+  bool worse = false;    // got worse by more than the threshold
+  bool missing = false;  // in BASE, not in NEW (the run or the metric): current and rel_delta are meaningless
+};
+struct Comparison {
+  std::vector<CompareRow> rows;  // BASE's order: run, then metric
+  size_t timing_skipped = 0;     // timing metrics of BASE left out because no pattern asked for them
+  size_t worse() const;
+  size_t missing() const;
+  // The gate: nothing worse and, unless allowed, nothing missing.
+  bool passed(bool allow_missing) const { return worse() == 0 && (allow_missing || missing() == 0); }
 };
 // `metrics` selects what is compared: patterns ('*' matches any run of characters) tried against the
 // metric name ("ppl_k4", "eval_tok_s") and the full key ("wikitext2/ppl"); "all" takes everything. Empty:
-// every quality metric, none of the throughput ones (is_throughput_metric), which a shared or busy
-// machine moves by more than any threshold.
-std::vector<CompareRow> compare_results(const Results& base, const Results& current, double threshold,
-                                        const std::vector<std::string>& metrics = {});
-bool is_throughput_metric(const std::string& key);
+// every quality metric, none of the timing ones (is_timing_metric), which a shared or busy machine moves by
+// more than any threshold: they are compared only when a pattern names them.
+Comparison compare_results(const Results& base, const Results& current, double threshold,
+                           const std::vector<std::string>& metrics = {});
+// Throughput and durations: "*tok_s*", "throughput*", "mfu", "*_s" (gen_s), "*_ms" (Google Benchmark time_ms,
+// cpu_ms, step_ms).
+bool is_timing_metric(const std::string& key);
 // Does `key` ("dataset/metric") match one --metrics pattern (see compare_results)?
 bool metric_matches(const std::string& key, const std::string& pattern);
-std::string render_compare(const std::vector<CompareRow>& rows, double threshold);
+// The table (columns sized to their contents; only WORSE / MISSING rows with only_failures) and a last line
+// "PASS: …" or "FAIL: …".
+std::string render_compare(const Comparison& c, double threshold, bool allow_missing, bool only_failures = false);
+nlohmann::json compare_to_json(const Comparison& c, double threshold, bool allow_missing);
 
 // Replicate groups in the tables (render_tables.cpp; the groups: reports/replicates.h). A group of ≥ 2 runs (one
 // job under several seeds) is ONE row, "<name> (n seeds)", each cell the mean ± sd over the seeds that have the

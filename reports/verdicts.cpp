@@ -713,7 +713,8 @@ Verdict finding_8_1(const Evidence& ev) {
   return j.finish(v, 1, "needs `aobench speed` of AO-GPT and SEDD at a shared step count", numbers);
 }
 
-// Generation perplexities "gen_p<top_p>_t<T>_s<steps>/genppl" of a group: (top_p, T) → (steps → key).
+// Generation perplexities "gen_p<top_p>_t<T>_s<steps>/genppl" of a group: (top_p, T) → (steps → key). Only
+// unconditional samples: the paper's numbers; prompted ones ("gen_prompted_…", params.prompted) are not read.
 std::map<std::pair<double, double>, std::map<int, std::string>> genppl_keys(const RunGroup& g) {
   std::map<std::pair<double, double>, std::map<int, std::string>> out;
   for (const RunResults* run : g.members)
@@ -721,7 +722,7 @@ std::map<std::pair<double, double>, std::map<int, std::string>> genppl_keys(cons
       const auto [ds, name] = split_metric_key(key);
       double p = 0, t = 0;
       int steps = 0;
-      if (name == "genppl" && std::sscanf(ds.c_str(), "gen_p%lf_t%lf_s%d", &p, &t, &steps) == 3)
+      if (name == "genppl" && !m.params.prompted && std::sscanf(ds.c_str(), "gen_p%lf_t%lf_s%d", &p, &t, &steps) == 3)
         out[{p, t}][steps] = key;
     }
   return out;

@@ -175,6 +175,29 @@ TEST_F(GenerationTest, PromptsPrefixForEveryPluginInfillForAnyOrderAndDiffusion)
       EXPECT_EQ(lines[2 + i]["prompt_line"], 3);
       EXPECT_EQ(lines[2 + i]["ids"][0], 100);
       EXPECT_EQ(lines[2 + i]["ids"][1], 101);
+      EXPECT_EQ(lines[i]["given"], json({0, 1, 2}));  // "abc": three bytes
+      EXPECT_EQ(lines[2 + i]["given"], json({0, 1}));
+      EXPECT_EQ(lines[i]["tokenizer"], "bytes");
+    }
+    if (std::string(plugin) == "gpt") {
+      // genppl of prompted samples: a key of their own, only the generated tokens scored.
+      const std::string judged = dir_->file("gpt_prompted_judged");
+      fs::copy(run_dir("gpt"), judged, fs::copy_options::recursive);
+      ASSERT_EQ(run({"genppl", f, "--judge", run_dir("gpt"), "--run", judged}, &out), 0) << out;
+      const Results r = Results::load(judged + "/results.json");
+      const auto& m = r.runs.at("gpt_prompted_judged").metrics;
+      EXPECT_FALSE(m.count("gen_p1_t1_s4/genppl")) << out;  // no unconditional key for prompted samples
+      ASSERT_TRUE(m.count("gen_prompted_p1_t1_s4/genppl")) << out;
+      EXPECT_TRUE(m.at("gen_prompted_p1_t1_s4/genppl").params.prompted);
+      EXPECT_NE(m.at("gen_prompted_p1_t1_s4/genppl").protocol.find("prompt's tokens are context"), std::string::npos);
+      // Scored: positions 1..15 minus the given ones: 15 − 2 ("abc") and 15 − 1 (100, 101), two samples each.
+      EXPECT_NE(out.find("gen_prompted_p1_t1_s4"), std::string::npos) << out;
+      EXPECT_NE(out.find(" 54\n"), std::string::npos) << out;  // 2 × 13 + 2 × 14 tokens
+      // A prompted sample that does not say which positions it fixed is refused, not scored whole.
+      json line = lines[0];
+      line.erase("given");
+      const std::string old = write("old_prompted.jsonl", line.dump() + "\n");
+      expect_error(run({"genppl", old, "--judge", run_dir("gpt")}, &out), out, {old, "line 1", "\"given\""});
     }
     const std::string g = dir_->file(std::string("i_") + plugin + ".jsonl");
     const int rc = run({"sample", "--run", run_dir(plugin), "--prompt-file", infill, "--out", g, "--set",
@@ -262,13 +285,22 @@ TEST_F(GenerationTest, GenPplOfAJudgeOnItsOwnGreedyTextMatchesEval) {
 
 TEST_F(GenerationTest, GenPplWithAHuggingFaceJudgeAndAMismatchedConfig) {
   std::string out;
-  const std::string f = dir_->file("hf_samples.jsonl");
+  std::string f = dir_->file("hf_samples.jsonl");
   ASSERT_EQ(run({"sample", "--run", run_dir("ao_gpt"), "--out", f, "--set", "sample.num_samples=2", "--set",
                  "sample.length=32", "--set", "sample.steps=16"},
                 &out),
             0)
       << out;
   const std::string hf = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
+  // The run's samples are bytes; a GPT-2 judge reads BPE ids: ids below its vocabulary still mean other text.
+  expect_error(run({"genppl", f, "--judge", hf}, &out), out, {f, "'bytes' tokens", "'gpt2' tokens"});
+  // The same ids declared as GPT-2 tokens: the Hugging Face judge path itself.
+  std::string relabelled;
+  for (auto j : read_jsonl(f)) {
+    j["tokenizer"] = "gpt2";
+    relabelled += j.dump() + "\n";
+  }
+  f = write("hf_samples_gpt2.jsonl", relabelled);
   ASSERT_EQ(run({"genppl", f, "--judge", hf}, &out), 0) << out;
   EXPECT_NE(out.find("gen_p1_t1_s16"), std::string::npos) << out;
   EXPECT_NE(out.find("Hugging Face hf_tiny_gpt2"), std::string::npos) << out;
@@ -301,7 +333,10 @@ TEST_F(GenerationTest, SpeedResultsCompareAndPlot) {
   }
   EXPECT_NE(m.at("speed_s8/gen_s").protocol.find("8 network calls"), std::string::npos);
   EXPECT_TRUE(m.at("speed_s8/gen_tok_s").higher_is_better);
-  EXPECT_EQ(run({"compare", f, f}, &out), 0) << out;
+  // Timings are gated only when named: alone in the file, the default gate has nothing to compare.
+  EXPECT_EQ(run({"compare", f, f, "--metrics", "gen_s,gen_tok_s"}, &out), 0) << out;
+  EXPECT_NE(out.find("PASS: 0 of 4 metric(s) worse"), std::string::npos) << out;
+  expect_error(run({"compare", f, f}, &out), out, {"no quality metric", "timing metrics are compared only when"});
   expect_error(run({"speed", "--set", "speed.batch_size=2"}, &out), out, {"model.plugin"});
   expect_error(run({"speed", "--set", "model.plugin=ao_gpt", "--set", "model.flavour=debug", "--set",
                     "train.device=cpu", "--set", "speed.length=4096"},

@@ -686,5 +686,97 @@ TEST_F(HostileInputTest, CompareRefusesWhatItCannotCompare) {
                      {dir_.file("string.json"), "runs.r.metrics.wt/ppl.value", "must be a number"});
 }
 
+// Found by a hostile tester: a GPT-2 (BPE) model scored a byte-tokenized file ("ppl 305", exit 0): ids below its
+// vocabulary, so no id check could notice. Token files carry their tokenizer; a reader of another refuses them.
+TEST_F(HostileInputTest, TokenizerMismatchIsAnError) {
+  std::vector<uint32_t> bytes;
+  for (uint32_t i = 0; i < 4000; ++i) bytes.push_back(97 + i % 26);
+  write_token_file(dir_.file("bytes.bin"), bytes, 257, 0, 256, "bytes");
+  const std::string hf = std::string(AOBENCH_TEST_DATA) + "/hf_tiny_gpt2";
+  std::string out;
+  expect_clean_error(
+      run_child({"eval", "--hf", hf, "--data", "v=" + dir_.file("bytes.bin"), "--out", dir_.file("hf_results.json")},
+                &out),
+      out, 3, {dir_.file("bytes.bin"), "'bytes'", "'gpt2'", "--tokenizer gpt2"});
+  EXPECT_FALSE(fs::exists(dir_.file("hf_results.json")));
+  // Training: the config's data.tokenizer against the file's.
+  const nlohmann::json config = {{"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 32}}},
+                                 {"data", {{"train", dir_.file("bytes.bin")}, {"tokenizer", "gpt2"}}},
+                                 {"train", {{"device", "cpu"}, {"max_iters", 1}, {"out_dir", dir_.file("tok_run")}}}};
+  aobench::testing::write_text(dir_.file("tok.json"), config.dump());
+  expect_clean_error(run_child({"train", "--config", dir_.file("tok.json")}, &out), out, 3,
+                     {dir_.file("bytes.bin"), "'bytes'", "data.tokenizer"});
+}
+
+// Found by a hostile tester: identical speed runs failed on their timings, a run or metric lacking in NEW passed,
+// a string or negative Google Benchmark time vanished or passed.
+TEST_F(HostileInputTest, CompareGatesTimingOnlyWhenAskedAndMissingIsAFailure) {
+  Results base;
+  base.runs["r"].metrics["wt/ppl"] = {30.0, 0.5, 10, false, false, "l2r"};
+  base.runs["r"].metrics["speed_s64/gen_s"] = {1.00, std::nullopt, 0, false, false, "wall"};
+  base.runs["q"].metrics["wt/ppl"] = {40.0, 0.5, 10, false, false, "l2r"};
+  base.save(dir_.file("base.json"));
+  Results slower = base;
+  slower.runs["r"].metrics["speed_s64/gen_s"].value = 1.0533;  // +5.33 %: timing noise, not gated by default
+  slower.save(dir_.file("slower.json"));
+  std::string out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json")}, &out), 0) << out;
+  EXPECT_NE(out.find("PASS: 0 of 2 metric(s) worse"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 timing metric(s) not compared"), std::string::npos) << out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("slower.json"), "--metrics", "gen_s"}, &out), 1)
+      << out;
+  EXPECT_NE(out.find("FAIL: 1 of 1"), std::string::npos) << out;
+  // NEW lacks run q and r's metric: a failure, listed, unless allowed.
+  Results partial;
+  partial.runs["r"].metrics["speed_s64/gen_s"] = base.runs["r"].metrics["speed_s64/gen_s"];
+  partial.runs["r"].metrics["other/ppl"] = {1.0, 0.1, 10, false, false, "l2r"};
+  partial.save(dir_.file("partial.json"));
+  expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("partial.json")}, &out), out, 3,
+                     {"no quality metric is in both"});
+  partial.runs["r"].metrics["wt/ppl"] = base.runs["r"].metrics["wt/ppl"];
+  partial.save(dir_.file("partial.json"));
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("partial.json")}, &out), 1) << out;
+  EXPECT_NE(out.find("MISSING in NEW"), std::string::npos) << out;
+  EXPECT_NE(out.find("FAIL: 0 of 1 metric(s) worse by more than 2%; 1 in BASE missing in NEW"), std::string::npos)
+      << out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("partial.json"), "--allow-missing"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("PASS:"), std::string::npos) << out;
+  // --only-failures lists the failing row alone; --json carries the same verdict.
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("partial.json"), "--only-failures"}, &out), 1)
+      << out;
+  EXPECT_EQ(out.find(" ok"), std::string::npos) << out;
+  EXPECT_NE(out.find("q "), std::string::npos) << out;
+  EXPECT_EQ(run_child({"compare", dir_.file("base.json"), dir_.file("partial.json"), "--json"}, &out), 1) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_FALSE(j.at("passed").get<bool>());
+  EXPECT_EQ(j.at("missing").get<int>(), 1);
+  EXPECT_EQ(j.at("rows").size(), 2u);
+  // A negative timing is an error, not a speed-up.
+  Results negative = base;
+  negative.runs["r"].metrics["speed_s64/gen_s"].value = -1.0;
+  negative.save(dir_.file("negative.json"));
+  expect_clean_error(
+      run_child({"compare", dir_.file("base.json"), dir_.file("negative.json"), "--metrics", "gen_s"}, &out), out, 3,
+      {"speed_s64/gen_s", "negative", dir_.file("negative.json")});
+  // Google Benchmark JSON: a string or negative cpu_time is an error naming the benchmark.
+  nlohmann::json gb = {
+      {"context", {{"host_name", "h"}}},
+      {"benchmarks",
+       {{{"name", "BM_A"}, {"run_type", "iteration"}, {"real_time", 2.0}, {"cpu_time", 1.0}, {"time_unit", "ms"}}}}};
+  aobench::testing::write_text(dir_.file("gb.json"), gb.dump());
+  gb["benchmarks"][0]["cpu_time"] = "fast";
+  aobench::testing::write_text(dir_.file("gb_string.json"), gb.dump());
+  expect_clean_error(
+      run_child({"compare", dir_.file("gb.json"), dir_.file("gb_string.json"), "--metrics", "cpu_ms"}, &out), out, 3,
+      {dir_.file("gb_string.json"), "BM_A", "cpu_time"});
+  gb["benchmarks"][0]["cpu_time"] = -1.0;
+  aobench::testing::write_text(dir_.file("gb_negative.json"), gb.dump());
+  expect_clean_error(
+      run_child({"compare", dir_.file("gb.json"), dir_.file("gb_negative.json"), "--metrics", "cpu_ms"}, &out), out, 3,
+      {dir_.file("gb_negative.json"), "BM_A", "not a time"});
+  EXPECT_EQ(run_child({"compare", dir_.file("gb.json"), dir_.file("gb.json"), "--metrics", "cpu_ms"}, &out), 0) << out;
+}
+
 }  // namespace
 }  // namespace aobench

@@ -230,7 +230,7 @@ TEST(ResultsTest, LatexIsABooktabsTable) {
 TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
   const Results base = sample_results();
   Results same = base;
-  for (const auto& row : compare_results(base, same, 0.02)) {
+  for (const auto& row : compare_results(base, same, 0.02).rows) {
     EXPECT_FALSE(row.worse) << row.metric;
     EXPECT_DOUBLE_EQ(row.rel_delta, 0.0);
   }
@@ -238,7 +238,7 @@ TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
   worse.runs["gpt_small"].metrics["wikitext2/ppl"].value = 35.25 * 1.05;  // +5% perplexity
   worse.runs["gpt_small"].metrics["lambada/ppl"].value = 51.0 * 0.5;      // improvement
   int n_worse = 0;
-  for (const auto& row : compare_results(base, worse, 0.02)) {
+  for (const auto& row : compare_results(base, worse, 0.02).rows) {
     n_worse += row.worse;
     if (row.metric == "wikitext2/ppl" && row.run == "gpt_small") {
       EXPECT_TRUE(row.worse);
@@ -246,19 +246,19 @@ TEST(ResultsTest, CompareFlagsOnlyRegressionsPastTheThreshold) {
     }
   }
   EXPECT_EQ(n_worse, 1);
-  EXPECT_EQ(compare_results(base, worse, 0.10).size(), 3u);
-  for (const auto& row : compare_results(base, worse, 0.10)) EXPECT_FALSE(row.worse);  // within 10%
+  EXPECT_EQ(compare_results(base, worse, 0.10).rows.size(), 3u);
+  for (const auto& row : compare_results(base, worse, 0.10).rows) EXPECT_FALSE(row.worse);  // within 10%
   // Higher-is-better metrics regress when they drop.
   Results hb = base, hb_low = base;
   hb.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {1000.0, std::nullopt, 0, false, true, ""};
   hb_low.runs["gpt_small"].metrics["wikitext2/eval_tok_s"] = {900.0, std::nullopt, 0, false, true, ""};
   bool flagged = false;
-  for (const auto& row : compare_results(hb, hb_low, 0.02, {"eval_tok_s"})) flagged |= row.worse;
+  for (const auto& row : compare_results(hb, hb_low, 0.02, {"eval_tok_s"}).rows) flagged |= row.worse;
   EXPECT_TRUE(flagged);
   // Throughput is compared only when asked for: by default the gate looks at quality metrics.
-  for (const auto& row : compare_results(hb, hb_low, 0.02)) EXPECT_NE(row.metric, "wikitext2/eval_tok_s");
-  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"ppl"}).size(), 3u);
-  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"wikitext2/*"}).size(), 3u);  // 2 ppl + eval_tok_s
+  for (const auto& row : compare_results(hb, hb_low, 0.02).rows) EXPECT_NE(row.metric, "wikitext2/eval_tok_s");
+  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"ppl"}).rows.size(), 3u);
+  EXPECT_EQ(compare_results(hb, hb_low, 0.02, {"wikitext2/*"}).rows.size(), 3u);  // 2 ppl + eval_tok_s
 }
 
 TEST(ResultsTest, CompareCommandExitCodes) {

@@ -2,6 +2,7 @@
 // truncated / wrong-magic / wrong-version files, BatchSampler determinism, resume and rank shards,
 // and eval window starts.
 #include <cstdio>
+#include <cstring>
 
 #include "core/errors.h"
 #include "datasets/token_file.h"
@@ -56,6 +57,32 @@ TEST(TokenFile, RoundTripUint16AndHeader) {
     ++n;
   }
   EXPECT_EQ(n, 1);
+}
+
+// The tokenizer's name travels in the header; a reader expecting another one refuses the file.
+TEST(TokenFile, TokenizerNameInTheHeader) {
+  testing::TempDir d;
+  const std::vector<uint32_t> toks = {1, 2, 3, 256};
+  write_token_file(d.file("b.bin"), toks, 257, 0, 256, "bytes");
+  write_token_file(d.file("old.bin"), toks, 257, 0, 256);  // as files written before the name was recorded
+  const auto ints = read_ints(d.file("b.bin"));
+  EXPECT_EQ(std::memcmp(&ints[6], "bytes", 5), 0);
+  EXPECT_EQ(ints[8], 0);
+  TokenFile b(d.file("b.bin")), old(d.file("old.bin"));
+  EXPECT_EQ(b.header().tokenizer, "bytes");
+  EXPECT_EQ(old.header().tokenizer, "");
+  EXPECT_NO_THROW(check_tokenizer(b, "bytes", "run r"));
+  EXPECT_NO_THROW(check_tokenizer(old, "gpt2", "run r"));  // unknown: nothing to compare
+  EXPECT_NO_THROW(check_tokenizer(b, "", "run r"));
+  try {
+    check_tokenizer(b, "gpt2", "Hugging Face model m");
+    FAIL() << "a byte file passed as GPT-2 tokens";
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    for (const char* part : {"b.bin", "'bytes'", "'gpt2'", "Hugging Face model m"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << ": " << what;
+  }
+  EXPECT_THROW(write_token_file(d.file("c.bin"), toks, 257, 0, 256, std::string(32, 'x')), ConfigError);
 }
 
 TEST(TokenFile, Uint32WhenIdsAreLarge) {
