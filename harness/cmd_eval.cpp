@@ -79,7 +79,7 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
 // in the same `aobench run` printed as 0.9).
 void print_table(const std::vector<LikelihoodResult>& rows) {
   std::ostringstream table;
-  table << std::left << std::setw(14) << "dataset" << std::setw(12) << "metric" << std::right << std::setw(10) << "nll"
+  table << std::left << std::setw(14) << "dataset" << std::setw(16) << "metric" << std::right << std::setw(10) << "nll"
         << std::setw(9) << "±" << std::setw(11) << "ppl" << std::setw(8) << "bpb" << std::setw(6) << "n"
         << std::setw(10) << "tokens" << std::setw(10) << "windows" << std::setw(11) << "tok/s" << std::setw(10)
         << "wall s"
@@ -87,7 +87,8 @@ void print_table(const std::vector<LikelihoodResult>& rows) {
   for (const auto& r : rows) {
     std::ostringstream windows;
     windows << r.windows_used << "/" << r.windows_total;
-    table << std::left << std::setw(14) << r.dataset << std::setw(12) << (r.metric + metric_suffix(r)) << std::right
+    // The results.json key of the NLL ("nll_m8_p32"), so console and file name a number alike.
+    table << std::left << std::setw(14) << r.dataset << std::setw(16) << ("nll" + metric_suffix(r)) << std::right
           << std::fixed << std::setprecision(4) << std::setw(10) << r.nll << std::setw(9) << r.stderr_
           << std::setprecision(2) << std::setw(11) << r.ppl << std::setprecision(3) << std::setw(8) << r.bits_per_byte
           << std::setw(6) << r.sequences << std::setw(10) << r.tokens << std::setw(10) << windows.str()

@@ -37,6 +37,7 @@
 #include "harness/tasks.h"
 #include "harness/trainer.h"
 #include "reports/results.h"
+#include "reports/verdicts.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -435,9 +436,17 @@ int cmd_run(const std::vector<std::string>& args) {
   const ReportTask report_task{out_dir.string()};
   announce_task("report", report_task);
   run_report(report_task);
-  // The run's summary: the report's headline table, then what this invocation did.
+  // The run's summary: the report's headline table and verdicts, then what this invocation did.
   const fs::path report = out_dir / "report";
-  std::cout << "\n" << render_headline_text(Results::load((report / "results.json").string()));
+  const Results summary = Results::load((report / "results.json").string());
+  std::cout << "\n" << render_headline_text(summary);
+  const FindingsReport findings = render_findings(summary);
+  if (!findings.verdicts.empty()) {
+    std::cout << "\nverdicts (tier " << record.value("tier", std::string("-"))
+              << "; the statistic: report/summary.md):\n";
+    for (const auto& v : findings.verdicts) std::cout << "  " << v.finding << ": " << v.line() << "\n";
+    std::cout << tally(findings.verdicts).text() << "\n";
+  }
   std::cout << "run: done in " << format_duration(progress.elapsed()) << ", runs " << selected.size() << " of "
             << runs.size() << " (" << job_names.size() << " jobs × " << seeds << " seeds): " << trained
             << " trainings, " << evaluated << " evals; " << skipped << " of " << n_steps

@@ -32,7 +32,7 @@ namespace {
 
 const char* kUsage =
     "aobench sample --run RUN_DIR [--checkpoint DIR] [--set sample.key=value]... [--prompt-file F.jsonl] "
-    "[--out F.jsonl]";
+    "[--out F.jsonl] [--print]";
 
 // One progress line on stderr per batch (rewritten in place on a terminal).
 struct Progress {
@@ -56,7 +56,7 @@ std::string SampleTask::command_line() const {
   if (!checkpoint.empty()) line += " --checkpoint " + checkpoint;
   if (!out.empty()) line += " --out " + out;
   for (const auto& s : sets) line += " --set " + s;
-  return line + (prompt_file.empty() ? "" : " --prompt-file " + prompt_file);
+  return line + (prompt_file.empty() ? "" : " --prompt-file " + prompt_file) + (print ? " --print" : "");
 }
 
 void run_sample(const SampleTask& task) {
@@ -117,7 +117,7 @@ void run_sample(const SampleTask& task) {
     return r;
   }();
   Progress progress{"sample", opt.num_samples * static_cast<int64_t>(rounds.size())};
-  std::ostringstream lines;
+  std::ostringstream lines, printed;
   int64_t index = 0, batch = 0;
   AutocastScope autocast(bf16);
   for (const Prompt* prompt : rounds) {
@@ -151,6 +151,16 @@ void run_sample(const SampleTask& task) {
             if (prompt->ids[i] >= 0) given.push_back(static_cast<int64_t>(i));
         j["given"] = given;
         j["tokenizer"] = tokenizer->name();
+        if (!given.empty()) {  // the text in prompt and generated runs, for reports and --print
+          nlohmann::json segments = nlohmann::json::array();
+          for (const auto& s : sample_segments(ids, given, *tokenizer))
+            segments.push_back({{"given", s.given}, {"text", s.text}});
+          j["segments"] = segments;
+        }
+        if (task.print)
+          printed << "--- sample " << index << " (seed " << seed << ", row " << r
+                  << (prompt ? ", prompt line " + std::to_string(prompt->line) : std::string()) << ")\n"
+                  << printable_sample(sample_segments(ids, given, *tokenizer)) << "\n";
         j["steps"] = opt.steps;
         j["temperature"] = opt.temperature;
         j["top_p"] = opt.top_p;
@@ -169,6 +179,7 @@ void run_sample(const SampleTask& task) {
   }
   if (!fs::path(out).parent_path().empty()) fs::create_directories(fs::path(out).parent_path());
   write_file_atomic(out, lines.str());
+  if (task.print) std::cout << printed.str() << (prompts.empty() ? "" : "(«…»: the prompt's tokens)\n");
   std::cout << "samples: " << out << " (" << index << " lines)\n";
 }
 
@@ -180,7 +191,9 @@ int cmd_sample(const std::vector<std::string>& args) {
       "checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")(
       "prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")(
-      "out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)");
+      "out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)")(
+      "print", po::bool_switch(),
+      "also print every sample's text (prompt tokens inside «…», control characters escaped)");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   SampleTask task;
@@ -189,6 +202,7 @@ int cmd_sample(const std::vector<std::string>& args) {
   if (vm.count("set")) task.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("prompt-file")) task.prompt_file = vm["prompt-file"].as<std::string>();
   if (vm.count("out")) task.out = vm["out"].as<std::string>();
+  task.print = vm["print"].as<bool>();
   run_sample(task);
   return 0;
 }

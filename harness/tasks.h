@@ -29,6 +29,7 @@ struct SampleTask {
   std::vector<std::string> sets;  // "sample.key=value" overrides
   std::string prompt_file;        // JSONL prompts; "" = unconditional
   std::string out;                // output JSONL; "" = RUN_DIR/samples/<protocol>_seed<seed>.jsonl
+  bool print = false;             // also print the texts on standard output
   std::string command_line() const;
 };
 void run_sample(const SampleTask& task);

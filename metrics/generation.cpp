@@ -229,6 +229,41 @@ std::string short_number(double v) {
 }
 }  // namespace
 
+std::vector<TextSegment> sample_segments(const std::vector<int64_t>& ids, const std::vector<int64_t>& given,
+                                         const Tokenizer& tokenizer) {
+  std::vector<bool> fixed(ids.size(), false);
+  for (int64_t pos : given)
+    if (pos >= 0 && pos < static_cast<int64_t>(ids.size())) fixed[pos] = true;
+  std::vector<TextSegment> out;
+  for (size_t start = 0; start < ids.size();) {
+    size_t end = start;
+    while (end < ids.size() && fixed[end] == fixed[start]) ++end;
+    out.push_back({fixed[start], tokenizer.decode(std::vector<uint32_t>(ids.begin() + start, ids.begin() + end))});
+    start = end;
+  }
+  return out;
+}
+
+std::string printable_sample(const std::vector<TextSegment>& segments) {
+  std::string raw;
+  for (const auto& s : segments) raw += s.given ? "«" + s.text + "»" : s.text;
+  // Through the JSON serializer's replacement of invalid UTF-8, then control characters escaped.
+  const std::string valid =
+      nlohmann::json(raw).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // "\"...\""
+  const std::string text = nlohmann::json::parse(valid).get<std::string>();
+  std::string out;
+  for (unsigned char ch : text) {
+    if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 std::string genppl_dataset(int64_t steps, double top_p, double temperature) {
   return "gen_p" + short_number(top_p) + "_t" + short_number(temperature) + "_s" + std::to_string(steps);
 }

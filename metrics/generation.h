@@ -48,6 +48,17 @@ struct Prompt {
 std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
                                      int64_t length);
 
+// A sample as text with its prompt marked: the decoded runs of given (prompt) and generated positions, in order.
+struct TextSegment {
+  bool given = false;
+  std::string text;
+};
+std::vector<TextSegment> sample_segments(const std::vector<int64_t>& ids, const std::vector<int64_t>& given,
+                                         const Tokenizer& tokenizer);
+// For a terminal: given text inside «…», control characters other than newline and tab as \xNN (a sample
+// cannot move the cursor or change the terminal), invalid UTF-8 as U+FFFD.
+std::string printable_sample(const std::vector<TextSegment>& segments);
+
 // A prompt the model's capabilities cover (PluginInfo::capabilities): a given position after a free one is
 // infilling (needs `infill`), given positions at all need `prefix_prompt` or `infill`; otherwise a
 // ConfigError naming the line.

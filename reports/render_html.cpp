@@ -40,6 +40,18 @@ std::string esc(const std::string& s) {
   return out;
 }
 
+// Control characters other than newline and tab as U+FFFD: a sample's bytes are data, not page structure.
+std::string printable_text(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+      out += "\xEF\xBF\xBD";
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_html(const Results& r, const std::vector<std::string>& images) {
@@ -49,7 +61,9 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     << "table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 10px}"
     << "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}"
     << "ul.proto{font-size:0.85em;color:#555}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
-    << "code{background:#f6f6f6;padding:1px 4px}</style></head><body>\n<h1>aobench report</h1>\n";
+    << "code{background:#f6f6f6;padding:1px 4px}pre.sample{white-space:pre-wrap;background:#fafafa;"
+    << "border-left:3px solid #ccc;padding:6px 10px;max-height:16em;overflow:auto}mark{background:#ffe9a8}"
+    << "</style></head><body>\n<h1>aobench report</h1>\n";
   h << "<p>Downloads: <a href=\"summary.md\">summary.md</a> · <a href=\"results.csv\">results.csv</a> · "
     << "<a href=\"results.tex\">results.tex</a> · <a href=\"results.json\">results.json</a></p>\n";
   const PooledHeadline pooled = pooled_headline(r);
@@ -134,6 +148,23 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
         const std::string svg = img.substr(0, img.size() - 4) + ".svg";
         h << "<p><img src=\"" << esc(img) << "\" alt=\"" << esc(img) << "\"><br><a href=\"" << esc(img)
           << "\">PNG</a> · <a href=\"" << esc(svg) << "\">SVG</a></p>\n";
+      }
+  }
+  bool any_samples = false;
+  for (const auto& [name, run] : r.runs) any_samples |= !run.samples.empty();
+  if (any_samples) {
+    h << "<h2>Samples</h2>\n<p class=proto>The first " << kSamplesShown
+      << " samples of each samples file, as decoded by the run's tokenizer; <mark>marked</mark> text is the "
+         "prompt's.</p>\n";
+    for (const auto& [name, run] : r.runs)
+      for (const auto& [file, samples] : run.samples) {
+        h << "<h3>" << esc(name) << " · <code>" << esc(file) << "</code></h3>\n";
+        for (const auto& sample : samples) {
+          h << "<pre class=sample>";
+          for (const auto& [given, text] : sample)
+            h << (given ? "<mark>" : "") << esc(printable_text(text)) << (given ? "</mark>" : "");
+          h << "</pre>\n";
+        }
       }
   }
   h << "<h2>Context</h2>\n<table>";

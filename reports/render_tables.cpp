@@ -417,18 +417,18 @@ std::string render_headline_text(const Results& r) {
     std::vector<std::string> line = {row.label(), row.protocol, row.windows};
     for (const auto& d : h.datasets) {
       auto it = pooled.cells[i].find(d);
-      line.push_back(it == pooled.cells[i].end() ? "" : it->second.text("<= ", " +- "));
+      line.push_back(it == pooled.cells[i].end() ? "" : it->second.text("≤ ", " ± "));
     }
     table.push_back(line);
   }
   std::vector<size_t> width(table[0].size(), 0);
   for (const auto& line : table)
-    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], display_width(line[c]));
   std::ostringstream out;
-  out << "perplexity (lower is better; <= marks an upper bound)\n";
+  out << "perplexity (lower is better; ≤ marks an upper bound)\n";
   for (const auto& line : table) {
     for (size_t c = 0; c < line.size(); ++c) {
-      const std::string pad(width[c] - line[c].size(), ' ');
+      const std::string pad(width[c] - display_width(line[c]), ' ');
       out << (c ? "  " : "") << (c < 3 ? line[c] + pad : pad + line[c]);
     }
     out << "\n";

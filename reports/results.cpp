@@ -127,6 +127,40 @@ void read_curves(const std::string& path, RunResults& run) {
   }
 }
 
+// The first kSamplesShown records of every samples/*.jsonl: "segments" (prompted samples) or "text"; lines
+// that are not sample records are skipped (the report shows what it can read), each text cut at 2 000 bytes.
+void read_samples(const fs::path& folder, RunResults& run) {
+  if (!fs::is_directory(folder)) return;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.is_regular_file() && e.path().extension() == ".jsonl") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  auto cut = [](std::string s) {
+    if (s.size() <= 2000) return s;
+    size_t end = 2000;
+    while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;  // not inside a character
+    return s.substr(0, end) + " […]";
+  };
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    auto& shown = run.samples[f.stem().string()];
+    for (std::string line; shown.size() < kSamplesShown && std::getline(in, line);) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) continue;
+      std::vector<std::pair<bool, std::string>> segments;
+      if (j.contains("segments") && j["segments"].is_array()) {
+        for (const auto& s : j["segments"])
+          if (s.is_object() && s.contains("text") && s["text"].is_string())
+            segments.emplace_back(s.value("given", false), cut(s["text"].get<std::string>()));
+      } else if (j.contains("text") && j["text"].is_string()) {
+        segments.emplace_back(false, cut(j["text"].get<std::string>()));
+      }
+      if (!segments.empty()) shown.push_back(std::move(segments));
+    }
+    if (shown.empty()) run.samples.erase(f.stem().string());
+  }
+}
+
 RunResults collect_run(const fs::path& dir, json& context) {
   RunResults run;
   const fs::path results = dir / "results.json";
@@ -149,6 +183,7 @@ RunResults collect_run(const fs::path& dir, json& context) {
   }
   run.curves.clear();
   if (fs::exists(dir / "metrics.jsonl")) read_curves((dir / "metrics.jsonl").string(), run);
+  read_samples(dir / "samples", run);
   if (run.steps == 0 && run.curves.count("loss/train") && !run.curves["loss/train"].empty())
     run.steps = static_cast<int64_t>(run.curves["loss/train"].back().first);
   return run;
@@ -380,6 +415,10 @@ bool metric_matches(const std::string& key, const std::string& pattern) {
   return glob(split_metric_key(key).second, pattern) || glob(key, pattern);
 }
 
+size_t display_width(const std::string& s) {
+  return std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
+}
+
 size_t Comparison::worse() const {
   return std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.worse; });
 }
@@ -476,9 +515,7 @@ std::string render_compare(const Comparison& c, double threshold, bool allow_mis
                      r.missing ? "-" : delta.str(), compare_verdict(r, allow_missing)});
   }
   // Column widths from the contents (in code points: the run column may hold "→").
-  auto width = [](const std::string& s) {
-    return std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
-  };
+  const auto width = display_width;
   std::vector<size_t> w(5, 0);
   for (const auto& l : lines) {
     const std::string* cells[] = {&l.run, &l.metric, &l.base, &l.current, &l.delta};

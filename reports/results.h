@@ -60,7 +60,13 @@ struct RunResults {
   nlohmann::json config = nlohmann::json::object();
   std::map<std::string, MetricValue> metrics;  // "<dataset>/<metric>"
   std::map<std::string, Curve> curves;         // "loss/train", "loss/val"
+  // A few samples per samples file of the run folder (<run>/samples/<protocol>_seed<S>.jsonl → its first
+  // kSamplesShown lines as text segments, prompt runs marked given): read by collect_results for the report's
+  // samples section, never written to results.json.
+  std::map<std::string, std::vector<std::vector<std::pair<bool, std::string>>>> samples;
 };
+
+inline constexpr size_t kSamplesShown = 3;
 
 struct Results {
   nlohmann::json context = nlohmann::json::object();
@@ -135,6 +141,9 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
 std::string render_html(const Results& r, const std::vector<std::string>& images);
 // All of the above into out_dir: results.json summary.md results.csv results.tex loss_*.{png,svg} index.html.
 void write_report(const Results& r, const std::string& out_dir);
+
+// Columns on a terminal: the code points of a UTF-8 string ("±", "≤", "→" count one each).
+size_t display_width(const std::string& s);
 
 // Regression check of NEW against BASE (`aobench compare`): relative delta per selected metric of BASE.
 struct CompareRow {

@@ -35,6 +35,12 @@ std::vector<json> read_jsonl(const std::string& path) {
 }
 
 // A clean error: non-zero exit, "error:", a hint, and every listed name in the message.
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
 void expect_error(int rc, const std::string& out, const std::vector<std::string>& names) {
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("error: "), std::string::npos) << out;
@@ -198,6 +204,22 @@ TEST_F(GenerationTest, PromptsPrefixForEveryPluginInfillForAnyOrderAndDiffusion)
       line.erase("given");
       const std::string old = write("old_prompted.jsonl", line.dump() + "\n");
       expect_error(run({"genppl", old, "--judge", run_dir("gpt")}, &out), out, {old, "line 1", "\"given\""});
+      // The report shows a few samples per file, the prompt marked; --print shows them on the terminal.
+      fs::create_directories(judged + "/samples");
+      fs::copy_file(f, judged + "/samples/prompted.jsonl");
+      ASSERT_EQ(run({"report", judged}, &out), 0) << out;
+      const std::string html = aobench::testing::read_text(judged + "/report/index.html");
+      EXPECT_NE(html.find("<h2>Samples</h2>"), std::string::npos);
+      EXPECT_EQ(count(html, "<pre class=sample><mark>abc</mark>"), 2) << html;  // 3 shown of 4: 2 + 1
+      EXPECT_EQ(count(html, "<pre class=sample>"), 3) << html;
+      ASSERT_EQ(run({"sample", "--run", run_dir("gpt"), "--prompt-file", prefix, "--out", dir_->file("printed.jsonl"),
+                     "--set", "sample.num_samples=1", "--set", "sample.length=16", "--print"},
+                    &out),
+                0)
+          << out;
+      EXPECT_NE(out.find("--- sample 0 (seed "), std::string::npos) << out;
+      EXPECT_NE(out.find("«abc»"), std::string::npos) << out;
+      EXPECT_EQ(out.find('\x1b'), std::string::npos) << "no raw escape character reaches the terminal";
     }
     const std::string g = dir_->file(std::string("i_") + plugin + ".jsonl");
     const int rc = run({"sample", "--run", run_dir(plugin), "--prompt-file", infill, "--out", g, "--set",

@@ -82,7 +82,7 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
   // The terminal shows where the run is and ends with the report's headline table.
   EXPECT_NE(out.find("run [1/"), std::string::npos) << out;
   EXPECT_NE(out.find(" elapsed]: job gpt: training"), std::string::npos) << out;
-  const size_t head = out.find("perplexity (lower is better; <= marks an upper bound)");
+  const size_t head = out.find("perplexity (lower is better; ≤ marks an upper bound)");
   ASSERT_NE(head, std::string::npos) << out;
   for (const char* row : {"gpt ", "ao_gpt ", "sigma_gpt ", "sedd ", "radd "})
     EXPECT_NE(out.find(std::string("\n") + row, head), std::string::npos) << row << "\n" << out.substr(head);

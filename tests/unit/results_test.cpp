@@ -135,7 +135,7 @@ TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
 
   const std::string text = render_headline_text(r);
   EXPECT_EQ(text.rfind("perplexity (lower is better", 0), 0u) << text;
-  EXPECT_NE(text.find("<= 110 +- 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("≤ 110 ± 2"), std::string::npos) << text;
   EXPECT_NE(text.find("[2] radd: windows evaluated: ptb 16 of 86"), std::string::npos) << text;
   const std::string html = render_html(r, {});
   EXPECT_LT(html.find("Headline: perplexity"), html.find("<h2>Runs</h2>"));
@@ -591,7 +591,7 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
   EXPECT_EQ(render_csv(alone).find("seeds"), std::string::npos);
 
   const std::string text = render_headline_text(r);
-  EXPECT_NE(text.find("105 +- 7.071 (2/3 seeds)"), std::string::npos) << text;
+  EXPECT_NE(text.find("105 ± 7.071 (2/3 seeds)"), std::string::npos) << text;
   EXPECT_NE(text.find("[1] ao_gpt (3 seeds), ptb ppl_k4: 2/3 seeds"), std::string::npos) << text;
   const std::string tex = render_latex(r);
   EXPECT_NE(tex.find("ao\\_gpt (3 seeds) & 105 $\\pm$ 7.071 (2/3 seeds) & 42 $\\pm$ 2 \\\\"), std::string::npos) << tex;
