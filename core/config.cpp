@@ -1,6 +1,8 @@
 // Implements: layered, strictly checked JSON configs (see config.h).
 #include "core/config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/json_checks.h"
 
 extern "C" const char* aobench_base_config_json();
 
@@ -48,9 +51,6 @@ bool fits_int64(const json& v) {
   return true;
 }
 
-// Thrown from inside nlohmann's parser callback, turned into a ConfigError by parse_json_limited.
-struct TooDeep {};
-
 std::vector<std::string> keys_of(const json& obj) {
   std::vector<std::string> keys;
   for (auto it = obj.begin(); it != obj.end(); ++it) keys.push_back(it.key());
@@ -87,15 +87,13 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 json parse_json_limited(const std::string& text, const std::string& origin, bool ignore_comments) {
-  const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw TooDeep{};
-    return true;
-  };
   try {
-    return json::parse(text, limit, true, ignore_comments);
-  } catch (const TooDeep&) {
+    return json::parse(text, json_checks(kMaxJsonDepth), true, ignore_comments);
+  } catch (const JsonCheckFailure& f) {
+    if (f.kind == JsonCheckFailure::kDuplicateKey)
+      throw ConfigError(origin + ": duplicate key '" + f.path + "'",
+                        "each key may appear once per object (JSON readers silently keep only one of the values); "
+                        "remove or merge the repeated entry");
     throw ConfigError(origin + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
                       "configs, experiments and results are a few levels deep; is this the right file?");
   }
@@ -107,7 +105,23 @@ std::string brief(const json& value, size_t max_chars) {
   return s;
 }
 
+std::string special_file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
 json load_json_file(const std::string& path) {
+  // Checked before opening: opening a FIFO for reading waits for a writer, forever if none comes.
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    throw ConfigError("'" + path + "' is " + kind + ", not a regular file",
+                      "give the path of a JSON file (configs live in configs/); aobench reads a config whole, and "
+                      "a FIFO or device would block or never end");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot open config file '" + path + "'", "check the path; configs live in configs/");
   std::stringstream text;

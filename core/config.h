@@ -16,11 +16,18 @@ using json = nlohmann::json;
 // the stack while an error message or config.resolved.json is written.
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses JSON text with at most kMaxJsonDepth levels of nesting; `origin` (a file or flag) is named in
-// the ConfigError for deeper text. Syntax errors are nlohmann's json::parse_error, for the caller to name.
+// Parses JSON text with at most kMaxJsonDepth levels of nesting and no key twice in one object; `origin`
+// (a file or flag) is named in the ConfigError for deeper text or a duplicate key, with the key's path
+// ("train.max_iters"). Syntax errors are nlohmann's json::parse_error, for the caller to name.
 json parse_json_limited(const std::string& text, const std::string& origin, bool ignore_comments = true);
 
-// Parses a JSON file (// and /* */ comments allowed). Errors name the file, line and column.
+// What `path` is when it exists but is not a regular file ("a FIFO (named pipe)", "a character device",
+// "a directory", …; symbolic links followed), else "" (a regular file, or nothing: opening it says so).
+// Readers that take a whole file refuse those by name before opening: a FIFO blocks, a device never ends.
+std::string special_file_kind(const std::string& path);
+
+// Parses a JSON file (// and /* */ comments allowed). Errors name the file, line and column; a FIFO,
+// device or directory is a ConfigError naming the path, raised before the file is opened.
 json load_json_file(const std::string& path);
 
 // A value for an error message: compact JSON cut to `max_chars` ("…" marks the cut); never throws.

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_checks.h"
 
 namespace aobench {
 namespace {
@@ -178,20 +179,18 @@ SafetensorsFile read_safetensors(const std::string& path) {
   if (!in) fail(path, "short read of the header");
 
   // A real header is 3 levels deep; a deeper one is refused while parsing, before any message dumps it
-  // (nlohmann's dump() recurses and would overflow the stack on a 60,000-deep value).
-  struct TooDeep {};
-  const nlohmann::json::parser_callback_t limit = [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
-        depth >= 16)
-      throw TooDeep{};
-    return true;
-  };
+  // (nlohmann's dump() recurses and would overflow the stack on a 60,000-deep value). A tensor name (or
+  // an entry's field) given twice is refused too: nlohmann would keep the last silently, and which of
+  // the two a reader takes is not fixed by the format.
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header, limit);
+    j = nlohmann::json::parse(header, json_checks(16));
   } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("header is not valid JSON: ") + e.what());
-  } catch (const TooDeep&) {
+  } catch (const JsonCheckFailure& f) {
+    if (f.kind == JsonCheckFailure::kDuplicateKey)
+      fail(path, "duplicate key '" + f.path + "' in the header (a tensor name or an entry's field given twice)",
+           "safetensors writers never repeat a key: the file was edited or damaged; re-create it");
     fail(path, "header JSON is nested deeper than 16 levels");
   }
   if (!j.is_object()) fail(path, "header JSON is not an object");

@@ -1,8 +1,8 @@
 // Implements: `aobench prepare` — text datasets → packed token files (spec-sedd-radd.md §4.2 detokenizers,
-// §4.3 tokenisation and packing). Rows are read per format, detokenized, encoded on all cores, packed
-// with EOS after every row, and written as an llm.c-style .bin plus a .bin.json sidecar.
+// §4.3 tokenisation and packing). Rows are read per format, detokenized, encoded on all cores
+// (datasets/encode_rows.h: at::parallel_for), packed with EOS after every row, and written as an
+// llm.c-style .bin plus a .bin.json sidecar.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/progress.h"
 #include "datasets/detokenizers.h"
+#include "datasets/encode_rows.h"
 #include "datasets/packing.h"
 #include "datasets/token_file.h"
 #include "datasets/tokenizer.h"
@@ -30,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int kMaxThreads = 1024;  // --threads
 const char* kFormats = "text, lines, jsonl, wikitext, ptb, lm1b, lambada, fortune";
 
 // .xz bytes → the decompressed bytes, in process with liblzma (no `xz` subprocess, no shell). Concatenated
@@ -203,32 +205,6 @@ std::vector<std::string> read_rows(const std::string& path, const std::string& f
   throw ConfigError("unknown --format '" + format + "'", std::string("choose one of: ") + kFormats);
 }
 
-// Encodes every row on all cores. Rows are handed out in chunks through an atomic counter.
-std::vector<std::vector<uint32_t>> encode_rows(const Tokenizer& tok, const std::vector<std::string>& rows, int threads,
-                                               Progress& progress) {
-  std::vector<std::vector<uint32_t>> out(rows.size());
-  std::atomic<size_t> next{0};
-  constexpr size_t kChunk = 16;
-  std::vector<std::exception_ptr> errors(threads);
-  auto work = [&](int t) {
-    try {
-      for (size_t b; (b = next.fetch_add(kChunk)) < rows.size();) {
-        const size_t e = std::min(rows.size(), b + kChunk);
-        for (size_t i = b; i < e; ++i) out[i] = tok.encode(rows[i]);
-        progress.advance(static_cast<int64_t>(e - b));
-      }
-    } catch (...) {
-      errors[t] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return out;
-}
-
 struct Written {
   int64_t rows = 0, bytes = 0, tokens = 0, windows = 0;
 };
@@ -281,7 +257,9 @@ int cmd_prepare(const std::vector<std::string>& args) {
       "val-output", po::value<std::string>()->default_value(""), "also write the last rows here")(
       "val-fraction", po::value<double>()->default_value(0.05), "fraction of rows (the last ones) for val")(
       "max-rows", po::value<int64_t>()->default_value(0), "use only the first N rows (0 = all)")(
-      "threads", po::value<int>()->default_value(0), "encoding threads (0 = all cores)");
+      "threads", po::value<int>()->default_value(0),
+      "encoding threads (0 = all cores): the rows are cut into N contiguous blocks, one per thread (ATen's "
+      "at::parallel_for), so fewer than N threads run when there are fewer than 16 rows per thread");
   po::variables_map vm;
   const std::string usage =
       "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
@@ -309,7 +287,11 @@ int cmd_prepare(const std::vector<std::string>& args) {
   const int64_t max_rows = vm["max-rows"].as<int64_t>();
   if (max_rows < 0) throw ConfigError("--max-rows must be >= 0", "0 means all rows");
   int threads = vm["threads"].as<int>();
-  if (threads < 0) throw ConfigError("--threads " + std::to_string(threads) + " must be >= 0", "0 means all cores");
+  // Bounded: when a thread cannot be created, libgomp ends the process ("Thread creation failed") instead
+  // of throwing.
+  if (threads < 0 || threads > kMaxThreads)
+    throw ConfigError("--threads " + std::to_string(threads) + " must be in [0, " + std::to_string(kMaxThreads) + "]",
+                      "0 means all cores");
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
 
   auto tok = make_tokenizer(vm["tokenizer"].as<std::string>(), vm["vocab-dir"].as<std::string>());
@@ -327,9 +309,11 @@ int cmd_prepare(const std::vector<std::string>& args) {
   if (!val_out.empty() && same_file(out, val_out))
     throw ConfigError("--output and --val-output are the same file " + out, "give the validation split its own path");
   std::vector<std::string> rows;
+  std::vector<std::pair<size_t, std::string>> file_starts;  // (index of its first row, file): names a row
   Progress reading("prepare read", static_cast<int64_t>(files.size()), "files");
   for (const auto& f : files) {
     auto r = read_rows(f, format);
+    file_starts.emplace_back(rows.size(), f);
     rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
     reading.advance();
     if (max_rows > 0 && static_cast<int64_t>(rows.size()) >= max_rows) break;
@@ -345,7 +329,13 @@ int cmd_prepare(const std::vector<std::string>& args) {
   const auto t_read = std::chrono::steady_clock::now();
   Progress encoding("prepare encode (" + tok->name() + ", " + std::to_string(threads) + " threads)",
                     static_cast<int64_t>(rows.size()), "rows");
-  auto ids = encode_rows(*tok, rows, threads, encoding);
+  const auto row_name = [&](size_t i) {
+    auto it = std::upper_bound(file_starts.begin(), file_starts.end(), i,
+                               [](size_t row, const std::pair<size_t, std::string>& s) { return row < s.first; });
+    --it;  // the file whose first row is the last one ≤ i
+    return "row " + std::to_string(i - it->first + 1) + " of " + it->second;
+  };
+  auto ids = encode_rows(*tok, rows, threads, &encoding, row_name);
   encoding.finish();
   const auto t_enc = std::chrono::steady_clock::now();
 

@@ -70,6 +70,7 @@ void run_sample(const SampleTask& task) {
                       "pass the out_dir of a finished `aobench train` / `aobench run` job");
   const nlohmann::json saved = generation_config(load_json_file(saved_path.string()), sets, {"sample."}, "sample");
   SampleOptions opt(SampleConfig::from_json(saved));
+  if (!task.prompt_file.empty()) check_prompt_file(task.prompt_file);
   const torch::Device device = select_device(TrainConfig::from_json(saved).device);
   const auto tokenizer = make_tokenizer(DataConfig::from_json(saved).tokenizer);
 

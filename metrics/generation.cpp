@@ -70,8 +70,15 @@ std::string run_name(const std::string& run_dir) {
   return name.empty() ? p.parent_path().filename().string() : name;
 }
 
+void check_prompt_file(const std::string& path) {
+  if (const std::string kind = special_file_kind(path); !kind.empty())
+    throw DataError("prompt file '" + path + "' is " + kind + ", not a regular file",
+                    "write the prompts to a .jsonl file and pass its path: a FIFO or device would block or never end");
+}
+
 std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
                                      int64_t length) {
+  check_prompt_file(path);
   std::ifstream in(path);
   if (!in) throw DataError("cannot open prompt file '" + path + "'", "check the --prompt-file path");
   std::vector<Prompt> prompts;

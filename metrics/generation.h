@@ -41,6 +41,10 @@ struct Prompt {
   int64_t line = 0;  // 1-based line in the prompt file
 };
 
+// DataError naming `path` when it is a FIFO, device or directory (checked before opening: a FIFO would
+// block); `aobench sample` calls it before loading the model, read_prompt_file() again.
+void check_prompt_file(const std::string& path);
+
 // Reads a JSONL prompt file: {"ids": [...]} with −1 or null for free positions (ids shorter than `length`
 // leave the rest free) or {"text": "..."} (a prefix, encoded with `tokenizer`). Blank lines are skipped.
 // DataError naming the file and line for bad JSON, neither/both keys, ids outside [0, vocab) or a prompt

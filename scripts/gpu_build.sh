@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds aobench on the GPU machine, which has CUDA, PyTorch 2.11, GoogleTest, Google Benchmark and
-# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma headers.
+# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma headers. OpenSSL's
+# headers and libcrypto are there (Ubuntu 24.04's libssl-dev, OpenSSL 3.0.13, seen on 2026-11-29), so
+# find_package(OpenSSL) finds them in /usr and .debs carries no libssl-dev.
 # Route: the Debian packages in .debs/ (fetched on a networked machine with scripts/fetch_gpu_debs.sh)
 # are unpacked into a private prefix that CMake and the loader are pointed at.
 # Usage (on the GPU machine, repo root):  source scripts/gpu_build.sh   → build/aobench, LD_LIBRARY_PATH set.

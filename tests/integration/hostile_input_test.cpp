@@ -1,12 +1,14 @@
 // Implements: hostile inputs, end to end through the aobench binary: truncated and
-// wrong-magic token files, bad JSON, unknown keys, wrong types, NaN / negative hyper-parameters, a plugin
-// built against another API version, a missing plugin directory, a checkpoint of another plugin or
-// flavour, and a file-size limit hit while writing a checkpoint (the previous checkpoint survives).
+// wrong-magic token files, bad JSON, a key given twice, unknown keys, wrong types, NaN / negative
+// hyper-parameters, a plugin built against another API version, a missing plugin directory, a checkpoint
+// of another plugin or flavour, and a file-size limit hit while writing a checkpoint (the previous
+// checkpoint survives).
 // Classes: no input reaches a shell (.xz names, report run names), no crash (deep JSON, broken
 // plugin libraries), nothing lost or overwritten silently (prepare over its input, one writer per run
 // directory, concurrent evals, a damaged results.json, --resume with another config, stale `run` jobs),
-// no hang (FIFO data, cost knobs, a second Ctrl-C), every error names the item (token ids past the
-// vocabulary, huge numbers and folders, bad headers and windows), and `compare` as a trustworthy gate.
+// no hang (FIFO data, FIFO or device configs and prompt files, cost knobs, a second Ctrl-C), every error
+// names the item (token ids past the vocabulary, huge numbers and folders, bad headers and windows), and
+// `compare` as a trustworthy gate.
 // Each case asserts: a non-zero exit (never a signal, never a sanitizer report), "error:" naming the
 // offending file / key / value, and a "HINT:" line.
 #include <fcntl.h>
@@ -28,9 +30,11 @@
 #include "core/config_types.h"
 #include "core/errors.h"
 #include "datasets/token_file.h"
+#include "datasets/tokenizer.h"
 #include "harness/checkpoint.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
+#include "metrics/generation.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 #include "tests/test_util.h"
@@ -163,6 +167,23 @@ TEST_F(HostileInputTest, ConfigWithWrongType) {
   const std::string ok = write_config("ok.json", experiment(dir_.file("run"), 1).dump(2));
   expect_clean_error(run_child({"train", "--config", ok, "--set", "train.batch_size=8\xa2"}, &out), out, 2,
                      {"train.batch_size", "not valid UTF-8"});
+}
+
+// nlohmann keeps the last of two equal keys: without the check this config would train 2 steps, silently.
+TEST_F(HostileInputTest, DuplicateJsonKeysAreRefusedWithTheirPath) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
+  std::string text = experiment(dir_.file("run"), 1).dump(2);
+  const std::string once = "\"max_iters\": 1";
+  ASSERT_NE(text.find(once), std::string::npos) << text;
+  text.replace(text.find(once), once.size(), once + ", \"max_iters\": 2");
+  const std::string cfg = write_config("dup.json", text);
+  std::string out;
+  expect_clean_error(run_child({"train", "--config", cfg}, &out), out, 2, {cfg, "duplicate key 'train.max_iters'"});
+  EXPECT_FALSE(fs::exists(dir_.file("run"))) << "trained anyway";
+  // Experiment files go through the same loader.
+  const std::string exp =
+      write_config("dup_exp.json", R"({"description": "x", "jobs": [{"name": "a"}, {"name": "b", "name": "c"}]})");
+  expect_clean_error(run_child({"run", exp}, &out), out, 2, {exp, "duplicate key 'jobs[1].name'"});
 }
 
 TEST_F(HostileInputTest, NanAndNegativeHyperParameters) {
@@ -566,6 +587,50 @@ TEST_F(HostileInputTest, FifoAsDataIsRefusedWithoutBlocking) {
                      out, 3, {fifo, "not a regular file"});
 }
 
+// `aobench args...` given at most `timeout_s` seconds: a child still running then (blocked on a FIFO) is
+// killed, and the test fails instead of hanging.
+int run_child_bounded(const std::vector<std::string>& args, const std::string& log, std::string* out,
+                      double timeout_s = 60) {
+  Child child{aobench::testing::spawn_aobench(args, log)};
+  const bool exited = !wait_for(
+      child, [] { return false; }, timeout_s);
+  const int rc = child.finish(exited ? 0 : SIGKILL);
+  *out = aobench::testing::read_text(log);
+  EXPECT_TRUE(exited) << "still running after " << timeout_s << " s (blocked on a FIFO?): aobench " << args[0];
+  return rc;
+}
+
+TEST_F(HostileInputTest, FifoOrDeviceAsConfigOrPromptFileIsRefusedWithoutBlocking) {
+  if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built";
+  const std::string fifo = dir_.file("fifo.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string log = dir_.file("bounded.log");
+  std::string out;
+  expect_clean_error(run_child_bounded({"train", "--config", fifo}, log, &out), out, 2,
+                     {"'" + fifo + "' is a FIFO", "not a regular file"});
+  expect_clean_error(run_child_bounded({"run", fifo}, log, &out), out, 2, {"'" + fifo + "' is a FIFO"});
+  expect_clean_error(run_child_bounded({"train", "--config", "/dev/null"}, log, &out), out, 2,
+                     {"'/dev/null' is a character device"});
+  // sample refuses the prompt file before it loads the model: with the checkpoints moved away, loading
+  // first would fail on them (exit 5) instead.
+  const std::string run = dir_.file("run");
+  ASSERT_EQ(run_child({"train", "--config", write_config("a.json", experiment(run, 1).dump(2))}, &out), 0) << out;
+  fs::rename(run + "/checkpoints", run + "/checkpoints_moved");
+  expect_clean_error(run_child_bounded({"sample", "--run", run, "--prompt-file", fifo}, log, &out), out, 3,
+                     {"prompt file '" + fifo + "' is a FIFO"});
+  fs::rename(run + "/checkpoints_moved", run + "/checkpoints");
+  expect_clean_error(run_child_bounded({"sample", "--run", run, "--prompt-file", "/dev/null"}, log, &out), out, 3,
+                     {"prompt file '/dev/null' is a character device"});
+  // The reader itself refuses them too, whoever calls it.
+  try {
+    read_prompt_file(dir_.path.string(), *make_tokenizer("bytes"), 257, 32);
+    ADD_FAILURE() << "a directory was read as a prompt file";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt file '" + dir_.path.string() + "' is a directory"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   for (const std::string set :
@@ -642,6 +707,7 @@ TEST_F(HostileInputTest, HugeNumbersAndBadHeadersAreNamedErrors) {
                      {dir_.file("p.bin"), "leaves 0 tokens"});
   EXPECT_FALSE(fs::exists(dir_.file("p.bin")));
   expect_clean_error(prepare({"--threads=-2"}), out, 2, {"--threads -2"});
+  expect_clean_error(prepare({"--threads=100000"}), out, 2, {"--threads 100000", "[0, 1024]"});
   const std::string empty_dir = dir_.file("no_vocab");
   fs::create_directories(empty_dir);
   std::vector<std::string> args = {"prepare", "--format",    "lines",           "--tokenizer",

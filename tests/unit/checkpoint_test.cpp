@@ -23,6 +23,27 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+// sha256_file reads 4 MiB at a time: a file of 4 MiB + 3 bytes ends in a second, short read. The
+// expected digest is Python's hashlib.sha256 over the same bytes (another implementation than OpenSSL's).
+TEST(Sha256, FilesAcrossTheReadChunkMatchAnIndependentDigest) {
+  TempDir dir;
+  std::string bytes((size_t(4) << 20) + 3, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 31 + 7) % 251);
+  aobench::testing::write_text(dir.file("chunks.bin"), bytes);
+  EXPECT_EQ(sha256_file(dir.file("chunks.bin")), "fd8f7c1ab7be070416f8916f9a7463bd0e1af958a523ee3bc1392e7293e8e15f");
+  EXPECT_EQ(sha256_hex(bytes), "fd8f7c1ab7be070416f8916f9a7463bd0e1af958a523ee3bc1392e7293e8e15f");
+  aobench::testing::write_text(dir.file("a.bin"), std::string(1000000, 'a'));  // FIPS 180-4 vector, as a file
+  EXPECT_EQ(sha256_file(dir.file("a.bin")), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  aobench::testing::write_text(dir.file("empty.bin"), "");
+  EXPECT_EQ(sha256_file(dir.file("empty.bin")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  try {
+    sha256_file(dir.file("missing.bin"));
+    ADD_FAILURE() << "a missing file was hashed";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("missing.bin")), std::string::npos) << e.what();
+  }
+}
+
 CheckpointData make_data(torch::nn::Module& m, int64_t step) {
   CheckpointData d;
   d.model = module_state(m);

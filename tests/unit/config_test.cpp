@@ -119,6 +119,40 @@ TEST(Config, JsonFilesAllowCommentsAndNameTheFileOnErrors) {
   expect_config_error([&] { merge_strict(c, json{{"description", 3}}, "x"); }, {"description"});
 }
 
+// nlohmann keeps the last of two equal keys; each text below would parse without the check.
+TEST(Config, DuplicateKeysAreErrorsNamingTheirPath) {
+  const std::string origin = "'dup.json'";
+  for (const auto& [text, path] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"train": {"max_iters": 1, "max_iters": 2}})", "train.max_iters"},
+           {R"({"seed": 1, "train": {}, "seed": 2})", "seed"},
+           {R"({"jobs": [{"name": "a"}, {"name": "b", "name": "c"}]})", "jobs[1].name"},
+           {R"({"m": [1, [2, {"k": 0}], {"k": 1, "k": 2}]})", "m[2].k"},
+           {R"({"m": [[], [{"k": 1, "k": 2}]]})", "m[1][0].k"}}) {
+    const std::string msg =
+        expect_config_error([&] { parse_json_limited(text, origin); }, {origin, "duplicate key '" + path + "'"});
+    EXPECT_NE(msg.find("HINT: "), std::string::npos);
+  }
+  // The same key in different objects is no duplicate; nesting is still bounded.
+  const json ok = parse_json_limited(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})", origin);
+  EXPECT_EQ(ok["c"][1]["x"], 2);
+  expect_config_error([&] { parse_json_limited(std::string(100, '[') + std::string(100, ']'), origin); },
+                      {origin, "deeper than 64"});
+  aobench::testing::TempDir dir;
+  const std::string file = dir.file("dup.json");
+  aobench::testing::write_text(file, "{\n  \"train\": {\"max_iters\": 1, // one\n  \"max_iters\": 2}\n}\n");
+  expect_config_error([&] { load_json_file(file); }, {file, "duplicate key 'train.max_iters'"});
+}
+
+// A directory or device read as a config would give an empty or endless file: refused by name first.
+TEST(Config, SpecialFilesAreRefusedByKind) {
+  aobench::testing::TempDir dir;
+  expect_config_error([&] { load_json_file(dir.path.string()); }, {dir.path.string(), "a directory"});
+  expect_config_error([&] { load_json_file("/dev/null"); }, {"/dev/null", "a character device"});
+  EXPECT_EQ(special_file_kind(dir.file("missing.json")), "");  // the open error names a missing file
+  aobench::testing::write_text(dir.file("ok.json"), "{}");
+  EXPECT_EQ(special_file_kind(dir.file("ok.json")), "");
+}
+
 // The start-of-run print lists only what differs from base.json and the flavour, not every key.
 TEST(Config, SummaryListsOnlyChangedKeys) {
   const json c = resolve_config(

@@ -1,11 +1,21 @@
 // Implements: tests of packing.h (spec-sedd-radd.md §4.3): EOS after every row, simple flooring and the
-// reference rule (8 contiguous shards → 1000-row groups → whole windows, remainders dropped), and the
-// `aobench prepare` / `aobench tokenize` commands end to end with the byte tokenizer.
+// reference rule (8 contiguous shards → 1000-row groups → whole windows, remainders dropped), encoding
+// rows on N threads (datasets/encode_rows.h), and the `aobench prepare` / `aobench tokenize` commands end
+// to end with the byte tokenizer.
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
 #include "core/errors.h"
+#include "core/progress.h"
+#include "datasets/encode_rows.h"
 #include "datasets/packing.h"
 #include "datasets/token_file.h"
+#include "datasets/tokenizer.h"
 #include "tests/test_util.h"
 
 namespace aobench {
@@ -96,6 +106,86 @@ TEST(Packing, BadOptions) {
   EXPECT_THROW(pack_rows({{1}}, 0, o), ConfigError);
 }
 
+// A tokenizer that notes the threads it runs on and throws on the rows listed in `fail_on`.
+class RecordingTokenizer : public Tokenizer {
+ public:
+  std::string name() const override { return "recording"; }
+  int32_t vocab_size() const override { return 1000; }
+  int32_t eos_id() const override { return 999; }
+  std::vector<uint32_t> encode(const std::string& text) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      threads_.insert(std::this_thread::get_id());
+    }
+    if (fail_on.count(text)) throw DataError("recording: cannot encode '" + text + "'", "recording hint");
+    std::vector<uint32_t> ids;
+    for (char c : text) ids.push_back(static_cast<uint32_t>(static_cast<unsigned char>(c)) * 3 % 997);
+    return ids;
+  }
+  std::string decode(const std::vector<uint32_t>&) const override { return ""; }
+  size_t threads_used() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t n = threads_.size();
+    threads_.clear();
+    return n;
+  }
+  std::set<std::string> fail_on;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> threads_;
+};
+
+std::vector<std::string> numbered_rows(int n) {
+  std::vector<std::string> rows;
+  for (int i = 0; i < n; ++i) rows.push_back("r" + std::to_string(i) + std::string(i % 7, 'x'));
+  return rows;
+}
+
+TEST(PrepareEncode, SameIdsOnEveryThreadCountAndThatManyThreads) {
+  RecordingTokenizer tok;
+  const auto rows = numbered_rows(500);
+  std::vector<std::vector<uint32_t>> expected;
+  for (const auto& r : rows) expected.push_back(tok.encode(r));
+  tok.threads_used();
+  const int pool_before = at::get_num_threads();
+  for (int threads : {1, 2, 3, 5}) {
+    std::ostringstream sink;
+    Progress::Options quiet;
+    quiet.out = &sink;
+    Progress progress("encode", static_cast<int64_t>(rows.size()), "rows", quiet);
+    EXPECT_EQ(encode_rows(tok, rows, threads, &progress), expected) << threads << " threads";
+    EXPECT_EQ(tok.threads_used(), static_cast<size_t>(threads));  // 500 rows ≥ threads × kEncodeGrainRows
+    EXPECT_EQ(progress.status().rfind("500/500", 0), 0u) << progress.status();
+    EXPECT_EQ(at::get_num_threads(), pool_before) << "the intra-op pool size was not restored";
+  }
+  // Fewer than 16 rows per thread: ⌈20 / 16⌉ = 2 blocks, so 2 threads of the 4 asked for.
+  EXPECT_EQ(encode_rows(tok, numbered_rows(20), 4, nullptr),
+            std::vector<std::vector<uint32_t>>(expected.begin(), expected.begin() + 20));
+  EXPECT_EQ(tok.threads_used(), 2u);
+}
+
+TEST(PrepareEncode, TheFirstFailingRowIsNamedWhateverTheTiming) {
+  RecordingTokenizer tok;
+  const auto rows = numbered_rows(400);
+  tok.fail_on = {rows[390], rows[150], rows[151]};  // in the blocks of threads 3 and 1 of 4
+  for (int round = 0; round < 5; ++round) {
+    try {
+      encode_rows(tok, rows, 4, nullptr, [](size_t i) { return "row " + std::to_string(i + 1) + " of in.txt"; });
+      ADD_FAILURE() << "no error";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()), "cannot encode row 151 of in.txt: recording: cannot encode '" + rows[150] + "'");
+      EXPECT_EQ(e.hint(), "recording hint");
+    }
+  }
+  try {
+    encode_rows(tok, rows, 2, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot encode row 151: "), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace aobench
 
@@ -167,6 +257,27 @@ TEST(PrepareCommand, BadInputsAreClearErrors) {
                                  &out),
             3);
   EXPECT_NE(out.find("missing.txt"), std::string::npos) << out;
+}
+
+// --threads changes who encodes which rows, never the bytes written.
+TEST(PrepareCommand, OutputIsTheSameOnAnyThreadCount) {
+  testing::TempDir d;
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "line " + std::to_string(i) + std::string(i % 11, '-') + "\n";
+  testing::write_text(d.file("in.txt"), text);
+  std::string one, out;
+  for (int threads : {1, 3}) {
+    const std::string bin = d.file("t" + std::to_string(threads) + ".bin");
+    ASSERT_EQ(testing::run_aobench("prepare --format lines --tokenizer bytes --threads " + std::to_string(threads) +
+                                       " --input " + d.file("in.txt") + " --output " + bin,
+                                   &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("on " + std::to_string(threads) + " threads"), std::string::npos) << out;
+    if (threads == 1) one = testing::read_text(bin);
+  }
+  EXPECT_EQ(testing::read_text(d.file("t3.bin")), one);
+  EXPECT_EQ(TokenFile(d.file("t1.bin")).size(), static_cast<int64_t>(text.size()));  // 300 "\n" → 300 EOS
 }
 
 TEST(TokenizeCommand, BytesRoundTrip) {

@@ -1,7 +1,7 @@
 // Implements: tests of core/safetensors.cpp (DESIGN.md checkpoints): round trips of
 // every dtype and of metadata, a file written by the Python `safetensors` package, and corrupt files
-// (truncated, oversized header length, bad JSON, out-of-range / overlapping offsets, unknown dtype),
-// each of which must raise CheckpointError naming the file (and the tensor where there is one).
+// (truncated, oversized header length, bad JSON, a name given twice, out-of-range / overlapping offsets,
+// unknown dtype), each of which must raise CheckpointError naming the file (and the tensor where there is one).
 #include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -153,6 +153,25 @@ TEST(Safetensors, BadJson) {
   expect_error(p, {"'w'", "data_offsets"});
   testing::write_text(p, raw_file(R"({"__metadata__": {"a": 1}})", ""));
   expect_error(p, {"metadata 'a'"});
+}
+
+// nlohmann keeps the last of two equal keys: without the check each file below would load, with one 'w'.
+TEST(Safetensors, DuplicateTensorNamesAndFieldsAreRefused) {
+  TempDir tmp;
+  const std::string p = tmp.file("dup.safetensors");
+  const std::string entry = R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})";
+  testing::write_text(p, raw_file("{\"w\": " + entry + ", \"w\": " + entry + "}", std::string(8, '\0')));
+  expect_error(p, {"dup.safetensors", "duplicate key 'w'"});
+  testing::write_text(p, raw_file(R"({"w": {"dtype": "I32", "dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+                                  std::string(8, '\0')));
+  expect_error(p, {"dup.safetensors", "duplicate key 'w.dtype'"});
+  testing::write_text(p, raw_file(R"({"__metadata__": {"step": "1", "step": "2"}})", ""));
+  expect_error(p, {"duplicate key '__metadata__.step'"});
+  // The same field names in two entries are not duplicates.
+  testing::write_text(
+      p, raw_file(R"({"a": )" + entry + R"(, "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+                  std::string(16, '\0')));
+  EXPECT_EQ(read_safetensors(p).tensors.size(), 2u);
 }
 
 TEST(Safetensors, OffsetsOutOfRangeOverlapAndShapeMismatch) {
