@@ -169,7 +169,7 @@ SampleConfig SampleConfig::from_json(const nlohmann::json& resolved, KeysRead* r
   SampleConfig o;
   o.num_samples = r.integer_in("sample.num_samples", 1, 1e9);
   o.batch_size = r.integer_in("sample.batch_size", 1, 1e6);
-  o.length = r.integer_in("sample.length", 1, 1e9);
+  o.length = r.integer_in("sample.length", 0, 1e9);
   o.steps = r.integer_in("sample.steps", 1, 1e9);
   o.temperature = r.number_in("sample.temperature", 0, 1e9);
   if (!(o.temperature > 0))
@@ -205,7 +205,7 @@ SpeedConfig SpeedConfig::from_json(const nlohmann::json& resolved, KeysRead* rea
     o.steps.push_back(s.get<int64_t>());
   }
   o.batch_size = r.integer_in("speed.batch_size", 1, 1e6);
-  o.length = r.integer_in("speed.length", 1, 1e9);
+  o.length = r.integer_in("speed.length", 0, 1e9);
   o.repeats = r.integer_in("speed.repeats", 1, 1e6);
   o.warmup = r.integer_in("speed.warmup", 0, 1e6);
   return o;
@@ -218,6 +218,15 @@ GenpplConfig GenpplConfig::from_json(const nlohmann::json& resolved, KeysRead* r
   if (g.batch_size < 1) throw ConfigError("config 'genppl.batch_size' must be ≥ 1");
   g.device = r.string("genppl.device");
   return g;
+}
+
+void validate_sections(const nlohmann::json& resolved) {
+  DataConfig::from_json(resolved);
+  TrainConfig::from_json(resolved);
+  EvalConfig::from_json(resolved);
+  SampleConfig::from_json(resolved);
+  SpeedConfig::from_json(resolved);
+  GenpplConfig::from_json(resolved);
 }
 
 }  // namespace aobench

@@ -69,7 +69,7 @@ struct EvalConfig {
 struct SampleConfig {
   int64_t num_samples = 8;               // per prompt line, or in all without a prompt file
   int64_t batch_size = 8;                // rows per sample() call
-  int64_t length = 1024;                 // tokens per sample (≤ the model's block_size)
+  int64_t length = 0;                    // tokens per sample (≤ the model's block_size); 0 = the block_size
   int64_t steps = 256;                   // sampling steps (AR decoders ignore it)
   double temperature = 1.0;              // > 0
   double top_p = 1.0;                    // (0, 1], HF nucleus (the crossing token kept)
@@ -86,7 +86,7 @@ struct SampleConfig {
 struct SpeedConfig {
   std::vector<int64_t> steps = {64, 128, 256, 512, 1024};
   int64_t batch_size = 32;
-  int64_t length = 1024;
+  int64_t length = 0;  // 0 = the model's block_size
   int64_t repeats = 3;
   int64_t warmup = 1;
   static SpeedConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
@@ -98,5 +98,9 @@ struct GenpplConfig {
   std::string device = "auto";
   static GenpplConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
+
+// Every section of a resolved config checked at once (data, train, eval, sample, speed, genppl): what `train`
+// stores is then what `eval`, `sample` and `speed` accept later. ConfigError naming the first bad key.
+void validate_sections(const nlohmann::json& resolved);
 
 }  // namespace aobench

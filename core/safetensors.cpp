@@ -112,8 +112,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
 // Writes through a callback to "<path>.tmp", fsyncs, renames over <path> and fsyncs the directory, so a
 // crash leaves either the old file or the new one, never a torn one.
 using WriteFn = std::function<void(const void*, size_t)>;
-void atomic_write(const std::string& path, const std::function<void(const WriteFn&)>& body) {
-  const std::string tmp = path + ".tmp";
+void atomic_write(const std::string& path, const std::function<void(const WriteFn&)>& body, bool replace = true) {
+  // Per process: writers of one path never share (and clobber) a temporary file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const std::string hint = "check that the directory exists, is writable and the disk is not full";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw CheckpointError("cannot create '" + tmp + "': " + std::strerror(errno), hint);
@@ -144,7 +145,17 @@ void atomic_write(const std::string& path, const std::function<void(const WriteF
     ::unlink(tmp.c_str());
     throw CheckpointError("fsync/close of '" + tmp + "' failed: " + err, hint);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!replace) {  // link(2) fails with EEXIST instead of replacing: no check-then-rename race
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      if (err == EEXIST)
+        throw ConfigError("'" + path + "' exists (another process wrote it meanwhile): aobench never overwrites it",
+                          "write to another file");
+      throw CheckpointError("link '" + tmp + "' -> '" + path + "' failed: " + std::strerror(err), hint);
+    }
+    ::unlink(tmp.c_str());
+  } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string err = std::strerror(errno);
     ::unlink(tmp.c_str());
     throw CheckpointError("rename '" + tmp + "' -> '" + path + "' failed: " + err, hint);
@@ -284,6 +295,11 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   atomic_write(path, [&](const WriteFn& write) { write(bytes.data(), bytes.size()); });
+}
+
+void write_new_file_atomic(const std::string& path, const std::string& bytes) {
+  atomic_write(
+      path, [&](const WriteFn& write) { write(bytes.data(), bytes.size()); }, /*replace=*/false);
 }
 
 }  // namespace aobench

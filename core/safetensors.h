@@ -29,5 +29,8 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
 
 // Atomic write of arbitrary bytes with the same tmp+fsync+rename protocol (JSON sidecars, results).
 void write_file_atomic(const std::string& path, const std::string& bytes);
+// The same, but never over an existing file, even one another process creates meanwhile: ConfigError when
+// `path` exists at the moment of the final link(2).
+void write_new_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace aobench

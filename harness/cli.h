@@ -1,6 +1,7 @@
 // Implements: small helpers shared by the cmd_*.cpp files: option parsing with --help and clear errors,
 // and the common --config / --set pair that every command turning a config into work accepts.
 #pragma once
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,20 @@ bool parse_options(const std::string& usage, po::options_description& desc, cons
 void add_config_options(po::options_description& desc);
 // Resolves the config from --config/--set (see config.h).
 nlohmann::json config_from_options(const po::variables_map& vm);
+
+// `--out -`: the command's data goes to standard output, so while this lives (and `active`) std::cout — its
+// tables and messages — writes to standard error instead.
+class CoutToStderr {
+ public:
+  explicit CoutToStderr(bool active) : saved_(active ? std::cout.rdbuf(std::cerr.rdbuf()) : nullptr) {}
+  ~CoutToStderr() {
+    if (saved_) std::cout.rdbuf(saved_);
+  }
+  CoutToStderr(const CoutToStderr&) = delete;
+  CoutToStderr& operator=(const CoutToStderr&) = delete;
+
+ private:
+  std::streambuf* saved_;
+};
 
 }  // namespace aobench

@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kUsage =
-    "aobench eval (--run RUN_DIR [--checkpoint DIR] | --hf HF_GPT2_FOLDER) --data NAME=PATH.bin [--data ...] "
+    "aobench eval (--run RUN_DIR [--checkpoint DIR] | --hf HF_GPT2_FOLDER) [--data NAME=PATH.bin ...] "
     "[--set eval.mode=random --set eval.orders=4 ...] [--out results.json] [--throughput]";
 
 // "_k4" / "_m16_p256" / "_elbo" so modes evaluated on one dataset do not overwrite each other.
@@ -112,19 +112,46 @@ std::string EvalTask::command_line() const {
 }
 
 void run_eval(const EvalTask& task) {
+  const CoutToStderr data_on_stdout(task.out == "-");
   const bool hf = !task.hf_folder.empty();
   if (hf == !task.run_dir.empty())
     throw ConfigError("aobench eval needs --run RUN_DIR or --hf FOLDER (exactly one)", kUsage);
   if (hf && !task.checkpoint.empty())
     throw ConfigError("--checkpoint belongs to --run", "a Hugging Face folder has no checkpoints/");
+  // The record goes under --run's name with the checkpoint's plugin and step: another run's checkpoint would
+  // rewrite this run's record with that run's model.
+  if (!task.checkpoint.empty()) {
+    auto folder = [](const std::string& p) {  // "x/step_2/" and "x/step_2" alike
+      fs::path f = fs::weakly_canonical(p).lexically_normal();
+      return f.filename().empty() ? f.parent_path() : f;
+    };
+    const fs::path run = folder(task.run_dir), ckpt = folder(task.checkpoint);
+    if (ckpt.parent_path() != run / "checkpoints")
+      throw ConfigError(
+          "--checkpoint '" + task.checkpoint + "' is not a checkpoint of --run '" + task.run_dir +
+              "' (not in its checkpoints/)",
+          "evaluate it with --run set to the run it belongs to (" + ckpt.parent_path().parent_path().string() + ")");
+  }
   // --hf: results (and the config that made them) live in runs/hf/<name>, a directory `aobench report` reads.
   const std::string& hf_folder = task.hf_folder;
   const std::string hf_name = fs::path(hf_folder).lexically_normal().filename().string().empty()
                                   ? fs::path(hf_folder).lexically_normal().parent_path().filename().string()
                                   : fs::path(hf_folder).lexically_normal().filename().string();
   const std::string run_dir = hf ? (fs::path("runs") / "hf" / hf_name).string() : task.run_dir;
-  const auto& datasets = task.datasets;
-  if (datasets.empty()) throw ConfigError("aobench eval needs at least one --data NAME=PATH.bin", kUsage);
+  auto datasets = task.datasets;
+  if (datasets.empty() && !hf) {  // the default: the run's validation file, under its file name
+    const fs::path saved_path = fs::path(run_dir) / "config.resolved.json";
+    const std::string val =
+        fs::exists(saved_path) ? DataConfig::from_json(load_json_file(saved_path.string())).val : std::string();
+    if (!val.empty()) {
+      datasets.emplace_back(fs::path(val).stem().string(), val);
+      std::cout << "eval: --data " << datasets.back().first << "=" << val << " (the run's data.val)\n";
+    }
+  }
+  if (datasets.empty())
+    throw ConfigError(
+        "aobench eval needs at least one --data NAME=PATH.bin",
+        std::string(hf ? "a Hugging Face folder has no validation file; " : "the run has no data.val; ") + kUsage);
   const std::vector<std::string>& sets = task.sets;
   for (const auto& s : sets)
     if (s.rfind("eval.", 0) != 0)
@@ -204,7 +231,7 @@ void run_eval(const EvalTask& task) {
   mine.runs[run_name] = run;
   // Read-merge-write under a lock, so concurrent evals into one results file each keep their datasets.
   merge_into_results_file(mine, out, "eval", "evaluation", "aobench eval --run " + run_dir);
-  std::cout << "results: " << out << "\n";
+  if (out != "-") std::cout << "results: " << out << "\n";
 }
 
 namespace {
@@ -216,9 +243,11 @@ int cmd_eval(const std::vector<std::string>& args) {
       "a Hugging Face GPT-2 folder (config.json + model.safetensors) instead of a "
       "run; results go to runs/hf/<folder name>/ unless --out")("checkpoint", po::value<std::string>(),
                                                                 "a checkpoint directory (default: the run's latest)")(
-      "data", po::value<std::vector<std::string>>()->composing(), "NAME=PATH.bin (repeatable)")(
+      "data", po::value<std::vector<std::string>>()->composing(),
+      "NAME=PATH.bin (repeatable; default with --run: the run's data.val)")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override an eval.* key (repeatable)")(
-      "out", po::value<std::string>(), "results file to merge into (default RUN_DIR/results.json)")(
+      "out", po::value<std::string>(),
+      "results file to merge into (default RUN_DIR/results.json; - = standard output)")(
       "throughput", po::bool_switch(), "only measure L2R forward tokens/s on the first --data file");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;

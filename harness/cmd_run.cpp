@@ -21,6 +21,7 @@
 #include <set>
 
 #include "core/config.h"
+#include "core/config_types.h"
 #include "core/errors.h"
 #include "core/progress.h"
 #include "core/safetensors.h"
@@ -228,6 +229,11 @@ int cmd_run(const std::vector<std::string>& args) {
     return std::find(selected.begin(), selected.end(), name) != selected.end();
   };
   check_eval_section(eval, job_names, origin);  // before any work: a typo fails at once
+  // Every job resolved with the --set values and every section checked before any side effect (the folder,
+  // the lock, prepared data), so a typo in the last job or a --set fails in seconds and leaves nothing behind.
+  const std::vector<SeedRun> resolved =
+      expand_seeds(resolve_experiment_jobs(exp, sets, origin), seeds, out_dir.string(), origin);
+  for (const auto& r : resolved) validate_sections(r.config);
   const json& datasets = section(eval, "datasets", json::value_t::object, origin + " eval");
   const json& modes = section(eval, "modes", json::value_t::array, origin + " eval");
   fs::create_directories(out_dir);
@@ -265,10 +271,6 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   // The data is there (with --jobs, --force leaves it: other runs may be reading it): others may go on beside us.
   if (subset) experiment_lock.reset();
-
-  // Resolve every job before training any, so a typo in the last job fails in seconds.
-  const std::vector<SeedRun> resolved =
-      expand_seeds(resolve_experiment_jobs(exp, sets, origin), seeds, out_dir.string(), origin);
 
   // Retraining the genppl judge alone would leave the other jobs' generation perplexities scored by the old one.
   const std::string judge = exp.contains("generation") ? exp["generation"].value("judge", std::string()) : "";

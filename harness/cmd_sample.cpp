@@ -60,6 +60,7 @@ std::string SampleTask::command_line() const {
 }
 
 void run_sample(const SampleTask& task) {
+  const CoutToStderr data_on_stdout(task.out == "-");
   const std::string& run_dir = task.run_dir;
   const std::vector<std::string>& sets = task.sets;
 
@@ -79,6 +80,7 @@ void run_sample(const SampleTask& task) {
   ModelPlugin& model = *loaded.model;
   const nlohmann::json config = generation_config(loaded.config, sets, {"sample."}, "sample");
   opt = SampleOptions(SampleConfig::from_json(config));
+  if (opt.length == 0) opt.length = model.block_size();  // the default: as long as the model reads
   const PluginInfo info = model.info();
   if (opt.length > model.block_size())
     throw ConfigError("sample.length = " + std::to_string(opt.length) + " exceeds the model's block_size " +
@@ -101,7 +103,7 @@ void run_sample(const SampleTask& task) {
       !task.out.empty()
           ? task.out
           : (fs::path(run_dir) / "samples" / (protocol + "_seed" + std::to_string(opt.seed) + ".jsonl")).string();
-  if (fs::exists(out))
+  if (out != "-" && fs::exists(out))
     throw ConfigError("'" + out + "' exists; aobench sample never overwrites samples",
                       "remove it, or pass --out / another --set sample.seed=N");
 
@@ -178,8 +180,15 @@ void run_sample(const SampleTask& task) {
       progress.update(index);
     }
   }
+  if (out == "-") {  // the JSONL on standard output (C stdio: std::cout goes to standard error meanwhile)
+    std::fputs(lines.str().c_str(), stdout);
+    std::fflush(stdout);
+    if (task.print) std::cout << printed.str() << (prompts.empty() ? "" : "(«…»: the prompt's tokens)\n");
+    std::cout << "samples: standard output (" << index << " lines)\n";
+    return;
+  }
   if (!fs::path(out).parent_path().empty()) fs::create_directories(fs::path(out).parent_path());
-  write_file_atomic(out, lines.str());
+  write_new_file_atomic(out, lines.str());  // the check above can race another sample process; this cannot
   if (task.print) std::cout << printed.str() << (prompts.empty() ? "" : "(«…»: the prompt's tokens)\n");
   std::cout << "samples: " << out << " (" << index << " lines)\n";
 }
@@ -192,7 +201,8 @@ int cmd_sample(const std::vector<std::string>& args) {
       "checkpoint", po::value<std::string>(), "a checkpoint directory (default: the run's latest)")(
       "set,s", po::value<std::vector<std::string>>()->composing(), "override a sample.* key (repeatable)")(
       "prompt-file", po::value<std::string>(), "JSONL prompts: {\"ids\": [...]} (-1/null = free) or {\"text\": ...}")(
-      "out", po::value<std::string>(), "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl)")(
+      "out", po::value<std::string>(),
+      "output JSONL (default RUN_DIR/samples/<protocol>_seed<seed>.jsonl; - = standard output)")(
       "print", po::bool_switch(),
       "also print every sample's text (prompt tokens inside «…», control characters escaped)");
   po::variables_map vm;

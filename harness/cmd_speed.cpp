@@ -21,6 +21,7 @@
 #include "harness/commands.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
+#include "harness/run_record.h"
 #include "harness/tasks.h"
 #include "metrics/generation.h"
 #include "reports/results.h"
@@ -44,6 +45,8 @@ std::string SpeedTask::command_line() const {
 }
 
 void run_speed(const SpeedTask& task) {
+  const CoutToStderr data_on_stdout(task.out == "-");
+  FILE* table = task.out == "-" ? stderr : stdout;
   const std::vector<std::string>& sets = task.sets;
   std::unique_ptr<ModelPlugin> owned;
   nlohmann::json config;
@@ -79,7 +82,8 @@ void run_speed(const SpeedTask& task) {
   }
   ModelPlugin& model = *owned;
   const SampleOptions sample(SampleConfig::from_json(config));
-  const SpeedConfig speed = SpeedConfig::from_json(config);
+  SpeedConfig speed = SpeedConfig::from_json(config);
+  if (speed.length == 0) speed.length = model.block_size();  // the default: as long as the model reads
   if (speed.length > model.block_size())
     throw ConfigError("speed.length = " + std::to_string(speed.length) + " exceeds the model's block_size " +
                           std::to_string(model.block_size()),
@@ -91,7 +95,7 @@ void run_speed(const SpeedTask& task) {
             << speed.length << " tokens, top-p " << sample.top_p << ", temperature " << sample.temperature
             << (sample.float64 ? ", float64 draws" : ", float32 draws") << ", " << speed.warmup << " warm-up + "
             << speed.repeats << " timed call(s) per steps value\n";
-  std::printf("%8s %12s %10s %14s %8s\n", "steps", "mean s", "sd s", "tokens/s", "calls");
+  std::fprintf(table, "%8s %12s %10s %14s %8s\n", "steps", "mean s", "sd s", "tokens/s", "calls");
 
   RunResults run;
   run.plugin = model.info().name;
@@ -108,9 +112,9 @@ void run_speed(const SpeedTask& task) {
     const SampleRequest req = o.request(speed.batch_size, sample.seed, device);
     const GenerationTiming t = time_generation(model, req, speed.warmup, speed.repeats);
     const double tok_s = speed.batch_size * speed.length / t.mean;
-    std::printf("%8lld %12.4f %10.4f %14.0f %8lld\n", static_cast<long long>(steps), t.mean, t.sd, tok_s,
-                static_cast<long long>(t.network_calls));
-    std::fflush(stdout);
+    std::fprintf(table, "%8lld %12.4f %10.4f %14.0f %8lld\n", static_cast<long long>(steps), t.mean, t.sd, tok_s,
+                 static_cast<long long>(t.network_calls));
+    std::fflush(table);
     char protocol[512];
     std::snprintf(protocol, sizeof(protocol),
                   "one generation of %lld × %lld tokens, %lld steps (%lld network calls), top-p %g, temperature %g, "
@@ -134,14 +138,12 @@ void run_speed(const SpeedTask& task) {
   const std::string out = !task.out.empty()       ? task.out
                           : !task.run_dir.empty() ? (fs::path(task.run_dir) / "results.json").string()
                                                   : "speed_" + name + ".json";
-  Results results;
-  if (fs::exists(out)) results = Results::load(out);
   Results mine;
   mine.context = env_info(device.str(), bf16 ? "bfloat16 autocast" : "float32");
   mine.runs[name] = run;
-  results.merge(mine);
-  results.save(out);
-  std::cout << "results: " << out << "\n";
+  // Read-merge-write under a lock; a damaged file keeps these timings beside it (run_record.h).
+  merge_into_results_file(mine, out, "speed", "timing", "aobench speed");
+  if (out != "-") std::cout << "results: " << out << "\n";
 }
 
 namespace {
@@ -153,7 +155,7 @@ int cmd_speed(const std::vector<std::string>& args) {
       "speed.* / sample.* keys; without --run also model.* and train.device / train.dtype (repeatable)")(
       "out", po::value<std::string>(),
       "results file to merge into (default RUN_DIR/results.json, or "
-      "speed_<plugin>_<flavour>.json)");
+      "speed_<plugin>_<flavour>.json; - = standard output)");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   SpeedTask task;

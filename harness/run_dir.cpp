@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,11 +20,7 @@
 namespace aobench {
 namespace fs = std::filesystem;
 
-DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wait) {
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    throw ConfigError("cannot open lock file '" + lock_path + "': " + std::strerror(errno),
-                      "check the directory exists and is writable");
+DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wait) : path_(lock_path) {
   auto holder = [&] {
     char buf[512] = {};
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
@@ -31,27 +28,43 @@ DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wai
     while (!h.empty() && (h.back() == '\n' || h.back() == '\0')) h.pop_back();
     return h.empty() ? std::string("another process") : h;
   };
-  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      const std::string why = std::strerror(errno);
-      ::close(fd_);
-      throw ConfigError("cannot lock '" + lock_path + "': " + why, "is the directory on a file system without flock?");
-    }
-    if (!wait) {
-      const std::string h = holder();
-      ::close(fd_);
-      throw ConfigError("'" + lock_path + "' is held by " + h + ": one writer at a time",
-                        "wait for that command to finish (or stop it), or use another directory");
-    }
-    std::cout << "waiting for '" << lock_path << "', held by " << holder() << "\n" << std::flush;
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
+  // The holder removes the file when done, so a lock taken on a file already unlinked (or replaced) is no lock:
+  // after flock the path must still name the same file, else open it again.
+  for (bool announced = false;;) {
+    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw ConfigError("cannot open lock file '" + lock_path + "': " + std::strerror(errno),
+                        "check the directory exists and is writable");
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) {
         const std::string why = std::strerror(errno);
         ::close(fd_);
-        throw ConfigError("cannot lock '" + lock_path + "': " + why);
+        throw ConfigError("cannot lock '" + lock_path + "': " + why,
+                          "is the directory on a file system without flock?");
       }
-    break;
+      if (!wait) {
+        const std::string h = holder();
+        ::close(fd_);
+        throw ConfigError("'" + lock_path + "' is held by " + h + ": one writer at a time",
+                          "wait for that command to finish (or stop it), or use another directory");
+      }
+      if (!announced) std::cout << "waiting for '" << lock_path << "', held by " << holder() << "\n" << std::flush;
+      announced = true;
+      while (::flock(fd_, LOCK_EX) != 0)
+        if (errno != EINTR) {
+          const std::string why = std::strerror(errno);
+          ::close(fd_);
+          throw ConfigError("cannot lock '" + lock_path + "': " + why);
+        }
+      break;
+    }
+    struct stat held {
+    }, named{};
+    if (::fstat(fd_, &held) == 0 && ::stat(lock_path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev)
+      break;
+    ::close(fd_);  // the previous holder removed it meanwhile: take the new one
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -62,7 +75,9 @@ DirLock::DirLock(const std::string& lock_path, const std::string& what, bool wai
 }
 
 DirLock::~DirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still held: a waiter on this file re-checks the path and opens a new one
+  ::close(fd_);             // releases the flock
 }
 
 RunDir::RunDir(std::string path) : path_(std::move(path)) {

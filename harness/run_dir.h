@@ -11,7 +11,8 @@ namespace aobench {
 // One writer at a time: an exclusive flock(2) on `lock_path`, held for the object's lifetime (the kernel
 // drops it when the process dies, so a crash leaves no stale lock). The holder writes "pid N (what) on
 // HOST since TIME" into the file, so a second writer names it: with `wait` it says whom it waits for and
-// blocks until the lock is free, otherwise it fails at once with a ConfigError.
+// blocks until the lock is free, otherwise it fails at once with a ConfigError. The holder removes the file when
+// it is done (a waiter that locked the removed file notices and takes the new one), so no lock files stay behind.
 // train and run lock <dir>/.lock of their run / experiment directory; eval locks RESULTS.json.lock while
 // it merges into a results file; report waits for <dir>/.report.lock before it collects and renders.
 class DirLock {
@@ -22,6 +23,7 @@ class DirLock {
   DirLock& operator=(const DirLock&) = delete;
 
  private:
+  std::string path_;
   int fd_ = -1;
 };
 

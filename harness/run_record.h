@@ -16,7 +16,8 @@ namespace aobench {
 // Merges `mine` into the results file `path` under `path`.lock (waits for other writers), so concurrent
 // writers each keep their runs and metrics. A damaged `path` is left as it is: `mine` goes to
 // `path`.<tag>-<pid>.json instead and a DataError names both files ("this <noun>'s results were written to
-// …"; the hint says to re-run the <tag>). `who` names the lock holder for a writer that has to wait.
+// …"; the hint says to re-run the <tag>). `who` names the lock holder for a writer that has to wait. `path` "-":
+// `mine` is printed on standard output as results.json would hold it.
 void merge_into_results_file(const Results& mine, const std::string& path, const std::string& tag,
                              const std::string& noun, const std::string& who);
 

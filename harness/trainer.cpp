@@ -760,6 +760,7 @@ std::string summary_line(const TrainSummary& s) {
 }
 
 TrainSummary run_training(const nlohmann::json& config, bool resume, bool allow_config_changes) {
+  validate_sections(config);  // before the run folder exists: a sample.* typo must not wait for `sample`
   Trainer trainer(config, resume, allow_config_changes);
   return trainer.run();
 }

@@ -4,6 +4,7 @@
 // "<job> (n seeds)", mean ± sd over seeds: PooledCell in results.h).
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -63,6 +64,7 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     << "ul.proto{font-size:0.85em;color:#555}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
     << "code{background:#f6f6f6;padding:1px 4px}pre.sample{white-space:pre-wrap;background:#fafafa;"
     << "border-left:3px solid #ccc;padding:6px 10px;max-height:16em;overflow:auto}mark{background:#ffe9a8}"
+    << "figure{margin:1em 0}figcaption{font-size:0.9em;color:#444;max-width:900px}"
     << "</style></head><body>\n<h1>aobench report</h1>\n";
   h << "<p>Downloads: <a href=\"summary.md\">summary.md</a> · <a href=\"results.csv\">results.csv</a> · "
     << "<a href=\"results.tex\">results.tex</a> · <a href=\"results.json\">results.json</a></p>\n";
@@ -101,7 +103,7 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
       << "</td><td class=num>" << run.tokens << "</td><td class=num>" << flops_text(run.train_flops) << "</td></tr>\n";
   h << "</table>\n";
   // One table per metric family, as in summary.md.
-  std::map<std::string, std::set<std::string>> fam_datasets;
+  std::map<std::string, std::set<std::string, NaturalLess>> fam_datasets;
   std::map<std::string, std::set<std::string>> fam_protocols;
   std::map<std::string, bool> fam_higher;
   for (const auto& [run, rr] : r.runs)
@@ -142,12 +144,27 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     h << "</ul>\n";
   }
   if (!images.empty()) {
-    h << "<h2>Loss curves</h2>\n";
+    h << "<h2>Figures</h2>\n";
+    // What each figure shows, under it, as a paper's caption would.
+    static const std::map<std::string, std::string> captions = {
+        {"loss_val",
+         "Validation loss (nats/token) against optimizer steps. A job trained under several seeds is its mean line "
+         "over a ± 1 sd band; a diffusion encoder's curve is its ELBO, an upper bound on the NLL."},
+        {"loss_train", "Training loss (nats/token) against optimizer steps, one line per run."},
+        {"loss_val_tokens",
+         "Validation loss against tokens seen, so runs of different batch or context length line up by data."},
+        {"ppl_vs_m", "Perplexity against the context-order ensemble size M (log₂ axis), per run and dataset."},
+        {"gen_speed",
+         "Generation time of one batch against sampling steps (log–log); error bars: standard error of the timed "
+         "calls."}};
+    int figure = 0;
     for (const auto& img : images)
       if (img.size() > 4 && img.substr(img.size() - 4) == ".png") {
-        const std::string svg = img.substr(0, img.size() - 4) + ".svg";
-        h << "<p><img src=\"" << esc(img) << "\" alt=\"" << esc(img) << "\"><br><a href=\"" << esc(img)
-          << "\">PNG</a> · <a href=\"" << esc(svg) << "\">SVG</a></p>\n";
+        const std::string stem = img.substr(0, img.size() - 4), svg = stem + ".svg";
+        const auto caption = captions.find(stem);
+        h << "<figure><img src=\"" << esc(img) << "\" alt=\"" << esc(stem) << "\"><figcaption><b>Figure " << ++figure
+          << ".</b> " << esc(caption == captions.end() ? stem : caption->second) << " <a href=\"" << esc(img)
+          << "\">PNG</a> · <a href=\"" << esc(svg) << "\">SVG</a></figcaption></figure>\n";
       }
   }
   bool any_samples = false;

@@ -6,6 +6,7 @@
 // tokens seen) and ppl_vs_m (perplexity against ensemble size M). In the validation-loss figures a replicate group
 // (reports/replicates.h: one job under ≥ 2 seeds) is its mean line over a shaded ± 1 sd band of the same colour.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,19 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
+// The lines every figure starts with: no enhanced text (run names keep their underscores), its title, a
+// colour-blind-safe palette (Okabe–Ito without its yellow, which vanishes on white, then grey; a point shape per
+// colour too, for print in grey), the legend below the axes where it covers no data, a grid.
+std::string figure_setup(const std::string& title) {
+  static const char* const colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                        "#E69F00", "#56B4E9", "#000000", "#999999"};
+  std::string s = "set termoption noenhanced\nset encoding utf8\nset title " + gp_quote(title) + "\n";
+  for (int i = 0; i < 8; ++i)
+    s += "set linetype " + std::to_string(i + 1) + " lc rgb \"" + colours[i] + "\" lw 2 pt " +
+         std::to_string(std::vector<int>{7, 5, 9, 11, 13, 15, 4, 6}[i]) + "\n";
+  return s + "set linetype cycle 8\nset key below horizontal\nset grid\n";
+}
+
 // One data block of <name>.dat as a plot entry: a run's line, or a group's mean line with its band (columns step,
 // mean, sd).
 struct PlotEntry {
@@ -63,14 +77,15 @@ std::string plot_command(const std::string& name, const std::vector<PlotEntry>& 
   return plot;
 }
 
-// The legend of a band says "±": UTF-8, declared only then (single-run scripts stay as they were).
-std::string encoding(const std::vector<PlotEntry>& entries) {
-  const bool banded = std::any_of(entries.begin(), entries.end(), [](const PlotEntry& e) { return e.band; });
-  return banded ? "set encoding utf8\n" : "";
+// A diffusion encoder's validation loss is its ELBO: an upper bound on the NLL, never a likelihood, so says its legend.
+std::string bound_note(const RunResults& run) {
+  return run.paradigm == "masked_diffusion_encoder" ? ", ELBO (upper bound)" : "";
 }
 
 // "gpt (3 seeds, ± sd)": the legend of a band.
-std::string band_title(const RunGroup& g) { return g.name + " (" + std::to_string(g.runs.size()) + " seeds, ± sd)"; }
+std::string band_title(const RunGroup& g) {
+  return g.name + " (" + std::to_string(g.runs.size()) + " seeds, ± sd" + bound_note(*g.members.front()) + ")";
+}
 
 // The validation-loss blocks of `r` into `dat`, x = step × x_per_step(run): one per run, a group of ≥ 2 seeds as its
 // mean and sd (val_loss_band) when its members share steps. x_per_step ≤ 0 leaves a run out.
@@ -98,7 +113,8 @@ std::vector<PlotEntry> val_loss_blocks(const Results& r, std::ostream& dat, cons
       dat << "# " << g.runs[i] << (what == "step" ? "" : ": " + what + ", validation loss") << "\n";
       for (const auto& [step, v] : it->second) dat << step * x << " " << v << "\n";
       dat << "\n\n";  // gnuplot: a new data block (index) per run
-      entries.push_back({g.runs[i], false});
+      const std::string note = bound_note(rr);
+      entries.push_back({g.runs[i] + (note.empty() ? "" : " (" + note.substr(2) + ")"), false});
     }
   }
   return entries;
@@ -141,15 +157,16 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
   }
   std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
   gp << "# generation wall-clock time vs sampling steps, one line per run (regenerate: gnuplot " << name << ".gp)\n"
-     << "set termoption noenhanced\nset logscale xy 2\nset xlabel \"sampling steps\"\n"
-     << "set ylabel \"seconds per generated batch\"\nset key top left\nset grid\n";
+     << figure_setup("Generation time against sampling steps (mean ± stderr of the timed calls)")
+     << "set logscale xy 2\nset xlabel \"sampling steps\"\n"
+     << "set ylabel \"seconds per generated batch\"\n";
   std::string plot = "plot ";
   for (size_t i = 0; i < runs.size(); ++i)
     plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
-            " with yerrorlines lw 2 pt 7 ps 0.6 title " + gp_quote(runs[i]);
-  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+            " with yerrorlines lw 2 ps 0.6 title " + gp_quote(runs[i]);
+  gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
      << plot << "\n"
-     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+     << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
      << plot << "\n"
      << "unset output\n";
   gp.close();
@@ -158,14 +175,15 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
 
 // Writes <name>.gp drawing every data block of <name>.dat (one per run in `runs`) as PNG and SVG, then runs
 // gnuplot. `setup` holds the axis lines.
-void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& setup,
-                      const std::vector<PlotEntry>& entries, bool have_gnuplot, std::vector<std::string>& images) {
+void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& title,
+                      const std::string& setup, const std::vector<PlotEntry>& entries, bool have_gnuplot,
+                      std::vector<std::string>& images) {
   std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
-  gp << "# regenerate: gnuplot " << name << ".gp\nset termoption noenhanced\n" << setup << "set grid\n";
-  const std::string plot = plot_command(name, entries, "linespoints lw 2 pt 7 ps 0.6");
-  gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+  gp << "# regenerate: gnuplot " << name << ".gp\n" << figure_setup(title) << setup;
+  const std::string plot = plot_command(name, entries, "linespoints lw 2 ps 0.6");
+  gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
      << plot << "\n"
-     << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+     << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
      << plot << "\n"
      << "unset output\n";
   gp.close();
@@ -185,10 +203,9 @@ void tokens_plot(const Results& r, const std::string& out_dir, bool have_gnuplot
     fs::remove(fs::path(out_dir) / (name + ".dat"));
     return;
   }
-  write_block_plot(out_dir, name,
+  write_block_plot(out_dir, name, "Validation loss against tokens seen",
                    "set xlabel \"tokens seen\"\nset ylabel \"validation loss (nats/token)\"\n"
-                   "set format x \"%.1s%c\"\nset key top right\n" +
-                       encoding(runs),
+                   "set format x \"%.1s%c\"\n",
                    runs, have_gnuplot, images);
 }
 
@@ -217,10 +234,9 @@ void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnupl
     fs::remove(fs::path(out_dir) / (name + ".dat"));
     return;
   }
-  write_block_plot(out_dir, name,
-                   "set logscale x 2\nset xlabel \"ensemble size M\"\nset ylabel \"perplexity\"\n"
-                   "set key top right\n",
-                   lines, have_gnuplot, images);
+  write_block_plot(out_dir, name, "Perplexity against context-order ensemble size M",
+                   "set logscale x 2\nset xlabel \"ensemble size M\"\nset ylabel \"perplexity\"\n", lines, have_gnuplot,
+                   images);
 }
 
 }  // namespace
@@ -251,14 +267,15 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
     dat.close();
     if (runs.empty()) continue;
     std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
+    std::string heading = title;
+    heading[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(heading[0])));
     gp << "# " << title << " vs step, one line per run (regenerate: gnuplot " << name << ".gp)\n"
-       << "set termoption noenhanced\nset xlabel \"step\"\nset ylabel \"" << title << " (nats/token)\"\n"
-       << "set key top right\n"
-       << encoding(runs) << "set grid\n";
-    const std::string plot = plot_command(name, runs, "linespoints lw 2 pt 7 ps 0.6");
-    gp << "set terminal pngcairo size 900,560 noenhanced\nset output \"" << name << ".png\"\n"
+       << figure_setup(heading + " against optimizer steps") << "set xlabel \"step\"\nset ylabel \"" << title
+       << " (nats/token)\"\n";
+    const std::string plot = plot_command(name, runs, "linespoints lw 2 ps 0.6");
+    gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
        << plot << "\n"
-       << "set terminal svg size 900,560 noenhanced\nset output \"" << name << ".svg\"\n"
+       << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
        << plot << "\n"
        << "unset output\n";
     gp.close();

@@ -243,10 +243,36 @@ std::string flops_text(double flops) {
   return buf;
 }
 
+std::pair<std::string, std::string> rounded_to_error(double value, double error) {
+  if (!std::isfinite(value) || !std::isfinite(error) || !(error > 0)) return {fmt(value), fmt(error)};
+  // The Particle Data Group's rule: the error's three leading digits 100–354 keep two significant digits,
+  // 355–949 one, 950–999 round up to 1000 (two); the value is rounded to the same decimal place.
+  int exponent = static_cast<int>(std::floor(std::log10(error)));
+  const double leading = std::floor(error / std::pow(10.0, exponent - 2));  // 100 … 999
+  int sig = leading < 355 ? 2 : leading < 950 ? 1 : 2;
+  if (leading >= 950) error = std::pow(10.0, ++exponent);
+  const int decimals = sig - 1 - exponent;
+  char v[64], e[64];
+  if (decimals >= 0) {
+    std::snprintf(v, sizeof(v), "%.*f", std::min(decimals, 15), value);
+    std::snprintf(e, sizeof(e), "%.*f", std::min(decimals, 15), error);
+  } else {  // an error ≥ 100: whole numbers rounded to its last significant place
+    const double unit = std::pow(10.0, -decimals);
+    std::snprintf(v, sizeof(v), "%.0f", std::round(value / unit) * unit);
+    std::snprintf(e, sizeof(e), "%.0f", std::round(error / unit) * unit);
+  }
+  return {v, e};
+}
+
 std::string PooledCell::text(const std::string& le, const std::string& pm_mark) const {
   if (have == 0) return "";
-  std::string s = (is_bound ? le : "") + fmt(value);
-  if (pm) s += pm_mark + fmt(*pm);
+  std::string s = (is_bound ? le : "");
+  if (pm) {
+    const auto [v, e] = rounded_to_error(value, *pm);
+    s += v + pm_mark + e;
+  } else {
+    s += fmt(value);
+  }
   if (have < of) s += " (" + std::to_string(have) + "/" + std::to_string(of) + " seeds)";
   return s;
 }
@@ -344,7 +370,7 @@ void share_details(Headline& h) {
 
 Headline headline_table(const Results& r) {
   Headline h;
-  std::set<std::string> datasets;
+  std::set<std::string, NaturalLess> datasets;
   int next_note = 1;
   for (const auto& [name, run] : r.runs) {
     auto row = headline_row(name, run, next_note);
@@ -360,7 +386,7 @@ Headline headline_table(const Results& r) {
 PooledHeadline pooled_headline(const Results& r) {
   PooledHeadline out;
   Headline& h = out.table;
-  std::set<std::string> datasets;
+  std::set<std::string, NaturalLess> datasets;
   int next_note = 1;
   for (const RunGroup& g : replicate_groups(r)) {
     // Every member's row, its notes numbered later (once the group's row is chosen).
@@ -485,7 +511,8 @@ std::string render_markdown(const Results& r) {
   std::ostringstream ens;  // rendered after the single-size tables
   for (const auto& [base, members] : ensembles) {
     const bool higher = members.begin()->second.second->higher_is_better;
-    std::set<std::string> datasets, protocols;
+    std::set<std::string, NaturalLess> datasets;
+    std::set<std::string> protocols;
     for (const auto& [m, member] : members) {
       const Family* fam = member.second;
       datasets.insert(fam->datasets.begin(), fam->datasets.end());

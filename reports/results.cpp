@@ -415,6 +415,30 @@ bool metric_matches(const std::string& key, const std::string& pattern) {
   return glob(split_metric_key(key).second, pattern) || glob(key, pattern);
 }
 
+bool NaturalLess::operator()(const std::string& a, const std::string& b) const {
+  size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      // Without leading zeros, the longer run is the larger number; equal lengths compare as text.
+      std::string x = a.substr(i, ei - i), y = b.substr(j, ej - j);
+      x.erase(0, std::min(x.find_first_not_of('0'), x.size() - 1));
+      y.erase(0, std::min(y.find_first_not_of('0'), y.size() - 1));
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = ei, j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // "s064" and "s64": a total order all the same
+}
+
 size_t display_width(const std::string& s) {
   return std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
 }

@@ -142,6 +142,11 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
 // All of the above into out_dir: results.json summary.md results.csv results.tex loss_*.{png,svg} index.html.
 void write_report(const Results& r, const std::string& out_dir);
 
+// Report order for names with numbers: digit runs compare as numbers ("gen_p1_t1_s64" before "…_s256").
+struct NaturalLess {
+  bool operator()(const std::string& a, const std::string& b) const;
+};
+
 // Columns on a terminal: the code points of a UTF-8 string ("±", "≤", "→" count one each).
 size_t display_width(const std::string& s);
 
@@ -180,6 +185,11 @@ nlohmann::json compare_to_json(const Comparison& c, double threshold, bool allow
 // Replicate groups in the tables (render_tables.cpp; the groups: reports/replicates.h). A group of ≥ 2 runs (one
 // job under several seeds) is ONE row, "<name> (n seeds)", each cell the mean ± sd over the seeds that have the
 // value; when some lack it, the mean over the others, marked "(k/n seeds)" and footnoted. A lone run keeps its row.
+// "value ± error" as text rounded to the error's significance (the Particle Data Group's rule: two significant
+// digits of the error when its leading digits are 100–354, else one; the value to the same decimal place):
+// (327.6, 16.02) → ("328", "16"), (1.8141, 0.01523) → ("1.814", "0.015"), (105, 7.071) → ("105", "7").
+std::pair<std::string, std::string> rounded_to_error(double value, double error);
+
 struct PooledCell {
   double value = 0;
   std::optional<double> pm;  // a lone run: its stderr (when > 0); a group: the sd over seeds

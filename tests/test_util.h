@@ -90,6 +90,7 @@ inline int run_aobench_in(const std::string& dir, const std::string& args, std::
 struct ChildOptions {
   const char* plugin_path = nullptr;
   rlim_t fsize_limit = RLIM_INFINITY;
+  const char* stderr_log = nullptr;  // standard error into this file instead of `log` (standard output alone)
 };
 inline pid_t spawn_aobench(const std::vector<std::string>& args, const std::string& log,
                            const ChildOptions& options = {}) {
@@ -104,6 +105,11 @@ inline pid_t spawn_aobench(const std::vector<std::string>& args, const std::stri
     if (fd < 0) ::_exit(120);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    if (options.stderr_log) {
+      const int err = ::open(options.stderr_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err < 0) ::_exit(123);
+      ::dup2(err, 2);
+    }
     if (options.plugin_path) ::setenv("AOBENCH_PLUGIN_PATH", options.plugin_path, 1);
     if (options.fsize_limit != RLIM_INFINITY) {
       ::signal(SIGXFSZ, SIG_IGN);

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.h"
 #include "datasets/token_file.h"
 #include "harness/registry.h"
 #include "harness/run_dir.h"
@@ -129,10 +130,39 @@ TEST_F(EverydayUse, TrainRecordsTheRunForItsReport) {
                           flops_text(run.train_flops) + " |";
   EXPECT_NE(testing::read_text(tmp_.file("run/report/summary.md")).find(row), std::string::npos) << row;
   ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --run run --data v=val.bin", &out), 0) << out;
+  // Without --data: the run's data.val, under its file name.
+  ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --run run", &out), 0) << out;
+  EXPECT_NE(out.find("(the run's data.val)"), std::string::npos) << out;
+  EXPECT_TRUE(Results::load((tmp_.path / "run/results.json").string()).runs.at("run").metrics.count("val/ppl")) << out;
   const Results evaluated = Results::load(tmp_.file("run/results.json"));
   EXPECT_DOUBLE_EQ(evaluated.runs.at("run").train_flops, run.train_flops);  // kept by the merge
   EXPECT_EQ(evaluated.runs.at("run").metrics.at("v/ppl").params.to_json(),
             (nlohmann::json{{"family", "ppl"}, {"mode", "l2r"}}));
+}
+
+// Lock files go when their holder is done, and removing one cannot let two writers in: a waiter that locked the
+// removed file takes the new one, and a third writer then finds it held.
+TEST_F(EverydayUse, LockFilesAreRemovedAndStayExclusive) {
+  const std::string path = tmp_.file("x.lock");
+  auto first = std::make_unique<DirLock>(path, "first", /*wait=*/false);
+  EXPECT_TRUE(fs::exists(path));
+  std::unique_ptr<DirLock> second;
+  std::thread waiter([&] { second = std::make_unique<DirLock>(path, "second", /*wait=*/true); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter blocks on the first's file
+  first.reset();
+  waiter.join();
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_THROW(DirLock(path, "third", /*wait=*/false), ConfigError);  // the second holds the file at the path
+  second.reset();
+  EXPECT_FALSE(fs::exists(path));
+  // A command leaves none behind: train, eval (its results lock), report.
+  std::string out;
+  ASSERT_EQ(train(&out), "0") << out;
+  ASSERT_EQ(run_in(tmp_.path.string(), "", "eval --run run --data v=val.bin", &out), 0) << out;
+  ASSERT_EQ(run_in(tmp_.path.string(), "", "report run", &out), 0) << out;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_.path))
+    EXPECT_NE(e.path().extension(), ".lock") << e.path();
 }
 
 // One report writer per folder: while another holds <dir>/.report.lock, a report waits, then renders.

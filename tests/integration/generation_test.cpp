@@ -4,6 +4,7 @@
 // and run judges), `aobench speed` (results that `aobench compare` and `aobench report` read), the
 // generation stages of `aobench run`, and hostile inputs (a prompt longer than the block, ids out of
 // vocabulary, empty JSONL files, a judge folder whose config.json disagrees with its weights).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>

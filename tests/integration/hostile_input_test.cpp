@@ -19,6 +19,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -750,6 +751,107 @@ TEST_F(HostileInputTest, CompareRefusesWhatItCannotCompare) {
   aobench::testing::write_text(dir_.file("string.json"), text.dump());
   expect_clean_error(run_child({"compare", dir_.file("base.json"), dir_.file("string.json")}, &out), out, 3,
                      {dir_.file("string.json"), "runs.r.metrics.wt/ppl.value", "must be a number"});
+}
+
+// Found by a hostile tester: three `sample` processes writing one --out all exited 0 while one file survived (the
+// never-overwrite check raced with the rename); `speed` whose --out was damaged discarded its timings; `--out -`
+// wrote a file named "-".
+TEST_F(HostileInputTest, SamplesAndTimingsAreNeverLostToOtherWriters) {
+  std::string out;
+  auto e = experiment(dir_.file("s"), 2);
+  e["train"]["checkpoint_interval"] = 2;
+  ASSERT_EQ(run_child({"train", "--config", write_config("s.json", e.dump(2))}, &out), 0) << out;
+  const std::string f = dir_.file("shared.jsonl");
+  std::vector<pid_t> pids;
+  std::vector<std::string> logs;
+  for (int i = 0; i < 3; ++i) {
+    logs.push_back(dir_.file("race" + std::to_string(i) + ".log"));
+    pids.push_back(aobench::testing::spawn_aobench(
+        {"sample", "--run", dir_.file("s"), "--out", f, "--set", "sample.num_samples=2", "--set", "sample.length=16",
+         "--set", "sample.seed=" + std::to_string(100 + i)},
+        logs.back()));
+  }
+  int ok = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    int status = 0;
+    ::waitpid(pids[i], &status, 0);
+    const std::string log = aobench::testing::read_text(logs[i]);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      ++ok;
+    else
+      EXPECT_NE(log.find("never overwrite"), std::string::npos) << log;  // the check or the final link(2)
+  }
+  EXPECT_EQ(ok, 1) << "every writer but one must fail loudly";
+  const std::string written = aobench::testing::read_text(f);
+  EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 2);
+  // speed: a damaged --out keeps the timings beside it, named in the error.
+  const std::string damaged = dir_.file("damaged.json");
+  aobench::testing::write_text(damaged, "{ not json");
+  const std::vector<std::string> speed = {"speed",           "--run", dir_.file("s"),       "--set",
+                                          "speed.steps=[2]", "--set", "speed.batch_size=1", "--set",
+                                          "speed.repeats=1", "--set", "speed.warmup=0"};
+  std::vector<std::string> args = speed;
+  args.insert(args.end(), {"--out", damaged});
+  expect_clean_error(run_child(args, &out), out, 3, {damaged, "written to " + damaged + ".speed-"});
+  EXPECT_EQ(aobench::testing::read_text(damaged), "{ not json");
+  // --out -: the results alone on standard output, the table on standard error, no file named "-".
+  args = speed;
+  args.insert(args.end(), {"--out", "-"});
+  const std::string err = dir_.file("speed_stderr.txt");
+  aobench::testing::ChildOptions only_stdout;
+  only_stdout.stderr_log = err.c_str();
+  ASSERT_EQ(aobench::testing::run_aobench_child(args, &out, only_stdout), 0) << aobench::testing::read_text(err);
+  EXPECT_TRUE(Results::from_json(nlohmann::json::parse(out)).runs.at("s").metrics.count("speed_s2/gen_s")) << out;
+  EXPECT_NE(aobench::testing::read_text(err).find("tokens/s"), std::string::npos) << "the table goes to stderr";
+  EXPECT_FALSE(fs::exists("-"));
+}
+
+// Found by a hostile tester: `train` stored sample.* values that `sample` later refused, and `run` validated its
+// --set values only after preparing data. Both now check every section before any side effect.
+TEST_F(HostileInputTest, EverySectionIsCheckedBeforeAnySideEffect) {
+  std::string out;
+  auto e = experiment(dir_.file("bad_sample"), 1);
+  e["sample"] = {{"top_p", 2.0}};
+  expect_clean_error(run_child({"train", "--config", write_config("bad_sample.json", e.dump(2))}, &out), out, 2,
+                     {"sample.top_p"});
+  EXPECT_FALSE(fs::exists(dir_.file("bad_sample"))) << "a run folder for a config that `sample` would refuse";
+  const std::string text = dir_.file("lines.txt");
+  aobench::testing::write_text(text, "one line\nanother line\n");
+  const nlohmann::json exp = {{"out_dir", dir_.file("exp")},
+                              {"prepare",
+                               {{{"name", "t"},
+                                 {"format", "lines"},
+                                 {"input", text},
+                                 {"tokenizer", "bytes"},
+                                 {"output", dir_.file("exp_data/t.bin")}}}},
+                              {"common", experiment(dir_.file("unused"), 1)},
+                              {"jobs", {{{"name", "a"}, {"config", nlohmann::json::object()}}}}};
+  const std::string file = write_config("exp.json", exp.dump(2));
+  expect_clean_error(run_child({"run", file, "--set", "speed.repeats=0"}, &out), out, 2, {"speed.repeats"});
+  EXPECT_FALSE(fs::exists(dir_.file("exp_data/t.bin"))) << "data prepared before the --set was checked";
+  EXPECT_FALSE(fs::exists(dir_.file("exp"))) << "the experiment folder made before the --set was checked";
+}
+
+// Found by a hostile tester: `eval --run A --checkpoint B/...` rewrote run A's record with run B's plugin and step.
+TEST_F(HostileInputTest, EvalRefusesACheckpointOfAnotherRun) {
+  std::string out;
+  for (const char* name : {"a", "b"}) {
+    auto e = experiment(dir_.file(name), 2);
+    e["train"]["checkpoint_interval"] = 2;
+    ASSERT_EQ(run_child({"train", "--config", write_config(std::string(name) + ".json", e.dump(2))}, &out), 0) << out;
+  }
+  const std::string record = aobench::testing::read_text(dir_.file("a/results.json"));
+  const std::string foreign = dir_.file("b/checkpoints/step_2");
+  ASSERT_TRUE(fs::exists(foreign)) << out;
+  expect_clean_error(
+      run_child({"eval", "--run", dir_.file("a"), "--checkpoint", foreign, "--data", "t=" + train_}, &out), out, 2,
+      {foreign, "not a checkpoint of --run", dir_.file("b")});
+  EXPECT_EQ(aobench::testing::read_text(dir_.file("a/results.json")), record);
+  EXPECT_EQ(run_child({"eval", "--run", dir_.file("a"), "--checkpoint", dir_.file("a/checkpoints/step_2/"), "--data",
+                       "t=" + train_},
+                      &out),
+            0)
+      << out;
 }
 
 // Found by a hostile tester: a GPT-2 (BPE) model scored a byte-tokenized file ("ppl 305", exit 0): ids below its

@@ -126,16 +126,19 @@ TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
   ASSERT_NE(head, std::string::npos) << md;
   EXPECT_LT(head, runs);
   EXPECT_LT(head, md.find("## ppl "));
-  EXPECT_NE(md.find("| radd [1, 2] | random orders exact, K=1 | subset | 130 ± 3 | 70 ± 2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 110 ± 2 | ≤ 55 ± 1 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| gpt | l2r exact | all | 120.5 ± 1.5 | 40.25 ± 0.5 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all |  | 58 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| radd [1, 2] | random orders exact, K=1 | subset | 130.0 ± 3.0 | 70.0 ± 2.0 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 110.0 ± 2.0 | ≤ 55.0 ± 1.0 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| gpt | l2r exact | all | 120.5 ± 1.5 | 40.2 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all |  | 58.0 ± 0.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("\n1. radd (masked_diffusion_encoder): no ELBO bound"), std::string::npos) << md;
   EXPECT_NE(md.find("All rows: first token skipped; 1024-token windows; reference packing."), std::string::npos);
 
   const std::string text = render_headline_text(r);
   EXPECT_EQ(text.rfind("perplexity (lower is better", 0), 0u) << text;
-  EXPECT_NE(text.find("≤ 110 ± 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("≤ 110.0 ± 2.0"), std::string::npos) << text;
   EXPECT_NE(text.find("[2] radd: windows evaluated: ptb 16 of 86"), std::string::npos) << text;
   const std::string html = render_html(r, {});
   EXPECT_LT(html.find("Headline: perplexity"), html.find("<h2>Runs</h2>"));
@@ -173,8 +176,8 @@ TEST(ResultsTest, MarkdownMarksBoundsAndStderr) {
   const std::string md = render_markdown(sample_results());
   EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
   EXPECT_NE(md.find("| run | lambada | wikitext2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| gpt_small | 51 | 35.25 ± 0.5 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.25 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt_small | 51 | 35.2 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.2 |"), std::string::npos) << md;
   EXPECT_NE(md.find("- wikitext2: ELBO upper bound"), std::string::npos) << md;  // protocol note
   EXPECT_NE(md.find("- git_commit: abc123"), std::string::npos) << md;
   // A comparison with an encoder or any-order model shows finding 5's table; a GPT-only one does not.
@@ -194,7 +197,7 @@ TEST(ResultsTest, MarkdownPutsEnsembleSizesSideBySide) {
   const std::string md = render_markdown(r);
   EXPECT_NE(md.find("## ppl, context-order ensembles of M members (lower is better)"), std::string::npos) << md;
   EXPECT_NE(md.find("| run | wikitext2 M=1 | wikitext2 M=2 | wikitext2 M=8 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| gpt_small | 99 ± 1.5 | 98 ± 1.5 | 92 ± 1.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt_small | 99.0 ± 1.5 | 98.0 ± 1.5 | 92.0 ± 1.5 |"), std::string::npos) << md;
   EXPECT_EQ(md.find("## ppl_m2"), std::string::npos) << md;  // no table per size
   EXPECT_NE(md.find("## ppl_map (lower is better)"), std::string::npos) << md;
   EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
@@ -222,8 +225,8 @@ TEST(ResultsTest, LatexIsABooktabsTable) {
   const std::string tex = render_latex(sample_results());
   EXPECT_NE(tex.find("\\begin{tabular}{lrr}"), std::string::npos) << tex;
   EXPECT_NE(tex.find("\\toprule\nrun & lambada & wikitext2 \\\\\n\\midrule"), std::string::npos) << tex;
-  EXPECT_NE(tex.find("gpt\\_small & 51 & 35.25 $\\pm$ 0.5 \\\\"), std::string::npos) << tex;
-  EXPECT_NE(tex.find("sedd\\_small &  & $\\le$ 41.5 $\\pm$ 1.25 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("gpt\\_small & 51 & 35.2 $\\pm$ 0.5 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("sedd\\_small &  & $\\le$ 41.5 $\\pm$ 1.2 \\\\"), std::string::npos) << tex;
   EXPECT_NE(tex.find("\\bottomrule"), std::string::npos);
 }
 
@@ -285,7 +288,7 @@ TEST(ResultsTest, WriteReportProducesEveryRendering) {
   for (const char* f : {"results.json", "summary.md", "results.csv", "results.tex", "index.html"})
     EXPECT_TRUE(std::filesystem::exists(tmp.file(std::string("report/") + f))) << f;
   const std::string html = testing::read_text(tmp.file("report/index.html"));
-  EXPECT_NE(html.find("≤ 41.5 ± 1.25"), std::string::npos);
+  EXPECT_NE(html.find("≤ 41.5 ± 1.2"), std::string::npos);
   EXPECT_NE(html.find("href=\"results.csv\""), std::string::npos);
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     for (const char* f : {"loss_val.png", "loss_val.svg", "loss_train.png", "loss_train.svg"})
@@ -551,10 +554,10 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
   const Results r = seeded_results();
   const std::string md = render_markdown(r);
   // Headline: the group is one row, its cells mean ± sd over seeds; ptb lacks a seed (footnote 1).
-  EXPECT_NE(md.find("| ao_gpt (3 seeds) [1] | random orders exact, K=4 | all | 105 ± 7.071 (2/3 seeds) | 42 ± 2 |"),
+  EXPECT_NE(md.find("| ao_gpt (3 seeds) [1] | random orders exact, K=4 | all | 105 ± 7 (2/3 seeds) | 42.0 ± 2.0 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| gpt | l2r exact | all | 80 ± 1 | 35.25 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt | l2r exact | all | 80.0 ± 1.0 | 35.2 ± 0.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("The rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr."),
             std::string::npos)
       << md;
@@ -570,7 +573,7 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
   EXPECT_EQ(rows, 1u) << md;
   // The per-metric tables: the same cells, the notes say what "±" is and which seed is missing.
   EXPECT_NE(md.find("## ppl_k4 (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
-                    "| ao_gpt (3 seeds) | 105 ± 7.071 (2/3 seeds) | 42 ± 2 |\n\n"
+                    "| ao_gpt (3 seeds) | 105 ± 7 (2/3 seeds) | 42.0 ± 2.0 |\n\n"
                     "- ptb: random orders exact, K=4\n- wikitext2: random orders exact, K=4\n"
                     "- rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr\n"
                     "- ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2; the cell is the mean ± "
@@ -579,29 +582,29 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
       << md;
   // A table without a group row keeps today's notes.
   EXPECT_NE(md.find("## ppl (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
-                    "| gpt | 80 ± 1 | 35.25 ± 0.5 |\n\n- ptb: l2r exact\n- wikitext2: l2r exact\n\n"),
+                    "| gpt | 80.0 ± 1.0 | 35.2 ± 0.5 |\n\n- ptb: l2r exact\n- wikitext2: l2r exact\n\n"),
             std::string::npos)
       << md;
   // The lone run renders as it would without the seeds beside it.
   Results alone;
   alone.runs["gpt"] = r.runs.at("gpt");
   const std::string md_alone = render_markdown(alone);
-  EXPECT_NE(md_alone.find("| gpt | l2r exact | all | 80 ± 1 | 35.25 ± 0.5 |"), std::string::npos) << md_alone;
+  EXPECT_NE(md_alone.find("| gpt | l2r exact | all | 80.0 ± 1.0 | 35.2 ± 0.5 |"), std::string::npos) << md_alone;
   EXPECT_EQ(md_alone.find("seeds"), std::string::npos) << md_alone;
   EXPECT_EQ(render_csv(alone).find("seeds"), std::string::npos);
 
   const std::string text = render_headline_text(r);
-  EXPECT_NE(text.find("105 ± 7.071 (2/3 seeds)"), std::string::npos) << text;
+  EXPECT_NE(text.find("105 ± 7 (2/3 seeds)"), std::string::npos) << text;
   EXPECT_NE(text.find("[1] ao_gpt (3 seeds), ptb ppl_k4: 2/3 seeds"), std::string::npos) << text;
   const std::string tex = render_latex(r);
-  EXPECT_NE(tex.find("ao\\_gpt (3 seeds) & 105 $\\pm$ 7.071 (2/3 seeds) & 42 $\\pm$ 2 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("ao\\_gpt (3 seeds) & 105 $\\pm$ 7 (2/3 seeds) & 42.0 $\\pm$ 2.0 \\\\"), std::string::npos) << tex;
   EXPECT_NE(tex.find("mean $\\pm$ sd over seeds"), std::string::npos) << tex;
   const std::string html = render_html(r, {});
   EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds) [1]</td><td>random orders exact, K=4</td><td>all</td>"
-                      "<td class=num>105 ± 7.071 (2/3 seeds)</td><td class=num>42 ± 2</td></tr>"),
+                      "<td class=num>105 ± 7 (2/3 seeds)</td><td class=num>42.0 ± 2.0</td></tr>"),
             std::string::npos)
       << html;
-  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds)</td><td class=num>105 ± 7.071 (2/3 seeds)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds)</td><td class=num>105 ± 7 (2/3 seeds)</td>"), std::string::npos);
   EXPECT_NE(html.find("<li>ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2"), std::string::npos);
   // CSV: every run's rows as before, then the group's: mean, stderr = sd/√n over seeds, n = seeds.
   const std::string csv = render_csv(r);
@@ -627,8 +630,8 @@ TEST(ResultsTest, SeedsDrawAMeanLineWithABand) {
             "# gpt\n10 4.5\n20 3.75\n\n\n");
   const std::string gp = testing::read_text(tmp.file("loss_val.gp"));
   EXPECT_NE(gp.find("\"loss_val.dat\" index 0 using 1:($2-$3):($2+$3) with filledcurves fs transparent solid 0.2 "
-                    "noborder lc 1 notitle, \"loss_val.dat\" index 0 using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc 1 "
-                    "title 'ao_gpt (3 seeds, ± sd)', \"loss_val.dat\" index 1 with linespoints lw 2 pt 7 ps 0.6 lc 2 "
+                    "noborder lc 1 notitle, \"loss_val.dat\" index 0 using 1:2 with linespoints lw 2 ps 0.6 lc 1 "
+                    "title 'ao_gpt (3 seeds, ± sd)', \"loss_val.dat\" index 1 with linespoints lw 2 ps 0.6 lc 2 "
                     "title 'gpt'"),
             std::string::npos)
       << gp;
@@ -639,16 +642,19 @@ TEST(ResultsTest, SeedsDrawAMeanLineWithABand) {
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     EXPECT_GT(std::filesystem::file_size(tmp.file("loss_val.png")), 100u);
   }
-  // Without seeds the script names no colours, as before.
+  // Every figure: a title, the colour-blind-safe palette (no yellow), the legend below the data.
+  EXPECT_NE(gp.find("set title 'Validation loss against optimizer steps'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set linetype 1 lc rgb \"#0072B2\""), std::string::npos) << gp;
+  EXPECT_EQ(gp.find("#F0E442"), std::string::npos) << "Okabe–Ito's yellow is invisible on white";
+  EXPECT_NE(gp.find("set key below"), std::string::npos) << gp;
+  // Without seeds the script names no colours: the palette's order applies.
   Results alone;
   alone.runs["gpt"] = seeded_results().runs.at("gpt");
   testing::TempDir tmp2;
   render_plots(alone, tmp2.path.string());
   const std::string gp2 = testing::read_text(tmp2.file("loss_val.gp"));
-  EXPECT_NE(gp2.find("plot \"loss_val.dat\" index 0 with linespoints lw 2 pt 7 ps 0.6 title 'gpt'\n"),
-            std::string::npos)
+  EXPECT_NE(gp2.find("plot \"loss_val.dat\" index 0 with linespoints lw 2 ps 0.6 title 'gpt'\n"), std::string::npos)
       << gp2;
-  EXPECT_EQ(gp2.find("encoding"), std::string::npos);
 }
 
 TEST(StatsTest, StderrOfTheMeanUsesTheUnbiasedVariance) {
@@ -660,6 +666,50 @@ TEST(StatsTest, StderrOfTheMeanUsesTheUnbiasedVariance) {
   EXPECT_EQ(stderr_of({7.0}), 0.0);
   EXPECT_EQ(stderr_of({}), 0.0);
   EXPECT_EQ(stderr_of({3, 3, 3}), 0.0);
+}
+
+}  // namespace
+}  // namespace aobench
+
+namespace aobench {
+namespace {
+
+// Step columns in numeric order: s64, s256, s1024 (not s1024, s256, s64).
+TEST(ResultsTest, NamesWithNumbersSortNumerically) {
+  std::vector<std::string> names = {"speed_s1024", "speed_s256", "speed_s64", "gen_p0.95_t1_s8", "gen_p0.9_t1_s8"};
+  std::sort(names.begin(), names.end(), NaturalLess{});
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gen_p0.9_t1_s8", "gen_p0.95_t1_s8", "speed_s64", "speed_s256", "speed_s1024"}));
+  EXPECT_FALSE(NaturalLess{}("a", "a"));
+  EXPECT_TRUE(NaturalLess{}("s064", "s64") != NaturalLess{}("s64", "s064"));  // distinct names stay distinct
+  Results r;
+  for (int steps : {1024, 256, 64}) {
+    MetricValue m;
+    m.value = 1.0 * steps;
+    r.runs["x"].metrics["speed_s" + std::to_string(steps) + "/gen_s"] = m;
+  }
+  const std::string html = render_html(r, {});
+  const size_t s64 = html.find(">speed_s64<"), s256 = html.find(">speed_s256<"), s1024 = html.find(">speed_s1024<");
+  ASSERT_NE(s64, std::string::npos) << html;
+  EXPECT_LT(s64, s256);
+  EXPECT_LT(s256, s1024);
+}
+
+}  // namespace
+}  // namespace aobench
+
+namespace aobench {
+namespace {
+
+// ± values rounded to their significance (the Particle Data Group's rule).
+TEST(ResultsTest, ValuesAreRoundedToTheirErrorsSignificance) {
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(rounded_to_error(327.6, 16.02), (P{"328", "16"}));  // 160 → two digits
+  EXPECT_EQ(rounded_to_error(1.8141, 0.01523), (P{"1.814", "0.015"}));
+  EXPECT_EQ(rounded_to_error(105, 7.071), (P{"105", "7"}));            // 707 → one digit
+  EXPECT_EQ(rounded_to_error(2.3456, 0.0097), (P{"2.346", "0.010"}));  // 970 → up to 1000, two digits
+  EXPECT_EQ(rounded_to_error(152864, 104883), (P{"150000", "100000"}));
+  EXPECT_EQ(rounded_to_error(5.0, 0.0).first, "5");  // no error: the value as it is
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
   const std::map<std::string, std::string> meta = {{"format_version", "1"}, {"note", "héllo \"q\""}};
   const std::string path = tmp.file("a.safetensors");
   write_safetensors(path, m, meta);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
 
   SafetensorsFile f = read_safetensors(path);
   EXPECT_EQ(f.metadata, meta);
@@ -211,7 +211,7 @@ TEST(Safetensors, UnknownDtype) {
   const std::string w = tmp.file("w.safetensors");
   EXPECT_THROW(write_safetensors(w, {{"c", torch::zeros({2}, torch::kComplexFloat)}}), CheckpointError);
   EXPECT_FALSE(std::filesystem::exists(w));
-  EXPECT_FALSE(std::filesystem::exists(w + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(w + ".tmp." + std::to_string(::getpid())));
 }
 
 TEST(Safetensors, BoolBytesMustBeZeroOrOne) {
@@ -228,7 +228,7 @@ TEST(Safetensors, WriteFileAtomicReplaces) {
   write_file_atomic(p, "first");
   write_file_atomic(p, "second");
   EXPECT_EQ(testing::read_text(p), "second");
-  EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp." + std::to_string(::getpid())));
   EXPECT_THROW(write_file_atomic(tmp.file("no/such/dir/x"), "x"), CheckpointError);
 }
 
