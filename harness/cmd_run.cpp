@@ -444,8 +444,8 @@ int cmd_run(const std::vector<std::string>& args) {
   std::cout << "\n" << render_headline_text(summary);
   const FindingsReport findings = render_findings(summary);
   if (!findings.verdicts.empty()) {
-    std::cout << "\nverdicts (tier " << record.value("tier", std::string("-"))
-              << "; the statistic: report/summary.md):\n";
+    const std::string tier = record.value("tier", std::string());
+    std::cout << "\nverdicts" << (tier.empty() ? "" : " at tier " + tier) << " (the statistic: report/summary.md):\n";
     for (const auto& v : findings.verdicts) std::cout << "  " << v.finding << ": " << v.line() << "\n";
     std::cout << tally(findings.verdicts).text() << "\n";
   }

@@ -79,7 +79,7 @@ std::string plot_command(const std::string& name, const std::vector<PlotEntry>& 
 
 // A diffusion encoder's validation loss is its ELBO: an upper bound on the NLL, never a likelihood, so says its legend.
 std::string bound_note(const RunResults& run) {
-  return run.paradigm == "masked_diffusion_encoder" ? ", ELBO (upper bound)" : "";
+  return run.paradigm == "masked_diffusion_encoder" ? ", ELBO upper bound" : "";
 }
 
 // "gpt (3 seeds, ± sd)": the legend of a band.

@@ -88,6 +88,10 @@ TEST(QuickstartTest, ShortenedQuickstartWritesAReportWithFinitePerplexity) {
     EXPECT_NE(out.find(std::string("\n") + row, head), std::string::npos) << row << "\n" << out.substr(head);
   EXPECT_NE(out.find("ELBO upper bound, 8 MC steps", head), std::string::npos) << out.substr(head);
   EXPECT_NE(out.find("run: done in ", head), std::string::npos) << out.substr(head);
+  // Then the verdict lines and their tally.
+  EXPECT_NE(out.find("\nverdicts (the statistic: report/summary.md):\n  1: ", head), std::string::npos)
+      << out.substr(head);
+  EXPECT_NE(out.find("\npaper findings: ", head), std::string::npos) << out.substr(head);
   EXPECT_NE(testing::read_text((report / "summary.md").string()).find("## Headline: perplexity"), std::string::npos);
 
   // A second run finds everything done.
