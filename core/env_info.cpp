@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 
@@ -40,6 +42,16 @@ std::string device_name(const std::string& device) {
 
 }  // namespace
 
+std::string aobench_environment() {
+  std::vector<std::string> set;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "AOBENCH_", 8) == 0) set.emplace_back(*e);
+  std::sort(set.begin(), set.end());
+  std::string out;
+  for (const auto& s : set) out += (out.empty() ? "" : " ") + s;
+  return out.empty() ? "none" : out;
+}
+
 std::string utc_timestamp() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -70,7 +82,8 @@ nlohmann::json env_info(const std::string& device, const std::string& dtype) {
           {"cuda_version", cuda},
           {"dtype", dtype},
           {"date", utc_timestamp()},
-          {"aobench_version", AOBENCH_VERSION}};
+          {"aobench_version", AOBENCH_VERSION},
+          {"aobench_env", aobench_environment()}};
 }
 
 }  // namespace aobench

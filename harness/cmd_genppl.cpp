@@ -213,7 +213,7 @@ void run_genppl(const GenpplTask& task) {
                 summary.entropy.stderr_, static_cast<long long>(summary.tokens));
     char protocol[512];
     std::snprintf(protocol, sizeof(protocol),
-                  "judge %s; %zu %ssamples of %zu tokens, %lld steps, top-p %g, temperature %g; first token "
+                  "judge %s; %zu %ssamples of %zu tokens; %lld steps, top-p %g, temperature %g; first token "
                   "unscored%s, float32, no BOS; ppl = mean ± stderr of per-sample exp(mean NLL), corpus = exp(Σ nats / "
                   "Σ tokens), entropy = mean unigram entropy of a sample (nats)",
                   judge.description.c_str(), g.samples.size(), prompted ? "prompted " : "", g.samples.front().size(),

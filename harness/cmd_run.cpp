@@ -29,6 +29,7 @@
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "harness/experiment_lanes.h"
+#include "harness/experiment_paths.h"
 #include "harness/experiment_seeds.h"
 #include "harness/experiment_tiers.h"
 #include "harness/registry.h"
@@ -171,7 +172,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
   const int seeds_set = take_seeds_setting(sets);          // --set seeds=N (harness/experiment_seeds.h)
   exp = apply_tier(exp, take_tier_setting(sets), origin);  // --set tier=NAME (harness/experiment_tiers.h)
-  exp = experiment_with_base(exp, origin);  // "base": out_dir, prepare, common, jobs, seeds of another file
+  exp = experiment_with_base(exp, origin);      // "base": out_dir, prepare, common, jobs, seeds of another file
+  exp = resolve_experiment_paths(exp, origin);  // {data}, {out_dir}, {here}; relative to the file (experiment_paths.h)
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
                                "generation", "tier", "findings", "deviations", "seeds", "runs_per_device"}

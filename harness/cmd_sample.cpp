@@ -124,6 +124,11 @@ void run_sample(const SampleTask& task) {
   int64_t index = 0, batch = 0;
   AutocastScope autocast(bf16);
   for (const Prompt* prompt : rounds) {
+    // The positions the prompt fixed: genppl scores only the others, under a key of their own.
+    std::vector<int64_t> given;
+    if (prompt)
+      for (size_t i = 0; i < prompt->ids.size(); ++i)
+        if (prompt->ids[i] >= 0) given.push_back(static_cast<int64_t>(i));
     for (int64_t first = 0; first < opt.num_samples; first += opt.batch_size, ++batch) {
       const int64_t rows = std::min(opt.batch_size, opt.num_samples - first);
       const uint64_t seed = opt.seed + static_cast<uint64_t>(batch);
@@ -147,23 +152,19 @@ void run_sample(const SampleTask& task) {
           j["order"] = std::vector<int64_t>(o, o + order.size(1));
         }
         j["prompt_line"] = prompt ? nlohmann::json(prompt->line) : nlohmann::json();
-        // The positions the prompt fixed: genppl scores only the others, under a key of their own.
-        std::vector<int64_t> given;
-        if (prompt)
-          for (size_t i = 0; i < prompt->ids.size(); ++i)
-            if (prompt->ids[i] >= 0) given.push_back(static_cast<int64_t>(i));
         j["given"] = given;
         j["tokenizer"] = tokenizer->name();
-        if (!given.empty()) {  // the text in prompt and generated runs, for reports and --print
-          nlohmann::json segments = nlohmann::json::array();
-          for (const auto& s : sample_segments(ids, given, *tokenizer))
-            segments.push_back({{"given", s.given}, {"text", s.text}});
-          j["segments"] = segments;
+        // The text in prompt and generated runs, for reports and --print.
+        const std::vector<TextSegment> segments =
+            given.empty() && !task.print ? std::vector<TextSegment>{} : sample_segments(ids, given, *tokenizer);
+        if (!given.empty()) {
+          j["segments"] = nlohmann::json::array();
+          for (const auto& seg : segments) j["segments"].push_back({{"given", seg.given}, {"text", seg.text}});
         }
         if (task.print)
           printed << "--- sample " << index << " (seed " << seed << ", row " << r
                   << (prompt ? ", prompt line " + std::to_string(prompt->line) : std::string()) << ")\n"
-                  << printable_sample(sample_segments(ids, given, *tokenizer)) << "\n";
+                  << printable_sample(segments) << "\n";
         j["steps"] = opt.steps;
         j["temperature"] = opt.temperature;
         j["top_p"] = opt.top_p;

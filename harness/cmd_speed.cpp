@@ -117,12 +117,12 @@ void run_speed(const SpeedTask& task) {
     std::fflush(table);
     char protocol[512];
     std::snprintf(protocol, sizeof(protocol),
-                  "one generation of %lld × %lld tokens, %lld steps (%lld network calls), top-p %g, temperature %g, "
-                  "%s draws, %s; %lld warm-up + %lld timed calls, mean ± sd %.4g ± %.3g s (stderr shown), %s on %s",
+                  "one generation of %lld × %lld tokens; %lld steps; %lld network calls; top-p %g, temperature %g; "
+                  "%s draws, %s; %lld warm-up + %lld timed calls, mean ± stderr over them; %s on %s",
                   static_cast<long long>(speed.batch_size), static_cast<long long>(speed.length),
                   static_cast<long long>(steps), static_cast<long long>(t.network_calls), sample.top_p,
                   sample.temperature, sample.float64 ? "float64" : "float32", bf16 ? "bf16 autocast" : "fp32",
-                  static_cast<long long>(speed.warmup), static_cast<long long>(speed.repeats), t.mean, t.sd,
+                  static_cast<long long>(speed.warmup), static_cast<long long>(speed.repeats),
                   device.is_cuda() ? "CUDA events" : "steady_clock", dev_name.c_str());
     const double se = t.sd / std::sqrt(static_cast<double>(t.seconds.size()));
     MetricParams params;  // the protocol as fields; speed_dataset(steps) stays the key

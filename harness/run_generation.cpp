@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "harness/experiment_paths.h"
 #include "harness/experiment_tiers.h"
 #include "harness/tasks.h"
 #include "metrics/generation.h"
@@ -43,7 +44,8 @@ json experiment_with_base(json exp, const std::string& origin) {
   if (!exp.contains("base")) return exp;
   if (!exp["base"].is_string())
     throw ConfigError(origin + ": 'base' must be the path of another experiment file, got " + exp["base"].dump());
-  const std::string base_path = exp["base"].get<std::string>();
+  // Relative to this file's folder, like its other paths; the base's paths then resolve as if written here.
+  const std::string base_path = resolve_experiment_path(exp["base"].get<std::string>(), "", origin, "base");
   // The base at this file's tier, so a generation study samples the models of the same scale.
   const json base = apply_tier(load_json_file(base_path), exp.value("tier", std::string()), base_path);
   if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");

@@ -684,6 +684,14 @@ TrainSummary Trainer::run() {
                   peak_bf16_flops(device_name(device_)), dist_.world, step_, tokens_seen_, time_offset_);
   const int64_t tokens_per_step = B_ * T_ * hp_.gradient_accumulation_steps * dist_.world;
   int64_t last_ckpt_step = -1, last_eval_step = -1;
+  // The curves start where training does: the untrained model's validation loss (≈ ln V) at step 0. validate()
+  // draws from its own fixed-seed generators, so the training stream is the same with or without it.
+  if (step_ == 0 && hp_.eval_interval > 0 && val_file_) {
+    const ValLoss val = validate();
+    record_val(val.mean);
+    last_eval_step = 0;
+    log.val(0, val.mean, val.standard_error, ema_ ? " (EMA weights)" : "");
+  }
 
   while (step_ < hp_.max_iters) {
     const double lr = learning_rate_at(hp_, step_);

@@ -181,11 +181,12 @@ std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std
       auto order = torch::arange(T, torch::dtype(torch::kLong).device(device)).expand({B, T}).contiguous();
       NllOutput out = judge.log_prob(tokens, order, gen);
       auto scored = out.scored;
-      if (!given.empty()) {  // (B, T): the prompt's positions are not the model's tokens
-        auto fixed = torch::zeros({B, T}, torch::kBool);
+      if (!given.empty()) {          // (B, T): the prompt's positions are not the model's tokens
+        std::vector<uint8_t> fixed;  // row-major B × T
         for (int64_t b = 0; b < B; ++b)
-          for (int64_t pos : given[i + b]) fixed[b][pos] = true;
-        scored = scored.logical_and(fixed.to(scored.device()).logical_not());
+          for (bool f : given_mask(L, given[i + b])) fixed.push_back(f);
+        const auto mask = torch::tensor(fixed, torch::kUInt8).view({B, T}).to(torch::kBool);
+        scored = scored.logical_and(mask.to(scored.device()).logical_not());
       }
       const auto rows = nll_row_sums(out.nll, scored, /*skip_first=*/true, /*require_first=*/false);
       for (int64_t b = 0; b < B; ++b) {
@@ -198,8 +199,7 @@ std::vector<SampleScore> score_samples(ModelPlugin& judge, const std::vector<std
         scores[k].entropy = unigram_entropy(samples[k]);
         continue;
       }
-      std::vector<bool> fixed(samples[k].size(), false);
-      for (int64_t pos : given[k]) fixed[pos] = true;
+      const std::vector<bool> fixed = given_mask(samples[k].size(), given[k]);
       std::vector<int64_t> generated;
       for (size_t pos = 0; pos < samples[k].size(); ++pos)
         if (!fixed[pos]) generated.push_back(samples[k][pos]);
@@ -236,11 +236,16 @@ std::string short_number(double v) {
 }
 }  // namespace
 
+std::vector<bool> given_mask(size_t length, const std::vector<int64_t>& given) {
+  std::vector<bool> fixed(length, false);
+  for (int64_t pos : given)
+    if (pos >= 0 && pos < static_cast<int64_t>(length)) fixed[pos] = true;
+  return fixed;
+}
+
 std::vector<TextSegment> sample_segments(const std::vector<int64_t>& ids, const std::vector<int64_t>& given,
                                          const Tokenizer& tokenizer) {
-  std::vector<bool> fixed(ids.size(), false);
-  for (int64_t pos : given)
-    if (pos >= 0 && pos < static_cast<int64_t>(ids.size())) fixed[pos] = true;
+  const std::vector<bool> fixed = given_mask(ids.size(), given);
   std::vector<TextSegment> out;
   for (size_t start = 0; start < ids.size();) {
     size_t end = start;

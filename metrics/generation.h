@@ -52,6 +52,9 @@ void check_prompt_file(const std::string& path);
 std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
                                      int64_t length);
 
+// The positions a prompt fixed as a mask over a sample of `length` tokens (positions outside it are ignored).
+std::vector<bool> given_mask(size_t length, const std::vector<int64_t>& given);
+
 // A sample as text with its prompt marked: the decoded runs of given (prompt) and generated positions, in order.
 struct TextSegment {
   bool given = false;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/safetensors.h"
-#include "reports/replicates.h"
+#include "reports/metric_tables.h"
 #include "reports/results.h"
 #include "reports/verdicts.h"
 
@@ -61,7 +61,7 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
     << "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}"
     << "table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 10px}"
     << "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    << "ul.proto{font-size:0.85em;color:#555}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
+    << ".proto{font-size:0.85em;color:#555}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}"
     << "code{background:#f6f6f6;padding:1px 4px}pre.sample{white-space:pre-wrap;background:#fafafa;"
     << "border-left:3px solid #ccc;padding:6px 10px;max-height:16em;overflow:auto}mark{background:#ffe9a8}"
     << "figure{margin:1em 0}figcaption{font-size:0.9em;color:#444;max-width:900px}"
@@ -102,46 +102,31 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
       << esc(run.paradigm) << "</td><td class=num>" << run.params << "</td><td class=num>" << run.steps
       << "</td><td class=num>" << run.tokens << "</td><td class=num>" << flops_text(run.train_flops) << "</td></tr>\n";
   h << "</table>\n";
-  // One table per metric family, as in summary.md.
-  std::map<std::string, std::set<std::string, NaturalLess>> fam_datasets;
-  std::map<std::string, std::set<std::string>> fam_protocols;
-  std::map<std::string, bool> fam_higher;
-  for (const auto& [run, rr] : r.runs)
-    for (const auto& [key, m] : rr.metrics) {
-      auto [d, metric] = split_metric_key(key);
-      fam_datasets[metric].insert(d);
-      if (!m.protocol.empty()) fam_protocols[metric].insert((d.empty() ? "" : d + ": ") + m.protocol);
-      fam_higher[metric] = m.higher_is_better;
-    }
-  const auto groups = replicate_groups(r);
-  for (const auto& [metric, datasets] : fam_datasets) {
-    h << "<h2>" << esc(metric) << " <small>(" << (fam_higher[metric] ? "higher" : "lower")
-      << " is better)</small></h2>\n<table><tr><th>run</th>";
-    for (const auto& d : datasets) h << "<th>" << esc(d.empty() ? "-" : d) << "</th>";
+  // The metric tables of summary.md (reports/metric_tables.h), footnote numbers as superscripts.
+  auto marks = [](const std::vector<int>& notes) {
+    std::string m;
+    for (int n : notes) m += (m.empty() ? "" : ",") + std::to_string(n);
+    return m.empty() ? m : "<sup>" + m + "</sup>";
+  };
+  for (const MetricTable& t : metric_tables(r)) {
+    const std::string title = t.title(), better = title.substr(title.rfind(" ("));
+    h << "<h2>" << esc(title.substr(0, title.size() - better.size())) << " <small>" << esc(better.substr(1))
+      << "</small></h2>\n<table><tr><th>run</th>";
+    for (const auto& c : t.columns) h << "<th>" << esc(c.text) << marks(c.notes) << "</th>";
     h << "</tr>\n";
-    // One row per replicate group, as in summary.md (a group of ≥ 2 seeds: mean ± sd over them).
-    std::vector<std::string> notes;
-    bool pooled_rows = false;
-    for (const RunGroup& g : groups) {
-      std::ostringstream row;
-      bool any = false;
-      row << "<tr><td>" << esc(seeds_label(g)) << "</td>";
-      for (const auto& d : datasets) {
-        std::string note;
-        const PooledCell c = pooled_cell(g, d.empty() ? metric : d + "/" + metric, &note);
-        any |= c.have > 0;
-        row << "<td class=num>" << esc(c.text("≤ ", " ± ")) << "</td>";
-        if (!note.empty()) notes.push_back(note);
-      }
-      if (!any) continue;
-      pooled_rows |= g.runs.size() >= 2;
-      h << row.str() << "</tr>\n";
+    for (const auto& row : t.rows) {
+      h << "<tr><td>" << esc(row.label) << "</td>";
+      for (const auto& c : row.cells) h << "<td class=num>" << esc(c.text) << marks(c.notes) << "</td>";
+      h << "</tr>\n";
     }
-    h << "</table>\n<ul class=proto>";
-    for (const auto& p : fam_protocols[metric]) h << "<li>" << esc(p) << "</li>";
-    if (pooled_rows) h << "<li>" << esc(kSeedsNote) << "</li>";
-    for (const auto& n : notes) h << "<li>" << esc(n) << "</li>";
-    h << "</ul>\n";
+    h << "</table>\n";
+    for (const auto& line : t.shared) h << "<p class=proto>" << esc(line) << ".</p>";
+    if (!t.notes.empty()) {
+      h << "<ol class=proto>";
+      for (const auto& n : t.notes) h << "<li>" << esc(n) << "</li>";
+      h << "</ol>";
+    }
+    h << "\n";
   }
   if (!images.empty()) {
     h << "<h2>Figures</h2>\n";

@@ -1,6 +1,6 @@
 // Implements: the text renderers of the results schema (one schema, many
 // renderers): Markdown summary (lm-eval make_table / llama-bench md), flat CSV and a LaTeX booktabs
-// table. Tables are grouped by metric family (the part after the last '/'), rows = runs, columns = datasets.
+// table. The metric tables come from reports/metric_tables.h (one per family, columns dataset × measure).
 // Replicates (reports/replicates.h): the seeds of one job are ONE row, "<job> (n seeds)", cells mean ± sd over
 // seeds (PooledCell); the run tables list every run. The CSV keeps one row per run and metric and adds, after
 // them, one row per group and metric: run "<job> (n seeds)", value = mean, stderr = sd/√n over the seeds.
@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "metrics/conditionals.h"
+#include "reports/metric_tables.h"
 #include "reports/replicates.h"
 #include "reports/results.h"
 
@@ -29,49 +30,6 @@ std::string fmt(double v) {
   else
     std::snprintf(buf, sizeof(buf), "%.4g", v);
   return buf;
-}
-
-// Datasets of a family in sweep order: generation protocols by their fields (top-p, temperature, steps), so
-// "speed_s64" comes before "speed_s128"; then by name.
-struct DatasetKey {
-  double top_p = 0, temperature = 0;
-  int64_t steps = 0;
-  std::string name;
-  bool operator<(const DatasetKey& o) const {
-    return std::tie(top_p, temperature, steps, name) < std::tie(o.top_p, o.temperature, o.steps, o.name);
-  }
-};
-DatasetKey dataset_key(const std::string& dataset, const MetricParams& p) {
-  return {p.top_p.value_or(0), p.temperature.value_or(0), p.steps, dataset};
-}
-
-// One table per metric name (the part after the last '/'): its datasets in sweep order, protocol notes and
-// the parameters of its metrics (those that do not vary by dataset: family, mode, orders, ensemble).
-struct Family {
-  std::vector<std::string> datasets;
-  std::set<DatasetKey> keys;
-  std::set<std::string> protocols;
-  bool higher_is_better = false;
-  MetricParams params;
-};
-
-std::map<std::string, Family> families(const Results& r) {
-  std::map<std::string, Family> out;
-  for (const auto& [run, rr] : r.runs)
-    for (const auto& [key, m] : rr.metrics) {
-      auto [dataset, metric] = split_metric_key(key);
-      Family& f = out[metric];
-      f.keys.insert(dataset_key(dataset, m.params));
-      if (!m.protocol.empty()) f.protocols.insert((dataset.empty() ? "" : dataset + ": ") + m.protocol);
-      f.higher_is_better = m.higher_is_better;
-      f.params = m.params;
-    }
-  for (auto& [metric, f] : out) {
-    std::set<std::string> seen;
-    for (const auto& k : f.keys)
-      if (seen.insert(k.name).second) f.datasets.push_back(k.name);
-  }
-  return out;
 }
 
 const MetricValue* find_metric(const RunResults& run, const std::string& dataset, const std::string& metric) {
@@ -116,31 +74,6 @@ std::string tex_escape(const std::string& s) {
     }
   }
   return out;
-}
-
-// A context-order ensemble member over all positions: its table puts the ensemble sizes side by side.
-// (Ensembles scored on a subset of positions keep a table of their own.)
-bool is_ensemble_member(const MetricParams& p) { return p.mode == "ensemble" && p.ensemble > 0 && p.positions == 0; }
-
-std::vector<std::string> split_protocol(const std::string& p) {
-  std::vector<std::string> parts;
-  for (size_t pos = 0; pos <= p.size();) {
-    const size_t end = std::min(p.find("; ", pos), p.size());
-    if (end > pos) parts.push_back(p.substr(pos, end - pos));
-    pos = end + 2;
-  }
-  return parts;
-}
-
-// "16/86 windows" → "16 of 86": a window subset named in a protocol; "" when the whole file was evaluated.
-std::string window_subset(const std::string& part) {
-  const auto slash = part.find('/'), sp = part.find(" windows");
-  if (slash == std::string::npos || sp == std::string::npos || sp < slash || sp + 8 != part.size()) return "";
-  const std::string used = part.substr(0, slash), total = part.substr(slash + 1, sp - slash - 1);
-  auto digits = [](const std::string& x) {
-    return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return digits(used) && digits(total) ? used + " of " + total : "";
 }
 
 // The perplexities a headline row may show, by the eval mode that measured them (MetricParams::mode).
@@ -195,43 +128,11 @@ std::string missing_note(const RunGroup& g, const std::vector<const MetricValue*
          (c.have >= 2 ? "the mean ± sd over the others" : "the one seed's value ± its evaluation stderr");
 }
 
-// A metric table's row for group `g`, one cell per (dataset, metric) column; footnotes of marked cells go to
-// `notes`. `any`: some cell has a value (rows without one are left out).
-std::vector<PooledCell> table_row(const RunGroup& g, const std::vector<std::pair<std::string, std::string>>& columns,
-                                  std::vector<std::string>& notes, bool& any) {
-  std::vector<PooledCell> cells;
-  any = false;
-  for (const auto& [dataset, metric] : columns) {
-    std::string note;
-    cells.push_back(pooled_cell(g, dataset.empty() ? metric : dataset + "/" + metric, &note));
-    any |= cells.back().have > 0;
-    if (!note.empty()) notes.push_back(note);
-  }
-  return cells;
-}
-
-// A Markdown metric table's rows, one per group with a value; true when one of them pools ≥ 2 seeds.
-bool markdown_rows(std::ostream& md, const std::vector<RunGroup>& groups,
-                   const std::vector<std::pair<std::string, std::string>>& columns, std::vector<std::string>& notes) {
-  bool pooled = false;
-  for (const RunGroup& g : groups) {
-    bool any = false;
-    const auto cells = table_row(g, columns, notes, any);
-    if (!any) continue;
-    pooled |= g.runs.size() >= 2;
-    md << "| " << seeds_label(g) << " |";
-    for (const auto& c : cells) md << " " << c.text("≤ ", " ± ") << " |";
-    md << "\n";
-  }
-  return pooled;
-}
-
-// The columns of one family's table: its datasets, one metric.
-std::vector<std::pair<std::string, std::string>> columns_of(const std::vector<std::string>& datasets,
-                                                            const std::string& metric) {
-  std::vector<std::pair<std::string, std::string>> cols;
-  for (const auto& d : datasets) cols.emplace_back(d, metric);
-  return cols;
+// " [1, 3]": a Markdown cell's footnote numbers; "" without any.
+std::string note_marks(const std::vector<int>& notes) {
+  std::string m;
+  for (int n : notes) m += (m.empty() ? "" : ", ") + std::to_string(n);
+  return m.empty() ? m : " [" + m + "]";
 }
 
 }  // namespace
@@ -336,7 +237,7 @@ std::optional<HeadlineRow> headline_row(const std::string& name, const RunResult
     row.cells[dataset] = &m;
     std::vector<std::string> kept;
     std::string sub;
-    for (const auto& part : split_protocol(m.protocol)) {
+    for (const auto& part : protocol_parts(m.protocol)) {
       if (!window_subset(part).empty())
         sub = window_subset(part);
       else if (part.rfind("bytes pro-rated", 0) != 0)
@@ -346,7 +247,7 @@ std::optional<HeadlineRow> headline_row(const std::string& name, const RunResult
     subset |= !sub.empty();
     windows.push_back((dataset.empty() ? "" : dataset + " ") + (sub.empty() ? std::to_string(m.n) + " (all)" : sub));
   }
-  const auto parts = split_protocol(protocols.begin()->second);
+  const auto parts = protocol_parts(protocols.begin()->second);
   row.protocol = parts.empty() ? "" : parts.front();
   row.details = parts.size() > 1 ? joined({parts.begin() + 1, parts.end()}, "; ") : "";
   row.windows = subset ? "subset" : "all";
@@ -502,57 +403,21 @@ std::string render_markdown(const Results& r) {
   for (const auto& [name, run] : r.runs)
     md << "| " << name << " | " << run.plugin << " | " << run.flavour << " | " << run.paradigm << " | " << run.params
        << " | " << run.steps << " | " << run.tokens << " | " << flops_text(run.train_flops) << " |\n";
-  const auto fams = families(r);
-  const auto groups = replicate_groups(r);
-  // Ensemble sizes of one quantity side by side: family (ppl, nll, …) → M → (metric name, its table).
-  std::map<std::string, std::map<int64_t, std::pair<std::string, const Family*>>> ensembles;
-  for (const auto& [metric, fam] : fams)
-    if (is_ensemble_member(fam.params)) ensembles[fam.params.family][fam.params.ensemble] = {metric, &fam};
-  std::ostringstream ens;  // rendered after the single-size tables
-  for (const auto& [base, members] : ensembles) {
-    const bool higher = members.begin()->second.second->higher_is_better;
-    std::set<std::string, NaturalLess> datasets;
-    std::set<std::string> protocols;
-    for (const auto& [m, member] : members) {
-      const Family* fam = member.second;
-      datasets.insert(fam->datasets.begin(), fam->datasets.end());
-      protocols.insert(fam->protocols.begin(), fam->protocols.end());
-    }
-    ens << "\n## " << base << ", context-order ensembles of M members"
-        << (higher ? " (higher is better)" : " (lower is better)") << "\n\n| run |";
-    for (const auto& d : datasets)
-      for (const auto& [m, member] : members) ens << " " << (d.empty() ? "" : d + " ") << "M=" << m << " |";
-    ens << "\n|---|";
-    for (size_t i = 0; i < datasets.size() * members.size(); ++i) ens << "---:|";
-    ens << "\n";
-    std::vector<std::pair<std::string, std::string>> columns;
-    for (const auto& d : datasets)
-      for (const auto& [m, member] : members) columns.emplace_back(d, member.first);
-    std::vector<std::string> notes;
-    const bool pooled_rows = markdown_rows(ens, groups, columns, notes);
-    ens << "\n";
-    for (const auto& p : protocols) ens << "- " << p << "\n";
-    if (pooled_rows) ens << "- " << kSeedsNote << "\n";
-    for (const auto& n : notes) ens << "- " << n << "\n";
-  }
-  for (const auto& [metric, fam] : fams) {
-    if (is_ensemble_member(fam.params)) continue;  // in its ensemble table (ens)
-    md << "\n## " << metric << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << "\n\n";
-    md << "| run |";
-    for (const auto& d : fam.datasets) md << " " << (d.empty() ? "-" : d) << " |";
+  for (const MetricTable& t : metric_tables(r)) {
+    md << "\n## " << t.title() << "\n\n| run |";
+    for (const auto& c : t.columns) md << " " << c.text << note_marks(c.notes) << " |";
     md << "\n|---|";
-    for (size_t i = 0; i < fam.datasets.size(); ++i) md << "---:|";
+    for (size_t i = 0; i < t.columns.size(); ++i) md << "---:|";
     md << "\n";
-    std::vector<std::string> notes;
-    const bool pooled_rows = markdown_rows(md, groups, columns_of(fam.datasets, metric), notes);
-    if (!fam.protocols.empty() || pooled_rows) {
+    for (const auto& row : t.rows) {
+      md << "| " << row.label << " |";
+      for (const auto& c : row.cells) md << " " << c.text << note_marks(c.notes) << " |";
       md << "\n";
-      for (const auto& p : fam.protocols) md << "- " << p << "\n";
-      if (pooled_rows) md << "- " << kSeedsNote << "\n";
-      for (const auto& n : notes) md << "- " << n << "\n";
     }
+    for (const auto& line : t.shared) md << "\n" << line << ".\n";
+    if (!t.notes.empty()) md << "\n";
+    for (size_t n = 0; n < t.notes.size(); ++n) md << n + 1 << ". " << t.notes[n] << "\n";
   }
-  md << ens.str();
   // Finding 5 (AO-GPT paper): an any-order model must learn order-dependent conditionals, far more than
   // the order-invariant ones a masked-diffusion encoder needs.
   const bool any_order = std::any_of(r.runs.begin(), r.runs.end(), [](const auto& kv) {
@@ -633,7 +498,6 @@ std::string render_csv(const Results& r) {
 std::string render_latex(const Results& r) {
   std::ostringstream tex;
   tex << "% aobench results (needs \\usepackage{booktabs}); $\\le$ marks upper bounds.\n";
-  const auto groups = replicate_groups(r);
   // Inside a caption: "±" and "≤" of the notes as math, "…" quotes as ``…''.
   auto tex_note = [](const std::string& s) {
     std::string out;
@@ -644,30 +508,24 @@ std::string render_latex(const Results& r) {
         out.replace(pos, from.size(), to);
     return out;
   };
-  for (const auto& [metric, fam] : families(r)) {
-    tex << "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l" << std::string(fam.datasets.size(), 'r')
+  for (const MetricTable& t : metric_tables(r)) {
+    auto marks = [](const std::vector<int>& notes) {
+      std::string m;
+      for (int n : notes) m += (m.empty() ? "" : ",") + std::to_string(n);
+      return m.empty() ? m : "\\textsuperscript{" + m + "}";
+    };
+    tex << "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l" << std::string(t.columns.size(), 'r')
         << "}\n\\toprule\nrun";
-    for (const auto& d : fam.datasets) tex << " & " << tex_escape(d.empty() ? "-" : d);
+    for (const auto& c : t.columns) tex << " & " << tex_escape(c.text) << marks(c.notes);
     tex << " \\\\\n\\midrule\n";
-    std::vector<std::string> notes;
-    bool pooled = false;
-    for (const RunGroup& g : groups) {
-      bool any = false;
-      const auto cells = table_row(g, columns_of(fam.datasets, metric), notes, any);
-      if (!any) continue;
-      pooled |= g.runs.size() >= 2;
-      tex << tex_escape(seeds_label(g));
-      for (const auto& c : cells) tex << " & " << c.text("$\\le$ ", " $\\pm$ ");
+    for (const auto& row : t.rows) {
+      tex << tex_escape(row.label);
+      for (const auto& c : row.cells) tex << " & " << tex_note(c.text) << marks(c.notes);
       tex << " \\\\\n";
     }
-    tex << "\\bottomrule\n\\end{tabular}\n\\caption{" << tex_escape(metric)
-        << (fam.higher_is_better ? " (higher is better)" : " (lower is better)") << ".";
-    if (pooled) {
-      std::string seeds = kSeedsNote;
-      seeds[0] = 'R';  // a sentence of its own
-      tex << " " << tex_note(seeds) << ".";
-    }
-    for (const auto& n : notes) tex << " " << tex_note(n) << ".";
+    tex << "\\bottomrule\n\\end{tabular}\n\\caption{" << tex_escape(t.title()) << ".";
+    for (const auto& line : t.shared) tex << " " << tex_note(line) << ".";
+    for (size_t n = 0; n < t.notes.size(); ++n) tex << " (" << n + 1 << ") " << tex_note(t.notes[n]) << ".";
     tex << "}\n\\end{table}\n";
   }
   return tex.str();

@@ -275,8 +275,8 @@ Verdict finding_1(const Evidence& ev) {
   std::map<double, double> g_at;
   for (const auto& p : gb) g_at[p.step] = p.mean;
   int above = 0, steps = 0;
-  for (const auto& p : ab)
-    if (auto it = g_at.find(p.step); it != g_at.end()) ++steps, above += p.mean > it->second;
+  for (const auto& p : ab)  // step 0: both untrained (≈ ln V), not a step of training
+    if (auto it = g_at.find(p.step); it != g_at.end() && p.step > 0) ++steps, above += p.mean > it->second;
   numbers = "final validation loss (nats): " + label(*gpt) + " " + est(g) + ", " + label(*ao) + " " + est(a) +
             "; mean AO-GPT curve above GPT's at " + std::to_string(above) + " of " + std::to_string(steps) +
             " evaluated steps";

@@ -28,12 +28,16 @@ phase_data() {
   ensure_libs
   python3 - ${DATA_EXPERIMENT:-} <<'PY' > /tmp/prepare_cmds.sh
 import json, os, shlex, sys
-for p in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))["prepare"]:
+e = json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))
+def path(x):  # the placeholders of harness/experiment_paths.h, for the file's own out_dir
+    return os.path.normpath(x.replace("{data}", "../shared/data").replace("{out_dir}", e["out_dir"]))
+for p in e["prepare"]:
     if os.environ.get("DATA_ONLY") and p["name"] != os.environ["DATA_ONLY"]: continue
     args = ["build/aobench", "prepare"]
     for k, v in p.items():
         if k == "name": continue
-        for x in (v if isinstance(v, list) else [v]): args += ["--" + k.replace("_", "-"), str(x)]
+        for x in (v if isinstance(v, list) else [v]): args += ["--" + k.replace("_", "-"), path(str(x))]
+        if k == "output": p[k] = path(v)
     print("[[ -e " + shlex.quote(p["output"]) + " ]] || { mkdir -p " + shlex.quote(p["output"].rsplit("/", 1)[0]) +
           " && " + " ".join(map(shlex.quote, args)) + "; }")
 PY
@@ -151,6 +155,8 @@ phase_ensemble_sigma() {  # σ-GPT tiny with ensemble_tiny.json's data and optim
 import json
 e = json.load(open("configs/experiments/ensemble_tiny.json"))
 c = e["common"]
+for k in ("train", "val"):  # the placeholders of harness/experiment_paths.h
+    c["data"][k] = c["data"][k].replace("{out_dir}/../", "runs/").replace("{out_dir}", e["out_dir"])
 c["model"] = {"plugin": "sigma_gpt", "flavour": "tiny"}
 c["train"]["order"]["kind"] = "random"
 c["train"]["out_dir"] = "runs/ensemble_sigma/sigma_gpt"
@@ -454,7 +460,7 @@ run_tier() {
 import json, sys
 def out_dir(path, tier):  # the tier's out_dir, else the body's, else the "base" file's at the same tier
     e = json.load(open(path))
-    return e["tiers"][tier].get("out_dir") or e.get("out_dir") or out_dir(e["base"], tier)
+    return e["tiers"][tier].get("out_dir") or e.get("out_dir") or out_dir("configs/experiments/" + e["base"], tier)
 print(out_dir(sys.argv[1], sys.argv[2]))
 PY
 )

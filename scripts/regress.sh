@@ -61,8 +61,8 @@ for f in configs/experiments/*.json; do
   name=$(basename "$f" .json)
   (cd "$work" && "$A" run "configs/experiments/$name.json" --set tier=debug > "$name.log" 2>&1) ||
     { echo "regress: $name at tier=debug failed; see $work/$name.log" >&2; exit 2; }
-  out_dir=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); d=e["tiers"]["debug"]
-print(d.get("out_dir") or json.load(open(e["base"]))["tiers"]["debug"]["out_dir"])' "$f")
+  out_dir=$(python3 -c 'import json,os,sys; e=json.load(open(sys.argv[1])); d=e["tiers"]["debug"]
+print(d.get("out_dir") or json.load(open(os.path.join(os.path.dirname(sys.argv[1]), e["base"])))["tiers"]["debug"]["out_dir"])' "$f")
   cp "$work/$out_dir/report/results.json" "$OUT/debug_$name.json"
   # Likelihoods where the experiment evaluates, generation perplexity where it samples (not its timings), as
   # the baseline holds them (a report of an out_dir shared with an experiment run later may hold more).

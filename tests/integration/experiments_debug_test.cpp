@@ -32,23 +32,24 @@ TEST(ExperimentsDebugTier, EveryExperimentFileRunsAndReportsItsVerdicts) {
   } else {
     root = scratch.emplace().path;
   }
-  // The files name each other ("base") by repository-relative paths: run from a copy of configs/.
+  // A copy of configs/ beside the runs says what ran (scripts/regress.sh checks it); the files are named by their
+  // absolute paths, which `aobench run` resolves from their folder and {out_dir}, never from the working directory.
   fs::copy(std::string(AOBENCH_SOURCE_DIR) + "/configs", root / "configs", fs::copy_options::recursive);
+  const fs::path configs = root / "configs/experiments";
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(root / "configs/experiments"))
+  for (const auto& e : fs::directory_iterator(configs))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 8u);
   for (const auto& file : files) {
     SCOPED_TRACE(file.filename().string());
-    const std::string rel = "configs/experiments/" + file.filename().string();
     std::string out;
-    ASSERT_EQ(testing::run_aobench_in(root.string(), "run " + rel + " --set tier=debug", &out), 0) << out;
+    ASSERT_EQ(testing::run_aobench_in(root.string(), "run " + file.string() + " --set tier=debug", &out), 0) << out;
     const json exp = load_json_file(file.string());
     const std::string out_dir =
         exp["tiers"]["debug"].contains("out_dir")
             ? exp["tiers"]["debug"]["out_dir"].get<std::string>()
-            : load_json_file((root / exp["base"].get<std::string>()).string())["tiers"]["debug"]["out_dir"]
+            : load_json_file((configs / exp["base"].get<std::string>()).string())["tiers"]["debug"]["out_dir"]
                   .get<std::string>();
     const fs::path report = root / out_dir / "report";
     for (const char* f : {"results.json", "summary.md", "results.tex", "index.html"})

@@ -127,7 +127,7 @@ TEST_F(TrainTest, LossFallsAndRunDirIsComplete) {
     val_lines += j.contains("loss/val");
   }
   ASSERT_EQ(losses.size(), 20u);
-  EXPECT_EQ(val_lines, 2);  // steps 10 and 20
+  EXPECT_EQ(val_lines, 3);  // steps 0 (untrained), 10 and 20
   const double first = losses.front(), last = losses.back();
   EXPECT_GT(first, 4.0);  // ≈ ln(256) = 5.55 at init
   EXPECT_LT(last, first - 1.0) << "loss did not fall: " << first << " → " << last;
@@ -266,7 +266,7 @@ TEST_F(TrainTest, LogsUnigramLevelValidationStderrAndDiagnostics) {
       }
     }
     EXPECT_EQ(unigram_lines, 1);
-    EXPECT_EQ(val_lines, steps / 2);
+    EXPECT_EQ(val_lines, steps / 2 + 1);  // and step 0, the untrained model, once (a resume starts later)
     EXPECT_EQ(train_lines, steps / 2);
   };
   check_metrics(4);

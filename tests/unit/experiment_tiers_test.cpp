@@ -3,7 +3,9 @@
 // experiment file under configs/experiments/ resolves at each tier it declares, with its findings known.
 // Also seeds (harness/experiment_seeds.h): the --set seeds= key, "seeds" in a file or tier, the run folders
 // and configs of each seed, folder collisions, and the runs in the experiment record.
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/errors.h"
+#include "harness/experiment_paths.h"
 #include "harness/experiment_seeds.h"
 #include "harness/experiment_tiers.h"
 #include "harness/resolve_config.h"
@@ -18,6 +21,24 @@
 
 namespace aobench {
 namespace {
+
+// Sets $AOBENCH_DATA_DIR (the shared data folder of datasets/data_dir.h) for a scope; restores it after.
+class ScopedDataDir {
+ public:
+  explicit ScopedDataDir(const std::string& dir) {
+    if (const char* v = std::getenv("AOBENCH_DATA_DIR")) old_ = v;
+    ::setenv("AOBENCH_DATA_DIR", dir.c_str(), 1);
+  }
+  ~ScopedDataDir() {
+    if (old_)
+      ::setenv("AOBENCH_DATA_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("AOBENCH_DATA_DIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
 
 json sample_experiment() {
   return json::parse(R"({
@@ -171,6 +192,7 @@ TEST(ExperimentTiers, EvalFiltersMustNameDatasetsAndJobsOfTheFile) {
 // patch fails here, not after an hour on a GPU), the eval section's dataset and job filters, and the generation
 // section.
 TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
+  const ScopedDataDir data("/shared-data-for-the-test");  // {data} needs a folder, not its files
   int files = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments")) {
@@ -187,12 +209,14 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
       }
     for (auto tier = exp["tiers"].begin(); tier != exp["tiers"].end(); ++tier) {
       SCOPED_TRACE(origin + " tier " + tier.key());
-      // The base file is named relative to the repository root, as `aobench run` is started there.
-      const std::filesystem::path cwd = std::filesystem::current_path();
-      std::filesystem::current_path(AOBENCH_SOURCE_DIR);
+      // The base file and the data paths resolve from the file's folder, whatever the working directory.
       json e;
       EXPECT_NO_THROW(e = experiment_with_base(apply_tier(exp, tier.key(), origin), origin));
-      std::filesystem::current_path(cwd);
+      EXPECT_NO_THROW(e = resolve_experiment_paths(e, origin));
+      for (const auto& entry : e["prepare"]) {  // what an experiment prepares lands in runs/ of the working directory
+        const std::string output = entry.value("output", std::string());
+        EXPECT_EQ(output.rfind("runs/", 0), 0u) << output;
+      }
       EXPECT_NO_THROW(experiment_record(e, origin));
       ASSERT_TRUE(e.contains("out_dir") && e.contains("jobs") && e.contains("common"));
       EXPECT_NO_THROW(EXPECT_EQ(resolve_experiment_jobs(e, {}, origin).size(), e["jobs"].size()));
@@ -205,6 +229,62 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
     }
   }
   EXPECT_GE(files, 8);
+}
+
+// Where an experiment's paths point: placeholders, the file's folder, never the working directory.
+TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
+  const ScopedDataDir data("/d");
+  const std::string origin = "/e/configs/x.json";
+  auto path = [&](const std::string& p) { return resolve_experiment_path(p, "runs/x", origin, "k"); };
+  EXPECT_EQ(path("{out_dir}/data/v.bin"), "runs/x/data/v.bin");
+  EXPECT_EQ(path("{out_dir}/../p/data/t.bin"), "runs/p/data/t.bin");  // lexically normal: one name per file
+  EXPECT_EQ(path("{here}/prompts.txt"), "/e/configs/prompts.txt");
+  EXPECT_EQ(path("local.bin"), "/e/configs/local.bin");
+  EXPECT_EQ(path("../shared/a.txt"), "/e/shared/a.txt");
+  EXPECT_EQ(path("/abs/f.bin"), "/abs/f.bin");
+  EXPECT_EQ(path("{data}/gpt2"), "/d/gpt2");
+  EXPECT_EQ(path("{data}"), "/d");
+  EXPECT_EQ(resolve_experiment_path("v.bin", "runs/x", "x.json", "k"), "v.bin");  // a file in the working directory
+
+  json exp = json::parse(R"({"out_dir": "runs/x",
+    "prepare": [{"name": "t", "input": ["{data}/a.xz", "b.txt"], "vocab-dir": "{data}/gpt2",
+                 "output": "{out_dir}/data/t.bin", "val_output": "{out_dir}/data/v.bin"}],
+    "common": {"data": {"train": "{out_dir}/data/t.bin", "val": "{out_dir}/data/v.bin"}},
+    "jobs": [{"name": "gpt", "config": {"data": {"val": "{out_dir}/../y/v.bin"}}}],
+    "eval": {"datasets": {"v": "{out_dir}/data/v.bin"}}})");
+  const json e = resolve_experiment_paths(exp, origin);
+  EXPECT_EQ(e["prepare"][0]["input"], json::array({"/d/a.xz", "/e/configs/b.txt"}));
+  EXPECT_EQ(e["prepare"][0]["vocab-dir"], "/d/gpt2");
+  EXPECT_EQ(e["prepare"][0]["output"], "runs/x/data/t.bin");
+  EXPECT_EQ(e["prepare"][0]["val_output"], "runs/x/data/v.bin");
+  EXPECT_EQ(e["common"]["data"]["train"], "runs/x/data/t.bin");
+  EXPECT_EQ(e["jobs"][0]["config"]["data"]["val"], "runs/y/v.bin");
+  EXPECT_EQ(e["eval"]["datasets"]["v"], "runs/x/data/v.bin");
+  EXPECT_EQ(e["out_dir"], "runs/x");  // relative to the working directory: where runs/ goes
+
+  auto message = [&](const std::string& p) {
+    try {
+      path(p);
+    } catch (const ConfigError& err) {
+      return std::string(err.what()) + " | " + err.hint();
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("{dat}/x").find("x.json: k = \"{dat}/x\": unknown placeholder {dat} | paths start with {data}/"),
+            std::string::npos)
+      << message("{dat}/x");
+  EXPECT_NE(message("{out_dir}x").find("a placeholder is followed by '/'"), std::string::npos);
+  json bad = exp;
+  bad["prepare"][0]["output"] = 3;
+  try {
+    resolve_experiment_paths(bad, origin);
+    FAIL() << "a path that is no string";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("prepare[0].output must be a path"), std::string::npos) << err.what();
+  }
+  bad = exp;
+  bad["out_dir"] = "{out_dir}/x";
+  EXPECT_THROW(resolve_experiment_paths(bad, origin), ConfigError);
 }
 
 // The ConfigError message and hint of f(), or "no error".

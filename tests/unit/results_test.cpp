@@ -4,12 +4,16 @@
 // table row of mean ± sd per group, a validation-loss band per group in the gnuplot figures.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 
 #include <gtest/gtest.h>
 
+#include "core/env_info.h"
 #include "core/errors.h"
 #include "metrics/stats.h"
+#include "reports/metric_tables.h"
 #include "reports/replicates.h"
 #include "reports/results.h"
 #include "tests/test_util.h"
@@ -151,6 +155,34 @@ TEST(ResultsTest, HeadlineShowsEachRunsMainPerplexityWithItsProtocol) {
   EXPECT_EQ(render_markdown(none).find("Headline"), std::string::npos);
 }
 
+// One table per family: columns dataset × measure in the paper's order, a window subset in its cell, protocol parts
+// attached to the whole table, a column or a cell, wherever they hold.
+TEST(ResultsTest, MetricTablesAttachProtocolPartsWhereTheyHold) {
+  const Results r = paradigm_results();
+  const auto tables = metric_tables(r);
+  ASSERT_EQ(tables.size(), 2u);  // ppl, then bpb
+  const MetricTable& ppl = tables[0];
+  EXPECT_EQ(ppl.title(), "ppl (lower is better)");
+  std::vector<std::string> headers;
+  for (const auto& c : ppl.columns) headers.push_back(c.text);
+  EXPECT_EQ(headers, (std::vector<std::string>{"ptb L2R", "ptb any-order K=1", "ptb ELBO bound", "wikitext2 L2R",
+                                               "wikitext2 any-order K=1", "wikitext2 any-order K=4",
+                                               "wikitext2 ensemble M=8", "wikitext2 ELBO bound"}));
+  ASSERT_EQ(ppl.rows.size(), 4u);
+  EXPECT_EQ(ppl.rows[3].label, "sedd");
+  EXPECT_EQ(ppl.rows[3].cells[3].text, "50.0 ± 1.0 (16/229 windows)");
+  EXPECT_EQ(ppl.rows[3].cells[2].text, "≤ 110.0 ± 2.0");
+  EXPECT_EQ(ppl.shared, (std::vector<std::string>{"All cells: first token skipped; 1024-token windows; reference "
+                                                  "packing"}));
+  // radd's ptb cell alone pro-rated its bytes: the column's one cell, so its column's note says so.
+  ASSERT_EQ(ppl.columns[1].notes.size(), 1u);
+  EXPECT_EQ(ppl.notes[ppl.columns[1].notes[0] - 1],
+            "random orders exact, K=1; bytes pro-rated to the scored tokens (estimate)");
+  EXPECT_EQ(ppl.rows[2].cells[1].text, "130.0 ± 3.0 (16/86 windows)");
+  EXPECT_TRUE(ppl.rows[2].cells[1].notes.empty());
+  EXPECT_EQ(tables[1].title(), "bpb on wikitext2 (lower is better)");
+}
+
 TEST(ResultsTest, SaveLoadAndMergeOverwriteMetricsKeyByKey) {
   testing::TempDir tmp;
   Results a = sample_results();
@@ -175,10 +207,13 @@ TEST(ResultsTest, RejectsFilesWithoutTheSchemaTag) {
 TEST(ResultsTest, MarkdownMarksBoundsAndStderr) {
   const std::string md = render_markdown(sample_results());
   EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| run | lambada | wikitext2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| gpt_small | 51 | 35.2 ± 0.5 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.2 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("- wikitext2: ELBO upper bound"), std::string::npos) << md;  // protocol note
+  // Columns dataset × measure; a protocol part its column shares is the column's footnote, any other one its
+  // cell's; the footnotes are numbered in reading order.
+  EXPECT_NE(md.find("| run | lambada L2R [1] | wikitext2 L2R |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpt_small | 51 | 35.2 ± 0.5 [2] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sedd_small |  | ≤ 41.5 ± 1.2 [3] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n1. l2r exact\n2. l2r exact; first token skipped\n3. ELBO upper bound\n"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("- git_commit: abc123"), std::string::npos) << md;
   // A comparison with an encoder or any-order model shows finding 5's table; a GPT-only one does not.
   EXPECT_NE(md.find("(finding 5)"), std::string::npos) << md;
@@ -195,9 +230,14 @@ TEST(ResultsTest, MarkdownPutsEnsembleSizesSideBySide) {
         100.0 - m, 1.5, 40, false, false, "context-order ensemble M=" + std::to_string(m), {"ppl", "ensemble", 0, m}};
   run.metrics["wikitext2/ppl_map"] = MetricValue{7.0, std::nullopt, 0, false, false, "", {"ppl_map"}};  // not a member
   const std::string md = render_markdown(r);
-  EXPECT_NE(md.find("## ppl, context-order ensembles of M members (lower is better)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| run | wikitext2 M=1 | wikitext2 M=2 | wikitext2 M=8 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| gpt_small | 99.0 ± 1.5 | 98.0 ± 1.5 | 92.0 ± 1.5 |"), std::string::npos) << md;
+  // One perplexity table: the ensemble sizes are columns of it, after the L2R column of the same dataset.
+  EXPECT_NE(md.find("| run | lambada L2R [1] | wikitext2 L2R | wikitext2 ensemble M=1 [2] | wikitext2 ensemble M=2 [3] "
+                    "| wikitext2 ensemble M=8 [4] |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| gpt_small | 51 | 35.2 ± 0.5 [5] | 99.0 ± 1.5 | 98.0 ± 1.5 | 92.0 ± 1.5 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("\n4. context-order ensemble M=8\n"), std::string::npos) << md;
   EXPECT_EQ(md.find("## ppl_m2"), std::string::npos) << md;  // no table per size
   EXPECT_NE(md.find("## ppl_map (lower is better)"), std::string::npos) << md;
   EXPECT_NE(md.find("## ppl (lower is better)"), std::string::npos) << md;
@@ -224,9 +264,15 @@ TEST(ResultsTest, CsvIsFlatOneRowPerMetric) {
 TEST(ResultsTest, LatexIsABooktabsTable) {
   const std::string tex = render_latex(sample_results());
   EXPECT_NE(tex.find("\\begin{tabular}{lrr}"), std::string::npos) << tex;
-  EXPECT_NE(tex.find("\\toprule\nrun & lambada & wikitext2 \\\\\n\\midrule"), std::string::npos) << tex;
-  EXPECT_NE(tex.find("gpt\\_small & 51 & 35.2 $\\pm$ 0.5 \\\\"), std::string::npos) << tex;
-  EXPECT_NE(tex.find("sedd\\_small &  & $\\le$ 41.5 $\\pm$ 1.2 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("\\toprule\nrun & lambada L2R\\textsuperscript{1} & wikitext2 L2R \\\\\n\\midrule"),
+            std::string::npos)
+      << tex;
+  EXPECT_NE(tex.find("gpt\\_small & 51 & 35.2 $\\pm$ 0.5\\textsuperscript{2} \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("sedd\\_small &  & $\\le$ 41.5 $\\pm$ 1.2\\textsuperscript{3} \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("\\caption{ppl (lower is better). (1) l2r exact. (2) l2r exact; first token skipped. (3) ELBO "
+                     "upper bound.}"),
+            std::string::npos)
+      << tex;
   EXPECT_NE(tex.find("\\bottomrule"), std::string::npos);
 }
 
@@ -415,10 +461,20 @@ TEST(ResultsTest, LegacyFileRendersLikeANewOne) {
   EXPECT_NE(md.find("| ao_gpt | random orders exact, K=4 | all | 39.5 ± 0.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| sedd | ELBO upper bound, 16 MC steps | all | ≤ 60.5 ± 1.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| gpt | gpt | debug | autoregressive | 128768 | 300 | 614400 |  |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| run | fortunes_val M=1 | fortunes_val M=4 | fortunes_val M=16 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("## ppl_m16_p256 (lower is better)"), std::string::npos) << md;  // positions: own table
-  EXPECT_NE(md.find("| run | gen_p0.95_t0.9_s64 | gen_p0.95_t0.9_s128 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("## eval_tok_s, context-order ensembles of M members"), std::string::npos) << md;
+  // One perplexity table on the one dataset: a column per measure, ensemble sizes ascending, a subset of
+  // positions after the full ensembles, the sweeps in steps order.
+  EXPECT_NE(
+      md.find("## ppl on fortunes_val (lower is better)\n\n| run | L2R [1] | any-order K=1 [2] | any-order K=4 [3] "
+              "| ensemble M=1 [4] | ensemble M=4 [5] | ensemble M=16 [6] | ensemble M=16 (256 positions) [7] | "
+              "ELBO bound [8] |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| ao_gpt | 25.5 ± 0.4 (16/604 windows) | 40.2 ± 0.8 | 39.5 ± 0.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("All cells: first token skipped; 128-token windows; simple packing.\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| run | gen_p0.95_t0.9_s64 [1] | gen_p0.95_t0.9_s128 [2] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## eval_tok_s on fortunes_val (higher is better)\n\n| run | L2R [1] | ensemble M=16 [2] |"),
+            std::string::npos)
+      << md;
 }
 
 // Training FLOPs in the run tables.
@@ -571,18 +627,16 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
   for (size_t at = md.find("| ao_gpt_seed1 |"); at != std::string::npos; at = md.find("| ao_gpt_seed1 |", at + 1))
     ++rows;
   EXPECT_EQ(rows, 1u) << md;
-  // The per-metric tables: the same cells, the notes say what "±" is and which seed is missing.
-  EXPECT_NE(md.find("## ppl_k4 (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
-                    "| ao_gpt (3 seeds) | 105 ± 7 (2/3 seeds) | 42.0 ± 2.0 |\n\n"
-                    "- ptb: random orders exact, K=4\n- wikitext2: random orders exact, K=4\n"
-                    "- rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr\n"
-                    "- ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2; the cell is the mean ± "
+  // The perplexity table: the same cells, K and L2R side by side; what "±" is under it, the missing seed a footnote
+  // of its cell.
+  EXPECT_NE(md.find("## ppl (lower is better)\n\n| run | ptb L2R [1] | ptb any-order K=4 [2] | wikitext2 L2R [1] | "
+                    "wikitext2 any-order K=4 [2] |\n|---|---:|---:|---:|---:|\n"
+                    "| ao_gpt (3 seeds) |  | 105 ± 7 (2/3 seeds) [3] |  | 42.0 ± 2.0 |\n"
+                    "| gpt | 80.0 ± 1.0 |  | 35.2 ± 0.5 |  |\n\n"
+                    "The rows \"(n seeds)\": mean ± sd over seeds; other rows: ± the evaluation's stderr.\n\n"
+                    "1. l2r exact\n2. random orders exact, K=4\n"
+                    "3. ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2; the cell is the mean ± "
                     "sd over the others\n"),
-            std::string::npos)
-      << md;
-  // A table without a group row keeps today's notes.
-  EXPECT_NE(md.find("## ppl (lower is better)\n\n| run | ptb | wikitext2 |\n|---|---:|---:|\n"
-                    "| gpt | 80.0 ± 1.0 | 35.2 ± 0.5 |\n\n- ptb: l2r exact\n- wikitext2: l2r exact\n\n"),
             std::string::npos)
       << md;
   // The lone run renders as it would without the seeds beside it.
@@ -597,14 +651,20 @@ TEST(ResultsTest, SeedsAreOneRowWithMeanAndSd) {
   EXPECT_NE(text.find("105 ± 7 (2/3 seeds)"), std::string::npos) << text;
   EXPECT_NE(text.find("[1] ao_gpt (3 seeds), ptb ppl_k4: 2/3 seeds"), std::string::npos) << text;
   const std::string tex = render_latex(r);
-  EXPECT_NE(tex.find("ao\\_gpt (3 seeds) & 105 $\\pm$ 7 (2/3 seeds) & 42.0 $\\pm$ 2.0 \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("ao\\_gpt (3 seeds) &  & 105 $\\pm$ 7 (2/3 seeds)\\textsuperscript{3} &  & 42.0 $\\pm$ 2.0 \\\\"),
+            std::string::npos)
+      << tex;
   EXPECT_NE(tex.find("mean $\\pm$ sd over seeds"), std::string::npos) << tex;
   const std::string html = render_html(r, {});
   EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds) [1]</td><td>random orders exact, K=4</td><td>all</td>"
                       "<td class=num>105 ± 7 (2/3 seeds)</td><td class=num>42.0 ± 2.0</td></tr>"),
             std::string::npos)
       << html;
-  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds)</td><td class=num>105 ± 7 (2/3 seeds)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>ao_gpt (3 seeds)</td><td class=num></td><td class=num>105 ± 7 (2/3 seeds)<sup>3</sup>"
+                      "</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<th>ptb any-order K=4<sup>2</sup></th>"), std::string::npos) << html;
   EXPECT_NE(html.find("<li>ao_gpt (3 seeds), ptb/ppl_k4: 2/3 seeds, no value from ao_gpt_seed2"), std::string::npos);
   // CSV: every run's rows as before, then the group's: mean, stderr = sd/√n over seeds, n = seeds.
   const std::string csv = render_csv(r);
@@ -710,6 +770,26 @@ TEST(ResultsTest, ValuesAreRoundedToTheirErrorsSignificance) {
   EXPECT_EQ(rounded_to_error(2.3456, 0.0097), (P{"2.346", "0.010"}));  // 970 → up to 1000, two digits
   EXPECT_EQ(rounded_to_error(152864, 104883), (P{"150000", "100000"}));
   EXPECT_EQ(rounded_to_error(5.0, 0.0).first, "5");  // no error: the value as it is
+}
+
+}  // namespace
+}  // namespace aobench
+
+namespace aobench {
+namespace {
+
+// The context of every result names the AOBENCH_* switches in force: a timing says which code path made it.
+TEST(EnvInfoTest, ContextRecordsTheAobenchEnvironment) {
+  const char* old = std::getenv("AOBENCH_FUSED_CE");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::setenv("AOBENCH_FUSED_CE", "0", 1);
+  const std::string with = env_info()["aobench_env"].get<std::string>();
+  EXPECT_NE(with.find("AOBENCH_FUSED_CE=0"), std::string::npos) << with;
+  ::unsetenv("AOBENCH_FUSED_CE");
+  const std::string without = env_info()["aobench_env"].get<std::string>();
+  EXPECT_EQ(without.find("AOBENCH_FUSED_CE"), std::string::npos) << without;
+  EXPECT_FALSE(without.empty());  // "none" when nothing is set
+  if (saved) ::setenv("AOBENCH_FUSED_CE", saved->c_str(), 1);
 }
 
 }  // namespace
