@@ -99,12 +99,17 @@ bool run_prepare(const json& entry, size_t i, const std::string& origin, bool fo
   if (!entry.is_object()) throw ConfigError(where + " must be an object");
   const std::string name = str_field(entry, "name", where);
   const std::string output = str_field(entry, "output", where);
+  require_data_folder(output, where + ".output");
   if (entry.contains("val_output")) str_field(entry, "val_output", where);
   const bool have_val = !entry.contains("val_output") || fs::exists(entry["val_output"].get<std::string>());
   if (!force && fs::exists(output) && have_val) {
     std::cout << "run: dataset " << name << " already prepared (" << output << ")\n";
     return false;
   }
+  // What it reads: a {data}/… path left unresolved (no shared data folder) fails here, naming the rule.
+  for (auto it = entry.begin(); it != entry.end(); ++it)
+    for (const auto& v : it.value().is_array() ? it.value() : json::array({it.value()}))
+      if (v.is_string()) require_data_folder(v.get<std::string>(), where + "." + it.key());
   // Every key but "name" is an `aobench prepare` option ("val_output" → --val-output); a list repeats it.
   std::vector<std::string> args;
   for (auto it = entry.begin(); it != entry.end(); ++it) {

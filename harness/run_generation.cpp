@@ -44,11 +44,16 @@ json experiment_with_base(json exp, const std::string& origin) {
   if (!exp.contains("base")) return exp;
   if (!exp["base"].is_string())
     throw ConfigError(origin + ": 'base' must be the path of another experiment file, got " + exp["base"].dump());
-  // Relative to this file's folder, like its other paths; the base's paths then resolve as if written here.
-  const std::string base_path = resolve_experiment_path(exp["base"].get<std::string>(), "", origin, "base");
-  // The base at this file's tier, so a generation study samples the models of the same scale.
-  const json base = apply_tier(load_json_file(base_path), exp.value("tier", std::string()), base_path);
+  // Relative to this file's folder, like its other paths.
+  if (exp["base"].get<std::string>().rfind("{out_dir}", 0) == 0)
+    throw ConfigError(origin + ": 'base' = " + exp["base"].dump() + " cannot start with {out_dir}",
+                      "name the other experiment file relative to this one, e.g. \"paradigms_tiny.json\"");
+  const std::string base_path = resolve_experiment_path(exp["base"].get<std::string>(), nullptr, origin, "base");
+  // The base at this file's tier, so a generation study samples the models of the same scale; its paths from its
+  // own folder, its {out_dir} once merged (the out_dir both then share).
+  json base = apply_tier(load_json_file(base_path), exp.value("tier", std::string()), base_path);
   if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");
+  base = resolve_experiment_paths(base, base_path, /*keep_out_dir=*/true);
   if (base.contains("base"))
     throw ConfigError(base_path + " (the 'base' of " + origin + ") has a 'base' itself", "one level only");
   for (const char* key : {"out_dir", "prepare", "common", "jobs", "seeds"})

@@ -24,6 +24,13 @@ double last_value(const RunResults& run, const std::string& curve) {
   return it == run.curves.end() || it->second.empty() ? NAN : it->second.back().second;
 }
 
+// The last validation loss after some training: the step-0 point (the untrained model) is no run's result, so a
+// run stopped before its first evaluation has none.
+double last_trained_val(const RunResults& run) {
+  auto it = run.curves.find("loss/val");
+  return it == run.curves.end() || it->second.empty() || it->second.back().first <= 0 ? NAN : it->second.back().second;
+}
+
 std::optional<int64_t> train_seed(const json& config) {
   if (!config.is_object() || !config.contains("train") || !config["train"].is_object()) return std::nullopt;
   const json& t = config["train"];
@@ -86,7 +93,7 @@ std::vector<RunGroup> replicate_groups(const Results& r) {
 Estimate final_val_loss(const RunGroup& g, std::vector<std::string>* missing) {
   std::vector<double> values, se;
   for (size_t i = 0; i < g.members.size(); ++i) {
-    const double v = last_value(*g.members[i], "loss/val");
+    const double v = last_trained_val(*g.members[i]);
     if (!std::isfinite(v)) {
       if (missing) missing->push_back(g.runs[i]);
       continue;
@@ -149,7 +156,7 @@ double plateau_exit_step(const RunResults& run) {
 }
 
 std::string plateau_text(const RunResults& run) {
-  const double u = unigram_nats(run), last = last_value(run, "loss/val");
+  const double u = unigram_nats(run), last = last_trained_val(run);
   if (!std::isfinite(u)) return "unigram level not recorded";
   if (!std::isfinite(last)) return "no validation loss";
   const double s = plateau_exit_step(run);

@@ -28,7 +28,8 @@ std::vector<RunGroup> replicate_groups(const Results& r);
 
 // The last validation loss of each member with its standard error over the evaluation batches
 // ("loss/val_se", NaN when not recorded) as an Estimate over seeds (metrics/stats.h); `missing` lists the
-// members without a finite final validation loss (diverged, not trained, not evaluated).
+// members without a finite final validation loss (diverged, not trained, not evaluated after step 0: the
+// step-0 point is the untrained model).
 Estimate final_val_loss(const RunGroup& g, std::vector<std::string>* missing = nullptr);
 // The metric "<dataset>/<name>" of each member (value and stderr) over seeds; `missing` as above.
 Estimate metric_over_seeds(const RunGroup& g, const std::string& key, std::vector<std::string>* missing = nullptr);

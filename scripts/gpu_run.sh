@@ -14,6 +14,8 @@ OUT=${OUT:-/tmp/gpu_run_out}
 mkdir -p "$OUT"
 # The experiment files name the shared data folder beside the checkout.
 if [[ ! -e ../shared/data && -d data ]]; then mkdir -p ../shared && ln -s "$PWD/data" ../shared/data; fi
+# {data} of the experiment files (harness/experiment_paths.h), whatever checkout the binary was built from.
+export AOBENCH_DATA_DIR=${AOBENCH_DATA_DIR:-$(cd ../shared/data 2>/dev/null && pwd || true)}
 if [[ ! -x build/aobench ]] || [[ -n "$(find . -path ./build -prune -o -newer build/aobench \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' \) -print -quit)" ]]; then
   export AOBENCH_CMAKE_ARGS="${AOBENCH_CMAKE_ARGS:--DAOBENCH_BUILD_TESTS=OFF}"
   source scripts/gpu_build.sh > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }

@@ -235,7 +235,8 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
 TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
   const ScopedDataDir data("/d");
   const std::string origin = "/e/configs/x.json";
-  auto path = [&](const std::string& p) { return resolve_experiment_path(p, "runs/x", origin, "k"); };
+  const std::string out_dir = "runs/x";
+  auto path = [&](const std::string& p) { return resolve_experiment_path(p, &out_dir, origin, "k"); };
   EXPECT_EQ(path("{out_dir}/data/v.bin"), "runs/x/data/v.bin");
   EXPECT_EQ(path("{out_dir}/../p/data/t.bin"), "runs/p/data/t.bin");  // lexically normal: one name per file
   EXPECT_EQ(path("{here}/prompts.txt"), "/e/configs/prompts.txt");
@@ -244,14 +245,19 @@ TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
   EXPECT_EQ(path("/abs/f.bin"), "/abs/f.bin");
   EXPECT_EQ(path("{data}/gpt2"), "/d/gpt2");
   EXPECT_EQ(path("{data}"), "/d");
-  EXPECT_EQ(resolve_experiment_path("v.bin", "runs/x", "x.json", "k"), "v.bin");  // a file in the working directory
+  EXPECT_EQ(resolve_experiment_path("v.bin", &out_dir, "x.json", "k"), "v.bin");  // a file in the working directory
+  EXPECT_EQ(path(""), "");                                                        // data.val "" (none) stays none
+  EXPECT_EQ(resolve_experiment_path("{out_dir}/v.bin", nullptr, origin, "k"), "{out_dir}/v.bin");  // a base's
+  EXPECT_THROW(require_data_folder("{data}/train/a.xz", "x.json: prepare[0].input"), ConfigError);
+  EXPECT_NO_THROW(require_data_folder("/d/train/a.xz", "x.json: prepare[0].input"));
 
   json exp = json::parse(R"({"out_dir": "runs/x",
     "prepare": [{"name": "t", "input": ["{data}/a.xz", "b.txt"], "vocab-dir": "{data}/gpt2",
                  "output": "{out_dir}/data/t.bin", "val_output": "{out_dir}/data/v.bin"}],
     "common": {"data": {"train": "{out_dir}/data/t.bin", "val": "{out_dir}/data/v.bin"}},
     "jobs": [{"name": "gpt", "config": {"data": {"val": "{out_dir}/../y/v.bin"}}}],
-    "eval": {"datasets": {"v": "{out_dir}/data/v.bin"}}})");
+    "eval": {"datasets": {"v": "{out_dir}/data/v.bin"}},
+    "generation": {"judge": "{here}/judges/gpt"}})");
   const json e = resolve_experiment_paths(exp, origin);
   EXPECT_EQ(e["prepare"][0]["input"], json::array({"/d/a.xz", "/e/configs/b.txt"}));
   EXPECT_EQ(e["prepare"][0]["vocab-dir"], "/d/gpt2");
@@ -261,6 +267,13 @@ TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
   EXPECT_EQ(e["jobs"][0]["config"]["data"]["val"], "runs/y/v.bin");
   EXPECT_EQ(e["eval"]["datasets"]["v"], "runs/x/data/v.bin");
   EXPECT_EQ(e["out_dir"], "runs/x");  // relative to the working directory: where runs/ goes
+  EXPECT_EQ(e["generation"]["judge"], "/e/configs/judges/gpt");
+  const json kept = resolve_experiment_paths(exp, origin, /*keep_out_dir=*/true);  // a base file's paths
+  EXPECT_EQ(kept["common"]["data"]["train"], "{out_dir}/data/t.bin");
+  EXPECT_EQ(kept["prepare"][0]["vocab-dir"], "/d/gpt2");
+  json named = exp;
+  named["generation"]["judge"] = "gpt";  // a job of the experiment: a name, not a path
+  EXPECT_EQ(resolve_experiment_paths(named, origin)["generation"]["judge"], "gpt");
 
   auto message = [&](const std::string& p) {
     try {

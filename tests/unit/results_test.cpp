@@ -597,6 +597,15 @@ TEST(ResultsReplicatesTest, ValLossBandIsMeanAndSdOverSeeds) {
   ASSERT_EQ(one.size(), 2u);
   EXPECT_DOUBLE_EQ(one[1].mean, 3.75);
   EXPECT_TRUE(std::isnan(one[1].sd));
+  // A run stopped before its first evaluation has only the step-0 point (the untrained model): no final loss.
+  Results early = seeded_results();
+  auto& curve = early.runs.at("ao_gpt_seed2").curves.at("loss/val");
+  curve = {{0.0, 10.8}};
+  std::vector<std::string> untrained;
+  const Estimate e = final_val_loss(replicate_groups(early).front(), &untrained);
+  EXPECT_EQ(e.n, 2);
+  EXPECT_EQ(untrained, std::vector<std::string>{"ao_gpt_seed2"});
+  EXPECT_EQ(plateau_text(early.runs.at("ao_gpt_seed2")).find("on the plateau"), std::string::npos);
   // The pooled estimates over seeds.
   std::vector<std::string> missing;
   const Estimate ptb = metric_over_seeds(ao, "ptb/ppl_k4", &missing);
