@@ -297,7 +297,7 @@ void time_full_train_step(benchmark::State& state, bool captured) {
   std::string label;
   aobench::TrainBatch batch;
   auto model = train_bench_model(dev, label, batch);
-  if (captured && !model->info().capabilities.capturable_loss) {
+  if (captured && !model->info().speed.capturable_loss) {
     state.SkipWithError("the plugin does not declare capturable_loss");
     return;
   }

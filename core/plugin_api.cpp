@@ -34,7 +34,19 @@ torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens,
   return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
 }
 
-void check_sample_request(const PluginInfo& info, const SampleRequest& request) {
+SampleOutput ModelPlugin::sample(const SampleRequest& request) {
+  check_sample_request(info(), block_size(), request);
+  return generate(request);
+}
+
+void check_sample_request(const PluginInfo& info, int64_t block_size, const SampleRequest& request) {
+  if (request.length > block_size || request.length < 1)
+    throw ConfigError("sample length " + std::to_string(request.length) +
+                          " must lie in [1, block_size=" + std::to_string(block_size) + "]",
+                      "set sample.length");
+  if (request.batch_size < 1)
+    throw ConfigError("sample batch size " + std::to_string(request.batch_size) + " must be at least 1",
+                      "set sample.batch_size");
   if (!request.prompt.defined()) return;
   TORCH_CHECK(request.prompt.dim() == 2, "sample: prompt must be (batch_size, length), got ", request.prompt.sizes());
   const auto given = request.prompt.to(torch::kCPU).ge(0);  // (B, L)

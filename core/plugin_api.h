@@ -29,7 +29,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 6;  // 6: diagnostics()
+inline constexpr uint32_t kPluginApiVersion = 7;  // 7: generate() behind sample(); SpeedHints
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -53,8 +53,8 @@ inline const char* to_string(Paradigm p) {
 
 // What a plugin can do beyond loss / log_prob under the identity order / unprompted sample, declared up
 // front so callers check a flag instead of trying a call. A declared capability must work, an undeclared one
-// must be refused with PluginError (the defaults of elbo / chain_log_probs do; check_sample_request does for
-// prompts); the conformance suite checks both for every plugin.
+// must be refused with PluginError (the defaults of elbo / chain_log_probs do; sample() does for prompts); the
+// conformance suite checks both for every plugin.
 struct Capabilities {
   bool any_order = false;        // loss / log_prob under any permutation σ (else: the identity only)
   bool elbo = false;             // elbo(): a diffusion ELBO (eval.mode=elbo)
@@ -63,6 +63,11 @@ struct Capabilities {
   bool infill = false;           // sample() with given ids anywhere, every draw conditioned on all of them
   bool forced_tokens = false;    // sample() with given ids anywhere, kept in place but seen only by the
                                  // draws after them (a left-to-right model's teacher forcing; not infilling)
+};
+
+// How the harness may run a plugin faster without changing what it computes (no capability: nothing a caller
+// can ask of the plugin depends on them).
+struct SpeedHints {
   bool capturable_loss = false;  // loss() makes no host read, draws nothing from gen and returns no metrics,
                                  // given an undefined batch.order when any_order is false (identity implied):
                                  // the trainer may record a whole training step once in a CUDA graph and
@@ -76,6 +81,7 @@ struct PluginInfo {
   Paradigm paradigm;
   std::string summary;  // one line for `aobench list`
   Capabilities capabilities;
+  SpeedHints speed{};
 };
 
 struct ParamGroup {
@@ -174,10 +180,11 @@ class ModelPlugin {
   virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                              const torch::Tensor& targets);
 
-  // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device.
-  // Start with check_sample_request(info(), request): it refuses prompts the capabilities do not cover.
-  // Given prompt ids (≥ 0) appear unchanged in the output. Runs in eval mode and restores the caller's.
-  virtual SampleOutput sample(const SampleRequest& request) = 0;
+  // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device: the
+  // harness's entry point. It refuses what the plugin cannot serve (check_sample_request: sizes, the block size,
+  // prompts its capabilities do not cover), then calls generate(). Given prompt ids (≥ 0) appear unchanged in the
+  // output.
+  SampleOutput sample(const SampleRequest& request);
 
   // Named scalars describing the model's state (not a batch), e.g. ao_gpt's mean |adaLN gate| per block
   // "gate_attn/l0": the trainer logs them every train.log_interval on the main rank as "diag/<name>" (a name
@@ -188,12 +195,19 @@ class ModelPlugin {
   // Optional plugin-specific state beyond module() tensors to keep in checkpoints.
   virtual nlohmann::json extra_state() const { return nlohmann::json::object(); }
   virtual void load_extra_state(const nlohmann::json&) {}
+
+ protected:
+  // The plugin's sampler, called by sample() with a request already checked: 1 ≤ length ≤ block_size(),
+  // batch_size ≥ 1, a prompt (when defined) of rank 2 that the capabilities cover. Runs in eval mode and restores
+  // the caller's.
+  virtual SampleOutput generate(const SampleRequest& request) = 0;
 };
 
-// PluginError unless `request.prompt` (when defined) needs only what `info.capabilities` declares: a prompt
-// whose given ids (≥ 0) are a prefix of every row needs prefix_prompt (or infill / forced_tokens), any other
-// needs infill or forced_tokens.
-void check_sample_request(const PluginInfo& info, const SampleRequest& request);
+// What sample() checks before generate(): ConfigError unless 1 ≤ request.length ≤ `block_size` and
+// request.batch_size ≥ 1; PluginError unless `request.prompt` (when defined) needs only what `info.capabilities`
+// declares: a prompt whose given ids (≥ 0) are a prefix of every row needs prefix_prompt (or infill /
+// forced_tokens), any other needs infill or forced_tokens.
+void check_sample_request(const PluginInfo& info, int64_t block_size, const SampleRequest& request);
 
 // The resolved `model` section as configure() reads it: one typed getter for every plugin. Errors are
 // ConfigError naming "model.<key>" with a hint pointing at plugins/<plugin>/default.json. The harness has

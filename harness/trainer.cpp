@@ -350,7 +350,7 @@ void Trainer::build_optimizer() {
   param_names_ = optimizer_names(*optimizer_, net());
   if (hp_.ema > 0) ema_ = std::make_unique<Ema>(net(), hp_.ema);
   graph_wanted_ = train_graphs_enabled(device_) && hp_.gradient_accumulation_steps == 1 &&
-                  info_.capabilities.capturable_loss && optimizer_->fused();
+                  info_.speed.capturable_loss && optimizer_->fused();
 }
 
 // Weights, optimizer moments, EMA, counters and every RNG stream from the newest checkpoint of the run.

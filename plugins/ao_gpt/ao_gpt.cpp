@@ -31,9 +31,10 @@ class AoGptPlugin : public ModelPlugin {
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
-    caps.capturable_loss = true;  // loss(): device ops on tokens and order only
-    return {"ao_gpt", "0.1.0", Paradigm::kAnyOrder,
-            "AO-GPT: any-order GPT, adaLN target-position conditioning, KV-cache any-order sampler", caps};
+    PluginInfo info{"ao_gpt", "0.1.0", Paradigm::kAnyOrder,
+                    "AO-GPT: any-order GPT, adaLN target-position conditioning, KV-cache any-order sampler", caps};
+    info.speed.capturable_loss = true;  // loss(): device ops on tokens and order only
+    return info;
   }
 
   void configure(const nlohmann::json& model) override {
@@ -143,8 +144,8 @@ class AoGptPlugin : public ModelPlugin {
     return out;
   }
 
-  SampleOutput sample(const SampleRequest& r) override {
-    check_sample_request(info(), r);
+ protected:
+  SampleOutput generate(const SampleRequest& r) override {  // checked by ModelPlugin::sample
     // Linear weights in bf16 for the call, except the adaLN tables' Linears, which run in fp32 (adaln_pieces).
     common::AutocastLinearWeights bf16_weights(*net_, r.device, [](const std::string& name) {
       return (name.size() >= 5 && name.compare(name.size() - 5, 5, "adaLN") == 0) || name == "adaLN_final";

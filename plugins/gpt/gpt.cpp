@@ -153,8 +153,10 @@ PluginInfo GptPlugin::info() const {
   Capabilities c;
   c.prefix_prompt = true;  // left to right: a prefix is a prompt, given ids after free ones are forced
   c.forced_tokens = true;
-  c.capturable_loss = true;  // loss(): device ops only once an undefined order skips the identity check
-  return {"gpt", "1.0.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2", c};
+  PluginInfo info{"gpt", "1.0.0", Paradigm::kAutoregressive, "GPT-2 (nanoGPT-shaped), left to right; loads HF GPT-2",
+                  c};
+  info.speed.capturable_loss = true;  // loss(): device ops only once an undefined order skips the identity check
+  return info;
 }
 
 namespace {
@@ -396,10 +398,7 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
 
 // ---------------------------------------------------------------------------------------------- sampling
 
-SampleOutput GptPlugin::sample(const SampleRequest& r) {
-  check_sample_request(info(), r);
-  return sample_impl(r, true);
-}
+SampleOutput GptPlugin::generate(const SampleRequest& r) { return sample_impl(r, true); }
 
 SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   const int64_t B = r.batch_size, L = r.length, V = cfg_.vocab_size;

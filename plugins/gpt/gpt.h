@@ -99,13 +99,15 @@ class GptPlugin : public ModelPlugin {
   int64_t block_size() const override { return cfg_.block_size; }
   LossOutput loss(const TrainBatch& batch, at::Generator& gen) override;
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) override;
-  SampleOutput sample(const SampleRequest& request) override;
 
   // use_cache = false recomputes the whole prefix every step: the reference the KV-cache path must match.
   // use_cache = true: static KV cache, decode steps replayed from CUDA graphs on the GPU (cuda_graph.h).
   SampleOutput sample_impl(const SampleRequest& request, bool use_cache);
   const GptConfig& config() const { return cfg_; }
   Gpt& net() { return net_; }
+
+ protected:
+  SampleOutput generate(const SampleRequest& request) override;  // checked by ModelPlugin::sample
 
  private:
   void load_hf_weights(const std::string& dir);

@@ -104,8 +104,8 @@ class SeddPlugin : public ModelPlugin {
     return out;
   }
 
-  SampleOutput sample(const SampleRequest& req) override {
-    check_sample_request(info(), req);
+ protected:
+  SampleOutput generate(const SampleRequest& req) override {  // checked by ModelPlugin::sample
     common::EvalMode em(*net_);
     common::MaskedSamplerOptions opt;
     opt.vocab_size = cfg_.vocab_size;

@@ -130,11 +130,12 @@ class SigmaGptPlugin : public ModelPlugin {
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
-    caps.capturable_loss = true;  // loss(): device ops on tokens and order only
-    return {"sigma_gpt", "0.1.0", Paradigm::kAnyOrder,
-            "σ-GPT: random-order GPT with additive target-position embedding (AO-GPT repo baseline; idiap "
-            "variant)",
-            caps};
+    PluginInfo info{"sigma_gpt", "0.1.0", Paradigm::kAnyOrder,
+                    "σ-GPT: random-order GPT with additive target-position embedding (AO-GPT repo baseline; idiap "
+                    "variant)",
+                    caps};
+    info.speed.capturable_loss = true;  // loss(): device ops on tokens and order only
+    return info;
   }
 
   void configure(const nlohmann::json& model) override {
@@ -257,8 +258,8 @@ class SigmaGptPlugin : public ModelPlugin {
     return out;
   }
 
-  SampleOutput sample(const SampleRequest& r) override {
-    check_sample_request(info(), r);
+ protected:
+  SampleOutput generate(const SampleRequest& r) override {  // checked by ModelPlugin::sample
     auto fwd = [this](const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n) {
       return logits(s, cache, mask, n);
     };

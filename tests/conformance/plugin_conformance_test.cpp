@@ -188,6 +188,30 @@ TEST_P(PluginConformance, SampleShapeAndRange) {
   EXPECT_TRUE(torch::equal(p->sample(r).tokens, s.tokens));  // seeded: reproducible
 }
 
+// ModelPlugin::sample checks every request before the plugin's generate(): a length past the block size, none, or
+// an empty batch is refused with ConfigError naming the key to set, whatever the plugin.
+TEST_P(PluginConformance, SampleRequestsAreCheckedBeforeTheSampler) {
+  auto p = make();
+  SampleRequest r;
+  r.batch_size = 2;
+  r.steps = 4;
+  for (int64_t length : {p->block_size() + 1, int64_t{0}}) {
+    r.length = length;
+    try {
+      p->sample(r);
+      ADD_FAILURE() << "length " << length << " was sampled (block_size " << p->block_size() << ")";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("must lie in [1, block_size=" + std::to_string(p->block_size()) + "]"),
+                std::string::npos)
+          << e.what();
+      EXPECT_EQ(e.hint(), "set sample.length");
+    }
+  }
+  r.length = 1;
+  r.batch_size = 0;
+  EXPECT_THROW(p->sample(r), ConfigError);
+}
+
 TEST_P(PluginConformance, VersionIsSemver) {
   auto p = make();
   const PluginInfo info = p->info();
@@ -239,12 +263,12 @@ TEST_P(PluginConformance, ElboCapability) {
   EXPECT_GT(out.nll.mean().item<double>(), 0.75 * lnV);
 }
 
-// capabilities.capturable_loss: the loss is the same whatever generator it is given and returns no host
+// speed.capturable_loss: the loss is the same whatever generator it is given and returns no host
 // metrics; an identity-only plugin takes an undefined order as the identity. (That it makes no host read is
 // what the GPU test TrainTest.CudaGraphStepsTrainLikeUncapturedSteps checks: a capture fails on one.)
 TEST_P(PluginConformance, CapturableLossUsesNoGeneratorAndNoMetrics) {
   auto p = make();
-  if (!p->info().capabilities.capturable_loss) GTEST_SKIP() << "capturable_loss not declared";
+  if (!p->info().speed.capturable_loss) GTEST_SKIP() << "capturable_loss not declared";
   ASSERT_FALSE(encoder(*p)) << "an encoder's loss draws its noise from gen";
   p->module().eval();  // no dropout: the two calls must see the same network
   torch::Tensor x = tokens(*p);

@@ -42,7 +42,7 @@ class Recorder : public ModelPlugin {
     calls.push_back({t.clone(), p.clone(), tg.clone()});
     return inner_.chain_log_probs(t, p, tg);
   }
-  SampleOutput sample(const SampleRequest& r) override { return inner_.sample(r); }
+  SampleOutput generate(const SampleRequest& r) override { return inner_.sample(r); }
   struct Call {
     torch::Tensor tokens, positions, targets;
   };

@@ -116,7 +116,7 @@ class FixedModel : public ModelPlugin {
     out.is_bound = true;
     return out;
   }
-  SampleOutput sample(const SampleRequest&) override { return {}; }
+  SampleOutput generate(const SampleRequest&) override { return {}; }
 
  private:
   torch::nn::Module module_;
