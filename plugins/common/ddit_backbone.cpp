@@ -170,6 +170,13 @@ DDiTImpl::DDiTImpl(const DDiTConfig& c) : cfg(c) {
   head = register_module("head", zero_linear(H, c.vocab_size + 1));
 }
 
+double DDiTImpl::flops_per_token(int64_t T) const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  n -= vocab_embed.numel() + per_sequence_params();
+  return 6.0 * double(n) + 12.0 * double(cfg.n_layer * cfg.n_embd * T);
+}
+
 int64_t DDiTImpl::per_sequence_params() const {
   if (!cfg.time_cond) return 0;
   int64_t n = 0;

@@ -66,6 +66,9 @@ struct DDiTImpl : torch::nn::Module {
                               const torch::Tensor& sin);
   // Parameters touched once per sequence (σ MLP, adaLN), excluded from per-token FLOPs.
   int64_t per_sequence_params() const;
+  // Forward+backward FLOPs per token at context T for MFU, 6N + 12·L·H·T with N the per-token parameters:
+  // every one but the input embedding (a lookup) and the per-sequence ones. SEDD's and RADD's.
+  double flops_per_token(int64_t T) const;
 
   DDiTConfig cfg;
   torch::Tensor vocab_embed;                                 // (V+1, H)

@@ -53,14 +53,7 @@ class SeddPlugin : public ModelPlugin {
 
   torch::nn::Module& module() override { return *net_; }
 
-  double flops_per_token(int64_t T) const override {
-    // 6N + 12·L·H·T with N the per-token parameters: everything but the input embedding (a lookup)
-    // and the σ-MLP/adaLN layers (run once per sequence).
-    int64_t n = 0;
-    for (auto& p : net_->parameters()) n += p.numel();
-    n -= net_->vocab_embed.numel() + net_->per_sequence_params();
-    return 6.0 * double(n) + 12.0 * double(cfg_.n_layer * cfg_.n_embd * T);
-  }
+  double flops_per_token(int64_t T) const override { return net_->flops_per_token(T); }
 
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t block_size() const override { return block_size_; }
