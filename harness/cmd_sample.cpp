@@ -80,12 +80,8 @@ void run_sample(const SampleTask& task) {
   ModelPlugin& model = *loaded.model;
   const nlohmann::json config = generation_config(loaded.config, sets, {"sample."}, "sample");
   opt = SampleOptions(SampleConfig::from_json(config));
-  if (opt.length == 0) opt.length = model.block_size();  // the default: as long as the model reads
+  opt.length = generation_length(opt.length, model.block_size(), "sample.length");
   const PluginInfo info = model.info();
-  if (opt.length > model.block_size())
-    throw ConfigError("sample.length = " + std::to_string(opt.length) + " exceeds the model's block_size " +
-                          std::to_string(model.block_size()),
-                      "set sample.length ≤ " + std::to_string(model.block_size()));
   if (model.vocab_size() > tokenizer->vocab_size())
     throw ConfigError("the model has " + std::to_string(model.vocab_size()) + " ids but data.tokenizer '" +
                           tokenizer->name() + "' only " + std::to_string(tokenizer->vocab_size()),

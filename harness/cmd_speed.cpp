@@ -83,11 +83,7 @@ void run_speed(const SpeedTask& task) {
   ModelPlugin& model = *owned;
   const SampleOptions sample(SampleConfig::from_json(config));
   SpeedConfig speed = SpeedConfig::from_json(config);
-  if (speed.length == 0) speed.length = model.block_size();  // the default: as long as the model reads
-  if (speed.length > model.block_size())
-    throw ConfigError("speed.length = " + std::to_string(speed.length) + " exceeds the model's block_size " +
-                          std::to_string(model.block_size()),
-                      "set speed.length ≤ " + std::to_string(model.block_size()) + " or time a larger flavour");
+  speed.length = generation_length(speed.length, model.block_size(), "speed.length", " or time a larger flavour");
   const bool bf16 = use_bf16_autocast(TrainConfig::from_json(config).dtype, device);
   const std::string dev_name = device_name(device);
   std::cout << "speed: " << name << " (" << model.info().name << ", " << to_string(model.info().paradigm) << ") on "

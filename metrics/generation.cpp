@@ -236,6 +236,15 @@ std::string short_number(double v) {
 }
 }  // namespace
 
+int64_t generation_length(int64_t length, int64_t block_size, const std::string& key, const std::string& hint_tail) {
+  if (length == 0) return block_size;  // the default: as long as the model reads
+  if (length > block_size)
+    throw ConfigError(
+        key + " = " + std::to_string(length) + " exceeds the model's block_size " + std::to_string(block_size),
+        "set " + key + " ≤ " + std::to_string(block_size) + hint_tail);
+  return length;
+}
+
 std::vector<bool> given_mask(size_t length, const std::vector<int64_t>& given) {
   std::vector<bool> fixed(length, false);
   for (int64_t pos : given)

@@ -52,6 +52,11 @@ void check_prompt_file(const std::string& path);
 std::vector<Prompt> read_prompt_file(const std::string& path, const Tokenizer& tokenizer, int64_t vocab,
                                      int64_t length);
 
+// sample.length / speed.length (`key`) for a model reading `block_size` tokens: 0 means the block size; a longer
+// value is a ConfigError naming the key (`hint_tail` appended to its hint).
+int64_t generation_length(int64_t length, int64_t block_size, const std::string& key,
+                          const std::string& hint_tail = "");
+
 // The positions a prompt fixed as a mask over a sample of `length` tokens (positions outside it are ignored).
 std::vector<bool> given_mask(size_t length, const std::vector<int64_t>& given);
 

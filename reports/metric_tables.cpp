@@ -11,6 +11,18 @@
 
 namespace aobench {
 
+std::string joined(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+std::string note_numbers(const std::vector<int>& notes, const std::string& sep) {
+  std::vector<std::string> numbers;
+  for (int n : notes) numbers.push_back(std::to_string(n));
+  return joined(numbers, sep);
+}
+
 std::vector<std::string> protocol_parts(const std::string& protocol) {
   std::vector<std::string> parts;
   for (size_t pos = 0; pos <= protocol.size();) {
@@ -133,11 +145,7 @@ MetricTable family_table(const std::string& name, const Family& fam, const std::
         }
       if (!missing.empty()) p.own.push_back(missing);
       std::string text = pc.text("≤ ", " ± ");
-      if (!subsets.empty()) {
-        std::string joined;
-        for (const auto& s : subsets) joined += (joined.empty() ? "" : ", ") + s;
-        text += " (" + joined + ")";
-      }
+      if (!subsets.empty()) text += " (" + joined(subsets, ", ") + ")";
       any |= pc.have > 0;
       row.cells.push_back({text, {}});
       cells.push_back(std::move(p));
@@ -175,28 +183,21 @@ MetricTable family_table(const std::string& name, const Family& fam, const std::
   };
   std::vector<std::vector<std::string>> per_column(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) {
-    std::string joined;
     for (const auto& part : shared_by([&](size_t k) { return k == c; }))
-      if (!contains(everywhere, part)) {
-        per_column[c].push_back(part);
-        joined += (joined.empty() ? "" : "; ") + part;
-      }
-    if (!joined.empty()) t.columns[c].notes.push_back(note_number(joined));
+      if (!contains(everywhere, part)) per_column[c].push_back(part);
+    if (!per_column[c].empty()) t.columns[c].notes.push_back(note_number(joined(per_column[c], "; ")));
   }
   for (size_t r = 0; r < t.rows.size(); ++r)
     for (size_t c = 0; c < columns.size(); ++c) {
       if (t.rows[r].cells[c].text.empty()) continue;
-      std::string joined;
+      std::vector<std::string> own_parts;
       for (const auto& part : pending[r][c].parts)
-        if (!contains(everywhere, part) && !contains(per_column[c], part))
-          joined += (joined.empty() ? "" : "; ") + part;
+        if (!contains(everywhere, part) && !contains(per_column[c], part)) own_parts.push_back(part);
       auto& notes = t.rows[r].cells[c].notes;
-      if (!joined.empty()) notes.push_back(note_number(joined));
+      if (!own_parts.empty()) notes.push_back(note_number(joined(own_parts, "; ")));
       for (const auto& own : pending[r][c].own) notes.push_back(note_number(own));
     }
-  std::string all;
-  for (const auto& part : everywhere) all += (all.empty() ? "" : "; ") + part;
-  if (!all.empty()) t.shared.push_back("All cells: " + all);
+  if (!everywhere.empty()) t.shared.push_back("All cells: " + joined(everywhere, "; "));
   if (pooled) t.shared.push_back(std::string("The ") + kSeedsNote);
   return t;
 }

@@ -33,6 +33,11 @@ struct MetricTable {
   std::string title() const;
 };
 
+// {"a", "b"} → "a<sep>b".
+std::string joined(const std::vector<std::string>& v, const std::string& sep);
+// A cell's or column's footnote numbers as "1<sep>3", for each renderer's marks; "" without any.
+std::string note_numbers(const std::vector<int>& notes, const std::string& sep);
+
 // A protocol's parts: "a; b; c" → {"a", "b", "c"}.
 std::vector<std::string> protocol_parts(const std::string& protocol);
 // "16/86 windows" → "16 of 86": a window subset named in a protocol part; "" for any other part.

@@ -104,9 +104,7 @@ std::string render_html(const Results& r, const std::vector<std::string>& images
   h << "</table>\n";
   // The metric tables of summary.md (reports/metric_tables.h), footnote numbers as superscripts.
   auto marks = [](const std::vector<int>& notes) {
-    std::string m;
-    for (int n : notes) m += (m.empty() ? "" : ",") + std::to_string(n);
-    return m.empty() ? m : "<sup>" + m + "</sup>";
+    return notes.empty() ? std::string() : "<sup>" + note_numbers(notes, ",") + "</sup>";
   };
   for (const MetricTable& t : metric_tables(r)) {
     const std::string title = t.title(), better = title.substr(title.rfind(" ("));

@@ -131,6 +131,28 @@ void run_gnuplot(const std::string& out_dir, const std::string& name, bool have_
     if (fs::exists(fs::path(out_dir) / (name + ext))) images.push_back(name + ext);
 }
 
+// Writes <name>.gp — its title, the figure_setup lines, `setup` (the axes) and `plot` drawn as PNG and SVG — then
+// runs gnuplot.
+void write_plot(const std::string& out_dir, const std::string& name, const std::string& title, const std::string& setup,
+                const std::string& plot, bool have_gnuplot, std::vector<std::string>& images) {
+  std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
+  gp << "# " << title << " (regenerate: gnuplot " << name << ".gp)\n" << figure_setup(title) << setup;
+  gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
+     << plot << "\n"
+     << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
+     << plot << "\n"
+     << "unset output\n";
+  gp.close();
+  run_gnuplot(out_dir, name, have_gnuplot, images);
+}
+
+// write_plot of every data block of <name>.dat (one per entry) as lines with points.
+void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& title,
+                      const std::string& setup, const std::vector<PlotEntry>& entries, bool have_gnuplot,
+                      std::vector<std::string>& images) {
+  write_plot(out_dir, name, title, setup, plot_command(name, entries, "linespoints lw 2 ps 0.6"), have_gnuplot, images);
+}
+
 // Generation time against sampling steps, log-log, one line per run (the paper's speed figure): the
 // gen_s metrics of `aobench speed` (one per sampling-steps setting), with their standard errors as error bars.
 void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
@@ -155,39 +177,13 @@ void speed_plot(const Results& r, const std::string& out_dir, bool have_gnuplot,
     fs::remove(fs::path(out_dir) / (name + ".dat"));
     return;
   }
-  std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
-  gp << "# generation wall-clock time vs sampling steps, one line per run (regenerate: gnuplot " << name << ".gp)\n"
-     << figure_setup("Generation time against sampling steps (mean ± stderr of the timed calls)")
-     << "set logscale xy 2\nset xlabel \"sampling steps\"\n"
-     << "set ylabel \"seconds per generated batch\"\n";
   std::string plot = "plot ";
   for (size_t i = 0; i < runs.size(); ++i)
     plot += (i ? ", " : "") + std::string("\"") + name + ".dat\" index " + std::to_string(i) +
             " with yerrorlines lw 2 ps 0.6 title " + gp_quote(runs[i]);
-  gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
-     << plot << "\n"
-     << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
-     << plot << "\n"
-     << "unset output\n";
-  gp.close();
-  run_gnuplot(out_dir, name, have_gnuplot, images);
-}
-
-// Writes <name>.gp drawing every data block of <name>.dat (one per run in `runs`) as PNG and SVG, then runs
-// gnuplot. `setup` holds the axis lines.
-void write_block_plot(const std::string& out_dir, const std::string& name, const std::string& title,
-                      const std::string& setup, const std::vector<PlotEntry>& entries, bool have_gnuplot,
-                      std::vector<std::string>& images) {
-  std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
-  gp << "# regenerate: gnuplot " << name << ".gp\n" << figure_setup(title) << setup;
-  const std::string plot = plot_command(name, entries, "linespoints lw 2 ps 0.6");
-  gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
-     << plot << "\n"
-     << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
-     << plot << "\n"
-     << "unset output\n";
-  gp.close();
-  run_gnuplot(out_dir, name, have_gnuplot, images);
+  write_plot(out_dir, name, "Generation time against sampling steps (mean ± stderr of the timed calls)",
+             "set logscale xy 2\nset xlabel \"sampling steps\"\nset ylabel \"seconds per generated batch\"\n", plot,
+             have_gnuplot, images);
 }
 
 // The paper's convergence figure: validation loss against tokens seen, one line per run (tokens per step =
@@ -266,20 +262,10 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
       }
     dat.close();
     if (runs.empty()) continue;
-    std::ofstream gp(fs::path(out_dir) / (name + ".gp"));
     std::string heading = title;
     heading[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(heading[0])));
-    gp << "# " << title << " vs step, one line per run (regenerate: gnuplot " << name << ".gp)\n"
-       << figure_setup(heading + " against optimizer steps") << "set xlabel \"step\"\nset ylabel \"" << title
-       << " (nats/token)\"\n";
-    const std::string plot = plot_command(name, runs, "linespoints lw 2 ps 0.6");
-    gp << "set terminal pngcairo size 900,620 noenhanced\nset output \"" << name << ".png\"\n"
-       << plot << "\n"
-       << "set terminal svg size 900,620 noenhanced\nset output \"" << name << ".svg\"\n"
-       << plot << "\n"
-       << "unset output\n";
-    gp.close();
-    run_gnuplot(out_dir, name, have_gnuplot, images);
+    write_block_plot(out_dir, name, heading + " against optimizer steps",
+                     "set xlabel \"step\"\nset ylabel \"" + title + " (nats/token)\"\n", runs, have_gnuplot, images);
   }
   speed_plot(r, out_dir, have_gnuplot, images);
   tokens_plot(r, out_dir, have_gnuplot, images);

@@ -85,12 +85,6 @@ constexpr PerplexityKind kL2R{"l2r", "exact L2R perplexity (ppl)"};
 constexpr PerplexityKind kAnyOrder{"random", "exact any-order perplexity (ppl_k<K>)"};
 constexpr PerplexityKind kElbo{"elbo", "ELBO bound (ppl_elbo)"};
 
-std::string joined(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
 // A row's cell from its members' values in member order (nullptr: that member lacks the metric).
 PooledCell pool(const std::vector<const MetricValue*>& values) {
   PooledCell c;
@@ -130,9 +124,7 @@ std::string missing_note(const RunGroup& g, const std::vector<const MetricValue*
 
 // " [1, 3]": a Markdown cell's footnote numbers; "" without any.
 std::string note_marks(const std::vector<int>& notes) {
-  std::string m;
-  for (int n : notes) m += (m.empty() ? "" : ", ") + std::to_string(n);
-  return m.empty() ? m : " [" + m + "]";
+  return notes.empty() ? "" : " [" + note_numbers(notes, ", ") + "]";
 }
 
 }  // namespace
@@ -510,9 +502,7 @@ std::string render_latex(const Results& r) {
   };
   for (const MetricTable& t : metric_tables(r)) {
     auto marks = [](const std::vector<int>& notes) {
-      std::string m;
-      for (int n : notes) m += (m.empty() ? "" : ",") + std::to_string(n);
-      return m.empty() ? m : "\\textsuperscript{" + m + "}";
+      return notes.empty() ? std::string() : "\\textsuperscript{" + note_numbers(notes, ",") + "}";
     };
     tex << "\\begin{table}[t]\n\\centering\n\\begin{tabular}{l" << std::string(t.columns.size(), 'r')
         << "}\n\\toprule\nrun";
