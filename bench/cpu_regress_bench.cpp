@@ -16,8 +16,8 @@
 
 #include "core/plugin_api.h"
 #include "datasets/token_file.h"
-#include "harness/optim.h"
 #include "harness/registry.h"
+#include "harness/train/optim.h"
 
 namespace {
 

@@ -31,9 +31,9 @@
 #include "core/device.h"
 #include "core/env_info.h"
 #include "core/plugin_api.h"
-#include "harness/optim.h"
 #include "harness/registry.h"
-#include "harness/train_graph.h"
+#include "harness/train/graph.h"
+#include "harness/train/optim.h"
 #include "reports/results.h"
 
 namespace {
@@ -283,9 +283,9 @@ void BM_PluginTrainStep(benchmark::State& state) {
 }
 
 // The whole optimizer step of `aobench train` minus data loading: loss + backward, the global gradient norm,
-// clip 1.0 and the fused AdamW update (harness/optim.h, AdamW groups as the trainer builds them), no host
+// clip 1.0 and the fused AdamW update (harness/train/optim.h, AdamW groups as the trainer builds them), no host
 // read (BM_PluginTrainFullStep; AOBENCH_FUSED_ADAMW=0 times the reference update). `captured`: the same step
-// recorded once in a CUDA graph (harness/train_graph.h, as `aobench train` does for a capturable plugin) and
+// recorded once in a CUDA graph (harness/train/graph.h, as `aobench train` does for a capturable plugin) and
 // replayed (BM_PluginTrainGraphStep): the step without the host's per-kernel launches, the floor of a
 // captured training step (`aobench train` adds its batch draw, input copies and one host read per step).
 void time_full_train_step(benchmark::State& state, bool captured) {

@@ -208,9 +208,9 @@ static json set_to_patch(const std::string& assignment) {
   return patch;
 }
 
-void apply_set(json& config, const std::string& assignment) {
-  // argv is raw bytes but JSON strings are UTF-8: refuse other bytes here, or a later dump() of the value
-  // (an error message, the config table) throws nlohmann's type_error 316 far from the cause.
+// argv is raw bytes but JSON strings are UTF-8: refuse other bytes here, or a later dump() of the value
+// (an error message, the config table) throws nlohmann's type_error 316 far from the cause.
+static void check_set_text(const std::string& assignment) {
   try {
     (void)json(assignment).dump();
   } catch (const json::type_error&) {
@@ -218,8 +218,78 @@ void apply_set(json& config, const std::string& assignment) {
         "--set " + json(assignment).dump(-1, ' ', true, json::error_handler_t::replace) + " is not valid UTF-8",
         "pass the key and value as UTF-8 text");
   }
-  merge_strict(config, set_to_patch(assignment),
-               "--set " + (assignment.size() > 200 ? assignment.substr(0, 200) + "…" : assignment));
+}
+
+static std::string set_origin(const std::string& assignment) {
+  return "--set " + (assignment.size() > 200 ? assignment.substr(0, 200) + "…" : assignment);
+}
+
+void apply_set(json& config, const std::string& assignment) {
+  check_set_text(assignment);
+  merge_strict(config, set_to_patch(assignment), set_origin(assignment));
+}
+
+Overrides Overrides::from_sets(const std::vector<std::string>& assignments) {
+  Overrides o;
+  for (const auto& a : assignments) {
+    check_set_text(a);
+    o.parts_.push_back({set_to_patch(a), set_origin(a), a});
+  }
+  return o;
+}
+
+Overrides& Overrides::add(const json& patch, const std::string& origin) {
+  if (!patch.is_object()) throw ConfigError(origin + " must be an object of config keys, got " + brief(patch));
+  parts_.push_back({patch, origin, ""});
+  return *this;
+}
+
+void Overrides::apply_to(json& config) const {
+  for (const auto& p : parts_) merge_strict(config, p.patch, p.origin);
+}
+
+void Overrides::require_within(const std::vector<std::string>& allowed, const std::string& what,
+                               const std::string& hint) const {
+  for (const auto& p : parts_) {
+    std::vector<std::pair<std::string, json>> leaves;
+    flatten_config(p.patch, "", leaves);
+    for (const auto& [path, value] : leaves) {
+      const bool ok = std::any_of(allowed.begin(), allowed.end(),
+                                  [&](const std::string& a) { return path == a || path.rfind(a + ".", 0) == 0; });
+      if (!ok) throw ConfigError(p.origin + ": " + what, hint);
+    }
+  }
+}
+
+const json* Overrides::find(const std::string& dotted_path) const {
+  const json* found = nullptr;
+  for (const auto& p : parts_) {
+    const json* cur = &p.patch;
+    std::stringstream ss(dotted_path);
+    for (std::string part; cur && std::getline(ss, part, '.');)
+      cur = cur->is_object() && cur->contains(part) ? &(*cur)[part] : nullptr;
+    if (cur) found = cur;
+  }
+  return found;
+}
+
+std::string Overrides::command_line() const {
+  std::string line;
+  for (const auto& p : parts_) {
+    if (!p.set.empty()) {
+      line += " --set " + p.set;
+      continue;
+    }
+    for (auto it = p.patch.begin(); it != p.patch.end(); ++it) {
+      if (!it.value().is_object() || it.value().empty()) {
+        line += " --set " + it.key() + "=" + it.value().dump();
+        continue;
+      }
+      for (auto k = it.value().begin(); k != it.value().end(); ++k)
+        line += " --set " + it.key() + "." + k.key() + "=" + k.value().dump();
+    }
+  }
+  return line;
 }
 
 const json& at_path(const json& config, const std::string& dotted_path) {

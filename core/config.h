@@ -50,6 +50,35 @@ void merge_strict(json& target, const json& patch, const std::string& origin, co
 // string ("lr=3e-4" → 0.0003, "model.flavour=tiny" → "tiny").
 void apply_set(json& config, const std::string& assignment);
 
+// Config overrides in the order given, each a merge patch with the origin its errors name: "--set a.b=v"
+// from a command line, "<file>: eval.modes[2]" from an experiment file. A command parses its --set
+// strings once (from_sets); `aobench run` adds the file's JSON as it is, so nothing travels as text.
+class Overrides {
+ public:
+  // Each "a.b.c=value" parsed as apply_set does (ConfigError for the form, the depth or invalid UTF-8).
+  static Overrides from_sets(const std::vector<std::string>& assignments);
+  // `patch` (a JSON object, e.g. {"eval": {"mode": "random"}}) after the overrides so far.
+  Overrides& add(const json& patch, const std::string& origin);
+  // merge_strict of every override, in order, each naming its origin.
+  void apply_to(json& config) const;
+  // ConfigError "<origin>: <what>" (hint `hint`) for an override of a path outside `allowed`: a section
+  // ("eval") covers its keys, a dotted path ("train.device") itself and below.
+  void require_within(const std::vector<std::string>& allowed, const std::string& what, const std::string& hint) const;
+  // The last value given for a dotted path ("model.plugin"), or nullptr.
+  const json* find(const std::string& dotted_path) const;
+  bool empty() const { return parts_.empty(); }
+  // " --set a.b=v" for each override, as a user would type it (a patch's keys two levels deep): for logs.
+  std::string command_line() const;
+
+ private:
+  struct Part {
+    json patch;          // an object
+    std::string origin;  // for errors
+    std::string set;     // the assignment as typed, for --set overrides; "" for patches
+  };
+  std::vector<Part> parts_;
+};
+
 // Typed getters with errors that name the path: get<double>(cfg, "train.learning_rate").
 const json& at_path(const json& config, const std::string& dotted_path);
 double get_number(const json& config, const std::string& path);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/config.h"
+#include "core/device.h"
 #include "core/errors.h"
 
 namespace aobench {
@@ -220,6 +221,34 @@ GenpplConfig GenpplConfig::from_json(const nlohmann::json& resolved, KeysRead* r
   return g;
 }
 
+PerfConfig PerfConfig::from_json(const nlohmann::json& resolved, KeysRead* read) {
+  PerfConfig o;
+  if (!resolved.contains("perf")) return o;
+  Reader r(resolved, read);
+  for (auto [key, field] : {std::pair{"fused_ce", &o.fused_ce},
+                            {"fused_ln", &o.fused_ln},
+                            {"fused_norms", &o.fused_norms},
+                            {"fused_adamw", &o.fused_adamw},
+                            {"fused_decode", &o.fused_decode},
+                            {"cuda_graphs", &o.cuda_graphs},
+                            {"draw_split", &o.draw_split},
+                            {"fused_sampling", &o.fused_sampling}})
+    *field = r.boolean(std::string("perf.") + key);
+  return o;
+}
+
+void PerfConfig::apply() const {
+  for (auto [key, value] : {std::pair{"fused_ce", fused_ce},
+                            {"fused_ln", fused_ln},
+                            {"fused_norms", fused_norms},
+                            {"fused_adamw", fused_adamw},
+                            {"fused_decode", fused_decode},
+                            {"cuda_graphs", cuda_graphs},
+                            {"draw_split", draw_split},
+                            {"fused_sampling", fused_sampling}})
+    set_perf_switch(key, value);
+}
+
 void validate_sections(const nlohmann::json& resolved) {
   DataConfig::from_json(resolved);
   TrainConfig::from_json(resolved);
@@ -227,6 +256,7 @@ void validate_sections(const nlohmann::json& resolved) {
   SampleConfig::from_json(resolved);
   SpeedConfig::from_json(resolved);
   GenpplConfig::from_json(resolved);
+  PerfConfig::from_json(resolved);
 }
 
 }  // namespace aobench

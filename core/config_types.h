@@ -46,7 +46,7 @@ struct TrainConfig {
   int64_t log_interval = 10, eval_interval = 100, eval_iters = 10;
   int64_t checkpoint_interval = 500, keep_checkpoints = 2;
   std::string nan_policy = "stop";  // stop | skip
-  double ddp_bucket_mb = 50;        // data parallel: gradient all-reduce bucket size (harness/grad_buckets.h)
+  double ddp_bucket_mb = 50;        // data parallel: gradient all-reduce bucket size (harness/train/grad_buckets.h)
   static TrainConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
 
@@ -99,7 +99,24 @@ struct GenpplConfig {
   static GenpplConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
 
-// Every section of a resolved config checked at once (data, train, eval, sample, speed, genppl): what `train`
+// perf: the speed switches (core/device.h: kPerfSwitches), each a fast path, on by default; false takes the
+// LibTorch reference path. The environment's AOBENCH_<NAME> overrides a key, for debugging. A config without
+// the section (a run saved before it existed) reads as every switch on.
+struct PerfConfig {
+  bool fused_ce = true;        // the fused cross-entropy kernel (plugins/common/fused_ops.h)
+  bool fused_ln = true;        // the fused residual-add + LayerNorm with its backward
+  bool fused_norms = true;     // the fused q/k norms
+  bool fused_adamw = true;     // one multi-tensor AdamW launch per group (harness/train/optim.h)
+  bool fused_decode = true;    // the KV-cache decode attention kernel
+  bool cuda_graphs = true;     // whole-step CUDA graphs in training and sampling
+  bool draw_split = true;      // the split form of the top-p draw
+  bool fused_sampling = true;  // the fused sampling kernels
+  static PerfConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+  // Sets the process's switches (set_perf_switch) to these values: before a model is built or run.
+  void apply() const;
+};
+
+// Every section of a resolved config checked at once (data, train, eval, sample, speed, genppl, perf): what `train`
 // stores is then what `eval`, `sample` and `speed` accept later. ConfigError naming the first bad key.
 void validate_sections(const nlohmann::json& resolved);
 

@@ -5,6 +5,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -103,18 +106,60 @@ AutocastScope::~AutocastScope() {
   at::autocast::clear_cache();
 }
 
-bool env_switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return !(v && std::strcmp(v, "0") == 0);
+namespace {
+
+constexpr size_t kSwitchCount = sizeof(kPerfSwitches) / sizeof(kPerfSwitches[0]);
+std::atomic<bool> g_configured[kSwitchCount] = {true, true, true, true, true, true, true, true};
+std::atomic<int> g_generation{0};  // bumped by set_perf_switch: EnvSwitch objects read again
+
+// "AOBENCH_FUSED_CE" → the index of "fused_ce"; kSwitchCount for a name that is no switch.
+size_t switch_index(const std::string& env) {
+  for (size_t i = 0; i < kSwitchCount; ++i) {
+    std::string upper = std::string("AOBENCH_") + kPerfSwitches[i];
+    std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (upper == env) return i;
+  }
+  return kSwitchCount;
+}
+
+}  // namespace
+
+void set_perf_switch(const std::string& name, bool on) {
+  for (size_t i = 0; i < kSwitchCount; ++i)
+    if (name == kPerfSwitches[i]) {
+      if (g_configured[i].exchange(on) != on) ++g_generation;
+      return;
+    }
+  throw ConfigError("unknown speed switch 'perf." + name + "'", "the perf keys of configs/base.json");
+}
+
+bool env_switch_on(const char* env) {
+  if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
+  const size_t i = switch_index(env);
+  return i == kSwitchCount || g_configured[i].load();
+}
+
+std::string perf_switches_in_effect() {
+  std::string out;
+  for (const char* name : kPerfSwitches) {
+    std::string env = std::string("AOBENCH_") + name;
+    std::transform(env.begin(), env.end(), env.begin(), [](unsigned char c) { return std::toupper(c); });
+    out += (out.empty() ? "" : " ") + std::string(name) + "=" + (env_switch_on(env.c_str()) ? "1" : "0");
+  }
+  return out;
 }
 
 bool EnvSwitch::on() {
-  std::call_once(read_, [this] { on_.store(env_switch_on(name_)); });
+  const int now = g_generation.load();
+  if (read_at_.load() != now) {
+    on_.store(env_switch_on(name_));
+    read_at_.store(now);
+  }
   return on_.load();
 }
 
-void EnvSwitch::set(bool on) {
-  this->on();  // the environment is read first, so it never overrides a later set()
+void EnvSwitch::set(bool on) {  // a test's value: kept until a config sets a switch
+  read_at_.store(g_generation.load());
   on_.store(on);
 }
 

@@ -20,12 +20,23 @@ std::string device_name(torch::Device device);  // "NVIDIA H100 80GB HBM3", "cpu
 // A100 312e12); 0 when unknown. AOBENCH_PEAK_FLOPS (a number) overrides.
 double peak_bf16_flops(const std::string& name);
 
-// True unless the environment variable `name` is "0": how the on-by-default speed switches are read
-// (AOBENCH_FUSED_*, AOBENCH_CUDA_GRAPHS, AOBENCH_DRAW_SPLIT), each turning a fast path off for comparison.
-bool env_switch_on(const char* name);
+// The speed switches, each a fast path on by default that can be turned off for comparison or to rule a kernel
+// out: the config's "perf" section (PerfConfig, core/config_types.h) sets them per run, and the environment
+// variable AOBENCH_<NAME> ("0" off, anything else on) overrides the config, for debugging.
+inline constexpr const char* kPerfSwitches[] = {"fused_ce",     "fused_ln",    "fused_norms", "fused_adamw",
+                                                "fused_decode", "cuda_graphs", "draw_split",  "fused_sampling"};
+// Sets the configured value of switch `name` (one of kPerfSwitches); ConfigError for another name.
+void set_perf_switch(const std::string& name, bool on);
+// The value in effect of the switch read from environment variable `env` (AOBENCH_FUSED_CE ↔ "fused_ce"): the
+// variable when set, else the configured value (default on).
+bool env_switch_on(const char* env);
+// Every switch in effect, "cuda_graphs=1 draw_split=1 …" in kPerfSwitches order: stamped into every result's
+// context (core/env_info.h), so a timing says which code path made it.
+std::string perf_switches_in_effect();
 
-// One such switch as an object: env_switch_on(name) read at the first on() or set(), then flipped by tests with
-// set(). Constant-initialised, so a namespace-scope switch is ready before any static constructor asks it.
+// One such switch as an object for a hot path: env_switch_on(name) read at the first on() and again after a
+// config sets any switch; tests flip it with set(). Constant-initialised, so a namespace-scope switch is ready
+// before any static constructor asks it.
 class EnvSwitch {
  public:
   explicit constexpr EnvSwitch(const char* name) : name_(name) {}
@@ -34,7 +45,7 @@ class EnvSwitch {
 
  private:
   const char* name_;
-  std::once_flag read_;
+  std::atomic<int> read_at_{-1};  // the configuration generation it was read at
   std::atomic<bool> on_{true};
 };
 

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include "core/device.h"
 #include "core/subprocess.h"
 
 namespace aobench {
@@ -83,7 +84,8 @@ nlohmann::json env_info(const std::string& device, const std::string& dtype) {
           {"dtype", dtype},
           {"date", utc_timestamp()},
           {"aobench_version", AOBENCH_VERSION},
-          {"aobench_env", aobench_environment()}};
+          {"aobench_env", aobench_environment()},
+          {"perf", perf_switches_in_effect()}};
 }
 
 }  // namespace aobench

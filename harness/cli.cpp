@@ -41,6 +41,10 @@ void add_config_options(po::options_description& desc) {
       "override one key: --set train.max_iters=200 (repeatable)");
 }
 
+Overrides set_overrides(const po::variables_map& vm) {
+  return Overrides::from_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>());
+}
+
 nlohmann::json config_from_options(const po::variables_map& vm) {
   nlohmann::json experiment = nlohmann::json::object();
   std::string origin = "--set";
@@ -54,9 +58,7 @@ nlohmann::json config_from_options(const po::variables_map& vm) {
                             "` to prepare, train, evaluate and report every job "
                             "(--set train.max_iters=N applies to all of them)");
   }
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-  return resolve_config(experiment, sets, origin);
+  return resolve_config(experiment, set_overrides(vm), origin);
 }
 
 }  // namespace aobench

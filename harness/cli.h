@@ -8,6 +8,8 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
+
 namespace aobench {
 
 namespace po = boost::program_options;
@@ -21,6 +23,8 @@ bool parse_options(const std::string& usage, po::options_description& desc, cons
 void add_config_options(po::options_description& desc);
 // Resolves the config from --config/--set (see config.h).
 nlohmann::json config_from_options(const po::variables_map& vm);
+// The --set options of `vm` (repeatable "--set", none: empty), parsed once.
+Overrides set_overrides(const po::variables_map& vm);
 
 // `--out -`: the command's data goes to standard output, so while this lives (and `active`) std::cout — its
 // tables and messages — writes to standard error instead.

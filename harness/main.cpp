@@ -6,7 +6,7 @@
 //   aobench eval --run runs/quickstart/gpt --datasets data/wikitext2.bin
 //   aobench report runs/quickstart
 //
-// Every subcommand lives in harness/cmd_<name>.cpp and registers itself (harness/commands.h).
+// Every subcommand lives in harness/commands/cmd_<name>.cpp and registers itself (harness/commands.h).
 #include <algorithm>
 #include <iostream>
 

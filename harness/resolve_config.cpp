@@ -11,8 +11,7 @@
 
 namespace aobench {
 
-json resolve_config(const json& experiment, const std::vector<std::string>& sets,
-                    const std::string& experiment_origin) {
+json resolve_config(const json& experiment, const Overrides& overrides, const std::string& experiment_origin) {
   // Which plugin and flavour? Experiment first, then --set model.plugin / model.flavour.
   std::string plugin = "gpt", flavour = "debug";
   if (experiment.contains("model") && experiment["model"].is_object()) {
@@ -23,14 +22,15 @@ json resolve_config(const json& experiment, const std::vector<std::string>& sets
     if (m.contains("plugin")) plugin = m["plugin"].get<std::string>();
     if (m.contains("flavour")) flavour = m["flavour"].get<std::string>();
   }
-  for (const auto& s : sets) {
-    if (s.rfind("model.plugin=", 0) == 0) plugin = s.substr(13);
-    if (s.rfind("model.flavour=", 0) == 0) flavour = s.substr(14);
-  }
+  for (auto [key, name] : {std::pair{"model.plugin", &plugin}, std::pair{"model.flavour", &flavour}})
+    if (const json* v = overrides.find(key)) {
+      if (!v->is_string()) throw ConfigError(std::string("--set ") + key + " must name one, got " + brief(*v));
+      *name = v->get<std::string>();
+    }
   json config = base_config();
   config["model"] = flavour_defaults(plugin, flavour);
   merge_strict(config, experiment, experiment_origin);
-  for (const auto& s : sets) apply_set(config, s);
+  overrides.apply_to(config);
   return config;
 }
 
@@ -61,8 +61,7 @@ void check_eval_section(const json& eval, const std::vector<std::string>& job_na
   }
 }
 
-std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment,
-                                                                  const std::vector<std::string>& sets,
+std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment, const Overrides& overrides,
                                                                   const std::string& origin) {
   const json common = experiment.value("common", json::object());
   const std::filesystem::path out_dir = experiment.value("out_dir", std::string());
@@ -77,7 +76,7 @@ std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& ex
     if (jobs[i].contains("config")) patch.merge_patch(jobs[i]["config"]);
     patch["train"]["out_dir"] = (out_dir / name).string();
     if (experiment.contains("description")) patch["description"] = experiment["description"];
-    resolved.emplace_back(name, resolve_config(patch, sets, where));
+    resolved.emplace_back(name, resolve_config(patch, overrides, where));
   }
   return resolved;
 }

@@ -11,15 +11,14 @@ namespace aobench {
 
 // Full resolution. `experiment` may be empty. Returns the resolved config with model.plugin and
 // model.flavour set. Uses the plugin registry to fetch flavour defaults.
-json resolve_config(const json& experiment, const std::vector<std::string>& sets,
+json resolve_config(const json& experiment, const Overrides& overrides,
                     const std::string& experiment_origin = "config");
 
-// Every job of an experiment file (its tier and base applied: harness/experiment_tiers.h) resolved as
+// Every job of an experiment file (its tier and base applied: harness/experiment/tiers.h) resolved as
 // `aobench run` trains it, in file order: "common" merged with the job's "config", train.out_dir set to
-// <out_dir>/<name>, the experiment's description, then resolve_config with `sets`. ConfigError naming
+// <out_dir>/<name>, the experiment's description, then resolve_config with `overrides`. ConfigError naming
 // `origin` and the job for a name that is not a plain directory name or a key that does not exist.
-std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment,
-                                                                  const std::vector<std::string>& sets,
+std::vector<std::pair<std::string, json>> resolve_experiment_jobs(const json& experiment, const Overrides& overrides,
                                                                   const std::string& origin);
 
 // The "eval" section of an experiment (an object; absent = {}): "datasets" {name: path} and "modes" [eval

@@ -42,25 +42,18 @@ SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::D
   return r;
 }
 
-nlohmann::json generation_config(nlohmann::json saved, const std::vector<std::string>& sets,
-                                 const std::vector<std::string>& prefixes, const std::string& command) {
-  for (const char* section : {"sample", "speed", "genppl"}) {
+nlohmann::json generation_config(nlohmann::json saved, const Overrides& overrides,
+                                 const std::vector<std::string>& allowed, const std::string& command) {
+  for (const char* section : {"sample", "speed", "genppl", "perf"}) {
     nlohmann::json merged = base_config().at(section);
     if (saved.contains(section) && saved[section].is_object()) merged.update(saved[section]);
     saved[section] = merged;
   }
-  for (const auto& s : sets) {
-    bool ok = false;
-    std::string list;
-    for (const auto& p : prefixes) {
-      ok |= s.rfind(p, 0) == 0;
-      list += (list.empty() ? "" : ", ") + p + "*";
-    }
-    if (!ok)
-      throw ConfigError("--set '" + s + "': aobench " + command + " takes only " + list + " overrides here",
-                        "the model and training keys come from the run's checkpoint");
-    apply_set(saved, s);
-  }
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a + (a.find('.') == std::string::npos ? ".*" : "");
+  overrides.require_within(allowed, "aobench " + command + " takes only " + list + " overrides here",
+                           "the model and training keys come from the run's checkpoint");
+  overrides.apply_to(saved);
   return saved;
 }
 

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "core/config_types.h"
 #include "core/plugin_api.h"
 #include "metrics/stats.h"
@@ -27,10 +28,10 @@ struct SampleOptions : SampleConfig {
 };
 
 // A run's saved config with the sample / speed / genppl sections completed from configs/base.json (runs
-// saved before a key existed), then the `--set` overrides applied; each must name one of `prefixes`
-// ("sample.", ...), else a ConfigError naming the flag.
-nlohmann::json generation_config(nlohmann::json saved, const std::vector<std::string>& sets,
-                                 const std::vector<std::string>& prefixes, const std::string& command);
+// saved before a key existed), then `overrides` applied; each must lie within `allowed` (sections such as
+// "sample", or paths such as "train.device"), else a ConfigError naming its origin.
+nlohmann::json generation_config(nlohmann::json saved, const Overrides& overrides,
+                                 const std::vector<std::string>& allowed, const std::string& command);
 
 // The name a run directory goes by in results files: its last path component ("runs/x/gpt/" → "gpt").
 std::string run_name(const std::string& run_dir);

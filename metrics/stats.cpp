@@ -58,6 +58,21 @@ Estimate estimate_over_replicates(const std::vector<double>& values, const std::
   return e;
 }
 
+Difference paired_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  Difference d;
+  if (a.size() != b.size() || a.size() < 2) return d;
+  std::vector<double> diffs(a.size());
+  for (size_t i = 0; i < a.size(); ++i) diffs[i] = a[i] - b[i];
+  d.diff = mean_of(diffs);
+  d.se = stderr_of(diffs);
+  if (!std::isfinite(d.diff) || !std::isfinite(d.se)) return d;
+  d.df = static_cast<double>(diffs.size() - 1);
+  d.margin = t_critical_95(d.df) * d.se;
+  d.known = true;
+  d.sign = d.diff > d.margin ? 1 : d.diff < -d.margin ? -1 : 0;
+  return d;
+}
+
 Difference welch_difference(const Estimate& a, const Estimate& b) {
   Difference d;
   d.diff = a.mean - b.mean;

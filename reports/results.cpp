@@ -213,7 +213,7 @@ json MetricParams::to_json() const {
 
 MetricParams metric_params_from_legacy_name(const std::string& key) {
   const auto [dataset, metric] = split_metric_key(key);
-  // The names `aobench eval` (likelihoods), `genppl` and `speed` wrote (harness/cmd_eval.cpp metric_suffix,
+  // The names `aobench eval` (likelihoods), `genppl` and `speed` wrote (harness/tasks/eval.cpp metric_suffix,
   // metrics/generation.cpp genppl_dataset / speed_dataset).
   static const std::regex likelihood(R"((nll|ppl|bpb|eval_tok_s)(?:_k(\d{1,9})|_m(\d{1,9})(?:_p(\d{1,9}))?|(_elbo))?)");
   static const std::regex genppl_protocol(R"(gen_p([^_]+)_t([^_]+)_s(\d{1,9}))");

@@ -28,7 +28,9 @@ using nlohmann::json;
 const char* const kVerdictStatistic =
     "each comparison is a difference of means over seeds against Welch's t at 95 % (two-sided, "
     "Welch–Satterthwaite degrees of freedom); a job with one run uses its evaluation standard error instead of "
-    "a seed spread, and a run without one can only be inconclusive. Runs whose final validation loss is within "
+    "a seed spread, and a run without one can only be inconclusive. A comparison within one job (the same models "
+    "measured twice: ensemble sizes M, sampling steps or settings) is paired by seed: the mean of the per-seed "
+    "differences against Student's t at 95 % with n − 1 degrees of freedom. Runs whose final validation loss is within "
     "10 % of the data's unigram level have not left the plateau: verdicts resting on them are uninformative";
 
 namespace {
@@ -121,7 +123,25 @@ class Judge {
   // Counts a − b against its noise; `claim_sign` is the sign the claim predicts (−1: a below b).
   void count(const Estimate& a, const Estimate& b, int claim_sign) {
     if (!std::isfinite(a.mean) || !std::isfinite(b.mean)) return;
-    const Difference d = welch_difference(a, b);
+    tally(welch_difference(a, b), claim_sign);
+  }
+  // Counts metric `a` − metric `b` of one group, paired by run: the same models measured twice, so the spread
+  // between seeds cancels. Fewer than two runs with both: count() on the two estimates.
+  void count_paired(const RunGroup& g, const std::string& a, const std::string& b, int claim_sign) {
+    const Estimate ea = metric(g, a), eb = metric(g, b);
+    std::vector<double> va, vb;
+    for (const RunResults* m : g.members) {
+      const auto ia = m->metrics.find(a), ib = m->metrics.find(b);
+      if (ia == m->metrics.end() || ib == m->metrics.end() || !std::isfinite(ia->second.value) ||
+          !std::isfinite(ib->second.value))
+        continue;
+      va.push_back(ia->second.value);
+      vb.push_back(ib->second.value);
+    }
+    if (va.size() < 2) return count(ea, eb, claim_sign);
+    tally(paired_difference(va, vb), claim_sign);
+  }
+  void tally(const Difference& d, int claim_sign) {
     if (!d.known)
       ++unknown_;
     else if (d.sign == 0)
@@ -559,12 +579,12 @@ Verdict finding_6(const Evidence& ev) {
   for (const RunGroup& g : ev.groups)
     for (const auto& [ds, sizes] : ensemble_sizes(g)) {
       numbers += label(g) + " " + ds + ":";
-      Estimate prev;
+      std::string prev;
       for (int m : sizes) {
-        const Estimate e = j.metric(g, ds + "/ppl_m" + std::to_string(m));
-        if (std::isfinite(prev.mean)) j.count(e, prev, -1);
-        numbers += " M=" + std::to_string(m) + " " + est(e);
-        prev = e;
+        const std::string key = ds + "/ppl_m" + std::to_string(m);
+        if (!prev.empty()) j.count_paired(g, key, prev, -1);
+        numbers += " M=" + std::to_string(m) + " " + est(j.metric(g, key));
+        prev = key;
       }
       numbers += "; ";
     }
@@ -588,9 +608,9 @@ Verdict zero_shot(const Evidence& ev) {
   std::string numbers;
   for (const auto& [ds, sizes] : ensemble_sizes(*ao[0])) {
     if (sizes.size() < 2 || *sizes.begin() != 1) continue;
-    const Estimate one = j.metric(*ao[0], ds + "/ppl_m1"),
-                   top = j.metric(*ao[0], ds + "/ppl_m" + std::to_string(*sizes.rbegin()));
-    j.count(top, one, -1);
+    const std::string top_key = ds + "/ppl_m" + std::to_string(*sizes.rbegin());
+    const Estimate one = j.metric(*ao[0], ds + "/ppl_m1"), top = j.metric(*ao[0], top_key);
+    j.count_paired(*ao[0], top_key, ds + "/ppl_m1", -1);
     numbers += ds + ": AO-GPT";
     for (int m : sizes)
       numbers += " Ens-" + std::to_string(m) + " " + est(j.metric(*ao[0], ds + "/ppl_m" + std::to_string(m)));
@@ -781,12 +801,11 @@ Verdict gen_steps(const Evidence& ev) {
   std::string numbers = "AO-GPT generation perplexity:";
   for (const auto& [setting, by_steps] : genppl_keys(*ao[0])) {
     numbers += " top-p " + num(setting.first) + ", T " + num(setting.second) + ":";
-    Estimate prev;
+    std::string prev;
     for (const auto& [steps, key] : by_steps) {
-      const Estimate e = j.metric(*ao[0], key);
-      if (std::isfinite(prev.mean)) j.count(e, prev, -1);
-      numbers += " " + std::to_string(steps) + "→" + num(e.mean);
-      prev = e;
+      if (!prev.empty()) j.count_paired(*ao[0], key, prev, -1);
+      numbers += " " + std::to_string(steps) + "→" + num(j.metric(*ao[0], key).mean);
+      prev = key;
     }
     numbers += ";";
   }
@@ -812,7 +831,7 @@ Verdict gen_annealing(const Evidence& ev) {
     for (const auto& [steps, key] : keys.at(settings[i]))
       if (auto it = keys.at(settings[i - 1]).find(steps); it != keys.at(settings[i - 1]).end()) {
         const Estimate now = j.metric(*ao[0], key), before = j.metric(*ao[0], it->second);
-        j.count(now, before, -1);
+        j.count_paired(*ao[0], key, it->second, -1);
         numbers += " " + std::to_string(steps) + " steps (" + num(settings[i].first) + ", " + num(settings[i].second) +
                    ") " + num(now.mean) + " vs (" + num(settings[i - 1].first) + ", " + num(settings[i - 1].second) +
                    ") " + num(before.mean) + ";";

@@ -8,7 +8,8 @@
 // (reports/replicates.h).
 //
 // Evidence, not point estimates: every comparison is a difference against its noise — Welch's t at 95 %
-// (two-sided) over seeds, a single run's evaluation standard error standing in for the seed spread — and a
+// (two-sided) over seeds, a single run's evaluation standard error standing in for the seed spread; one model
+// measured twice (ensemble sizes, sampler settings) paired by seed, Student's t over the per-seed differences — and a
 // rule is `yes` only when every comparison agrees with the claim beyond its noise, `no` when one contradicts
 // it beyond its noise, `inconclusive` otherwise. A verdict whose runs sit on the unigram plateau (their final
 // validation loss within kPlateauMargin of the data's unigram level) is `uninformative at this tier`, whichever

@@ -29,7 +29,7 @@ phase_data() {
   python3 - ${DATA_EXPERIMENT:-} <<'PY' > /tmp/prepare_cmds.sh
 import json, os, shlex, sys
 e = json.load(open(sys.argv[1] if len(sys.argv) > 1 else "configs/experiments/paradigms_tiny.json"))
-def path(x):  # the placeholders of harness/experiment_paths.h, for the file's own out_dir
+def path(x):  # the placeholders of harness/experiment/paths.h, for the file's own out_dir
     return os.path.normpath(x.replace("{data}", "../shared/data").replace("{out_dir}", e["out_dir"]))
 for p in e["prepare"]:
     if os.environ.get("DATA_ONLY") and p["name"] != os.environ["DATA_ONLY"]: continue
@@ -155,7 +155,7 @@ phase_ensemble_sigma() {  # σ-GPT tiny with ensemble_tiny.json's data and optim
 import json
 e = json.load(open("configs/experiments/ensemble_tiny.json"))
 c = e["common"]
-for k in ("train", "val"):  # the placeholders of harness/experiment_paths.h
+for k in ("train", "val"):  # the placeholders of harness/experiment/paths.h
     c["data"][k] = c["data"][k].replace("{out_dir}/../", "runs/").replace("{out_dir}", e["out_dir"])
 c["model"] = {"plugin": "sigma_gpt", "flavour": "tiny"}
 c["train"]["order"]["kind"] = "random"

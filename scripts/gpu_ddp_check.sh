@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Implements: the GPU check of data-parallel training (DESIGN.md §6; harness/distributed.h). On a machine
+# Implements: the GPU check of data-parallel training (DESIGN.md §6; harness/train/distributed.h). On a machine
 # with ≥ 2 GPUs: build aobench + the GPT plugin, make a byte-token corpus from the repository's own sources,
 # train the debug GPT for 50 steps with 1 process and with torchrun N processes (AOBENCH_DDP_PROCS, default 2;
 # AOBENCH_DEBUG_DDP=1 prints each rank's step-1 loss and final parameter checksum: equal checksums = ranks

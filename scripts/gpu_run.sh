@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/gpu_run_out}
 mkdir -p "$OUT"
 # The experiment files name the shared data folder beside the checkout.
 if [[ ! -e ../shared/data && -d data ]]; then mkdir -p ../shared && ln -s "$PWD/data" ../shared/data; fi
-# {data} of the experiment files (harness/experiment_paths.h), whatever checkout the binary was built from.
+# {data} of the experiment files (harness/experiment/paths.h), whatever checkout the binary was built from.
 export AOBENCH_DATA_DIR=${AOBENCH_DATA_DIR:-$(cd ../shared/data 2>/dev/null && pwd || true)}
 if [[ ! -x build/aobench ]] || [[ -n "$(find . -path ./build -prune -o -newer build/aobench \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' \) -print -quit)" ]]; then
   export AOBENCH_CMAKE_ARGS="${AOBENCH_CMAKE_ARGS:--DAOBENCH_BUILD_TESTS=OFF}"
@@ -31,10 +31,12 @@ rc=0
 log=$OUT/${LOG_NAME:-run}.log
 timeout -s INT -k 30 "$left" build/aobench run "$exp" "$@" > "$log" 2>&1 || rc=$?
 tail -25 "$log"
-# The experiment's folder: from the log's lanes line, else the file's top-level out_dir (a tier may move it: then
-# the lanes line is the one to trust).
+# The experiment's folder, as aobench printed it: the lanes line, else the folder of the first run a step named
+# (a tier or a "base" file may move it, so the file's own out_dir is not the one to trust).
 out_dir=$(grep -o 'logs in [^ ]*/logs' "$log" | head -1 | sed 's|logs in ||; s|/logs$||' || true)
-[[ -n $out_dir ]] || out_dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["out_dir"])' "$exp")
+[[ -n $out_dir ]] || out_dir=$(grep -o -- '--run [^ ]*' "$log" | head -1 | sed 's|--run ||; s|/[^/]*/*$||' || true)
+[[ -n $out_dir ]] || out_dir=$(grep -o 'aobench report [^ ]*' "$log" | head -1 | sed 's|aobench report ||' || true)
+[[ -n $out_dir && -d $out_dir ]] || { echo "gpu_run: no experiment folder found in $log; nothing packed" >&2; exit 0; }
 tar czf "$OUT/$(basename "$out_dir").tgz" --exclude=checkpoints --exclude='*.bin' --exclude='*.safetensors' "$out_dir"
 echo "gpu_run: exit $rc after $((SECONDS - start)) s; $out_dir packed into \$OUT"
 exit 0

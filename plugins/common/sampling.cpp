@@ -54,6 +54,7 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
 
 namespace {
 EnvSwitch fused_sampling_switch("AOBENCH_FUSED_SAMPLING");
+EnvSwitch draw_split_switch("AOBENCH_DRAW_SPLIT");
 }  // namespace
 
 bool fused_sampling_enabled() { return fused_sampling_switch.on(); }
@@ -95,8 +96,7 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
 #ifdef AOBENCH_FUSED_CUDA
   // The automatic split (several blocks per row when rows are fewer than SMs; docs/results/perf) unless
   // AOBENCH_DRAW_SPLIT=0, which keeps one block per row (the split form's reference in timings).
-  static const bool auto_split = env_switch_on("AOBENCH_DRAW_SPLIT");
-  if (split == 0 && !auto_split) split = 1;
+  if (split == 0 && !draw_split_switch.on()) split = 1;
   return fused_draw_cuda(logits, temperature, top_p, gen, noise, split);
 #else
   (void)logits, (void)gen, (void)noise, (void)split;

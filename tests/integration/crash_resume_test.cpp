@@ -18,8 +18,8 @@
 
 #include "core/config.h"
 #include "datasets/token_file.h"
-#include "harness/checkpoint.h"
 #include "harness/registry.h"
+#include "harness/train/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace aobench {

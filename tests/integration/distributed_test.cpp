@@ -1,4 +1,4 @@
-// Implements: CPU-testable parts of data-parallel training (DESIGN.md §6; harness/distributed.h): torchrun
+// Implements: CPU-testable parts of data-parallel training (DESIGN.md §6; harness/train/distributed.h): torchrun
 // variable parsing and its errors, the device rule (WORLD_SIZE > 1 needs CUDA: no Gloo in this build, a clear
 // ConfigError on CPU) and the inactive single-process group, which must leave every value untouched.
 // The NCCL path itself needs two GPUs: scripts/gpu_ddp_check.sh.
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "harness/distributed.h"
+#include "harness/train/distributed.h"
 
 namespace aobench {
 namespace {

@@ -32,9 +32,9 @@
 #include "core/errors.h"
 #include "datasets/token_file.h"
 #include "datasets/tokenizer.h"
-#include "harness/checkpoint.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
+#include "harness/train/checkpoint.h"
 #include "metrics/generation.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
@@ -636,7 +636,7 @@ TEST_F(HostileInputTest, EvalCostKnobsAreBounded) {
   if (!have_plugin("gpt")) GTEST_SKIP() << "the gpt plugin is not built (defaults come from it)";
   for (const std::string set :
        {"eval.ensemble=[1,100000]", "eval.orders=1000000", "eval.mc_steps=1000000000", "eval.batch_size=1000000"}) {
-    nlohmann::json config = resolve_config(nlohmann::json::object(), {set});
+    nlohmann::json config = resolve_config(nlohmann::json::object(), Overrides::from_sets({set}));
     try {
       EvalConfig::from_json(config);
       ADD_FAILURE() << set << " was accepted";

@@ -1,4 +1,4 @@
-// Implements: `aobench run --jobs` (harness/cmd_run.cpp): an unknown job name is refused with the job list;
+// Implements: `aobench run --jobs` (harness/experiment/runner.cpp): an unknown job name is refused with the job list;
 // a job locked by another process is refused at once while a run of another job goes on; a later run without
 // --jobs trains only what is missing, and its report holds every job; --force with --jobs leaves the data.
 // Retraining the genppl judge alone is refused once other jobs were judged by it. Uses finding1_loss.json at

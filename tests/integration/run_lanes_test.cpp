@@ -1,4 +1,4 @@
-// Implements: lanes of `aobench run` (harness/experiment_lanes.h) end to end on the CPU: with
+// Implements: lanes of `aobench run` (harness/experiment/lanes.h) end to end on the CPU: with
 // runs_per_device=2 the four runs of finding1_loss (debug tier, 2 jobs × 2 seeds) train in child processes two at
 // a time, each with its log, and end with the same validation losses, to the last bit, as the same experiment
 // trained one run at a time in this process; the parent evaluates, generates and reports as without lanes; a

@@ -1,4 +1,4 @@
-// Implements: seeds of `aobench run` (harness/experiment_seeds.h) end to end: --set seeds=2 gives two run folders
+// Implements: seeds of `aobench run` (harness/experiment/seeds.h) end to end: --set seeds=2 gives two run folders
 // per job, seed 1 with train.seed + 1 and data.seed pinned to seed 0's batches, every stage on every run (an
 // eval filter naming a job covers its seeds; the genppl judge is the judge job's seed 0), the runs recorded in
 // experiment.json; a re-run skips everything, raising to seeds=3 trains only the new folders, --jobs selects

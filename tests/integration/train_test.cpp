@@ -14,11 +14,11 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "datasets/token_file.h"
-#include "harness/checkpoint.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
-#include "harness/train_logger.h"
-#include "harness/trainer.h"
+#include "harness/train/checkpoint.h"
+#include "harness/train/logger.h"
+#include "harness/train/trainer.h"
 #include "metrics/unigram.h"
 #include "tests/test_util.h"
 
@@ -156,7 +156,7 @@ TEST_F(TrainTest, ResumeIsBitwiseIdenticalAcrossProcesses) {
   EXPECT_NE(out.find("--resume"), std::string::npos) << out;
 }
 
-// The whole training step replayed from a CUDA graph (harness/train_graph.h) trains as the uncaptured steps
+// The whole training step replayed from a CUDA graph (harness/train/graph.h) trains as the uncaptured steps
 // do: the same losses and gradient norms step by step up to bf16 rounding (the two paths may pick other
 // kernels), validation between replays included, for the GPT and the AO-GPT (whose random orders are copied
 // into the graph's inputs); and a checkpoint between replays saves the generators as the uncaptured run

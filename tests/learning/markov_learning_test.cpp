@@ -23,9 +23,9 @@
 #include "core/config_types.h"
 #include "core/plugin_api.h"
 #include "datasets/token_file.h"
-#include "harness/checkpoint.h"
 #include "harness/resolve_config.h"
-#include "harness/trainer.h"
+#include "harness/train/checkpoint.h"
+#include "harness/train/trainer.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"
 

@@ -1,4 +1,4 @@
-// Implements: tests of training checkpoints (harness/checkpoint.h): SHA-256 against FIPS 180-4
+// Implements: tests of training checkpoints (harness/train/checkpoint.h): SHA-256 against FIPS 180-4
 // vectors, save → load round trip of a plain torch module, corruption detection naming the file, and
 // atomicity (a crash that leaves .tmp_step_N or a stale `latest` keeps the previous checkpoint loadable).
 #include <filesystem>
@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "harness/checkpoint.h"
+#include "harness/train/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace aobench {

@@ -8,6 +8,7 @@
 
 #include "core/config.h"
 #include "core/config_types.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "harness/resolve_config.h"
 #include "tests/test_util.h"
@@ -157,7 +158,7 @@ TEST(Config, SpecialFilesAreRefusedByKind) {
 TEST(Config, SummaryListsOnlyChangedKeys) {
   const json c = resolve_config(
       json{{"model", {{"plugin", "gpt"}, {"flavour", "debug"}, {"block_size", 64}}}, {"description", "a run"}},
-      {"train.learning_rate=1e-3", "train.order.kind=random", "eval.ensemble=[1,2]"});
+      Overrides::from_sets({"train.learning_rate=1e-3", "train.order.kind=random", "eval.ensemble=[1,2]"}));
   const std::string s = config_summary(c, "runs/x/config.resolved.json");
   EXPECT_NE(s.find("gpt/debug"), std::string::npos) << s;
   EXPECT_NE(s.find("runs/x/config.resolved.json"), std::string::npos) << s;
@@ -183,6 +184,7 @@ TEST(ConfigTypes, EveryDefaultKeyIsRead) {
   SampleConfig::from_json(base, &read);
   SpeedConfig::from_json(base, &read);
   GenpplConfig::from_json(base, &read);
+  PerfConfig::from_json(base, &read);
   std::vector<std::pair<std::string, json>> leaves;
   flatten_config(base, "", leaves);
   std::set<std::string> expected;
@@ -237,6 +239,38 @@ TEST(ConfigTypes, ErrorsNameTheKey) {
   c = base_config();
   c["train"]["order"] = {{"kind", "sideways"}};
   expect_config_error([&] { TrainConfig::from_json(c); }, {"train.order.kind", "sideways"});
+}
+
+}  // namespace
+}  // namespace aobench
+
+namespace aobench {
+namespace {
+
+// The perf section sets the speed switches; the environment variable of a switch overrides the config; every
+// switch in effect is what results record.
+TEST(PerfSwitches, TheConfigSetsThemAndTheEnvironmentOverrides) {
+  const char* old = std::getenv("AOBENCH_FUSED_CE");
+  const std::string saved = old ? old : "";
+  ::unsetenv("AOBENCH_FUSED_CE");
+  EnvSwitch fused_ce("AOBENCH_FUSED_CE");
+  json c = base_config();
+  apply_set(c, "perf.fused_ce=false");
+  const PerfConfig off = PerfConfig::from_json(c);
+  EXPECT_FALSE(off.fused_ce);
+  EXPECT_TRUE(off.cuda_graphs);
+  off.apply();
+  EXPECT_FALSE(fused_ce.on());  // read again after the config changed
+  EXPECT_NE(perf_switches_in_effect().find("fused_ce=0"), std::string::npos) << perf_switches_in_effect();
+  EXPECT_NE(perf_switches_in_effect().find("cuda_graphs=1"), std::string::npos);
+  ::setenv("AOBENCH_FUSED_CE", "1", 1);  // the environment wins over the config
+  EXPECT_TRUE(env_switch_on("AOBENCH_FUSED_CE"));
+  ::unsetenv("AOBENCH_FUSED_CE");
+  PerfConfig().apply();
+  EXPECT_TRUE(fused_ce.on());
+  EXPECT_TRUE(PerfConfig::from_json(json::object()).fused_ce);  // a run saved before the section: all on
+  EXPECT_THROW(set_perf_switch("fused_everything", false), ConfigError);
+  if (old) ::setenv("AOBENCH_FUSED_CE", saved.c_str(), 1);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Implements: tests of experiment tiers (harness/experiment_tiers.h): the --set tier= key, merge patches over
+// Implements: tests of experiment tiers (harness/experiment/tiers.h): the --set tier= key, merge patches over
 // the body, jobs patched by name, the default tier, errors naming the file and the tiers; and that every
 // experiment file under configs/experiments/ resolves at each tier it declares, with its findings known.
-// Also seeds (harness/experiment_seeds.h): the --set seeds= key, "seeds" in a file or tier, the run folders
+// Also seeds (harness/experiment/seeds.h): the --set seeds= key, "seeds" in a file or tier, the run folders
 // and configs of each seed, folder collisions, and the runs in the experiment record.
 #include <cstdlib>
 #include <filesystem>
@@ -13,11 +13,12 @@
 
 #include "core/config.h"
 #include "core/errors.h"
-#include "harness/experiment_paths.h"
-#include "harness/experiment_seeds.h"
-#include "harness/experiment_tiers.h"
+#include "harness/experiment/experiment.h"
+#include "harness/experiment/generation.h"
+#include "harness/experiment/paths.h"
+#include "harness/experiment/seeds.h"
+#include "harness/experiment/tiers.h"
 #include "harness/resolve_config.h"
-#include "harness/run_generation.h"
 
 namespace aobench {
 namespace {
@@ -220,6 +221,8 @@ TEST(ExperimentTiers, EveryExperimentFileResolvesAtEveryTier) {
       EXPECT_NO_THROW(experiment_record(e, origin));
       ASSERT_TRUE(e.contains("out_dir") && e.contains("jobs") && e.contains("common"));
       EXPECT_NO_THROW(EXPECT_EQ(resolve_experiment_jobs(e, {}, origin).size(), e["jobs"].size()));
+      // The typed experiment of `aobench run` at this tier: every prepare entry, run and eval mode checked.
+      EXPECT_NO_THROW(load_experiment(origin, {"tier=" + tier.key()}));
       std::vector<std::string> job_names;
       for (const auto& j : e["jobs"]) job_names.push_back(j.value("name", ""));
       EXPECT_NO_THROW(check_eval_section(e.value("eval", json::object()), job_names, origin));

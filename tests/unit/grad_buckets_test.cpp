@@ -1,4 +1,4 @@
-// Implements: tests of harness/grad_buckets.h on the CPU, the launch callback standing in for the NCCL
+// Implements: tests of harness/train/grad_buckets.h on the CPU, the launch callback standing in for the NCCL
 // all-reduce: bucket layout, gradients as views once filled, accumulation over micro-steps equal to plain
 // autograd, buckets launched from the hooks in order and only in the armed backward, complete when launched,
 // unused parameters zero even after a step that reached them.
@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "harness/grad_buckets.h"
+#include "harness/train/grad_buckets.h"
 
 namespace aobench {
 namespace {

@@ -7,8 +7,8 @@
 #include "core/config.h"
 #include "core/config_types.h"
 #include "core/errors.h"
-#include "harness/ema.h"
-#include "harness/lr_schedule.h"
+#include "harness/train/ema.h"
+#include "harness/train/lr_schedule.h"
 
 namespace aobench {
 namespace {

@@ -1,4 +1,4 @@
-// Tests of harness/optim.h: the fused multi-tensor AdamW (at::_fused_adamw_) and its per-parameter reference
+// Tests of harness/train/optim.h: the fused multi-tensor AdamW (at::_fused_adamw_) and its per-parameter reference
 // against torch::optim::AdamW + torch::nn::utils::clip_grad_norm_ over several steps with two parameter groups
 // (weight decay on / off), clipping that bites and clipping that does not, a skipped step, and the
 // checkpoint state round trip. The CUDA variant skips without a GPU.
@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/errors.h"
-#include "harness/optim.h"
+#include "harness/train/optim.h"
 
 namespace aobench {
 namespace {

@@ -89,6 +89,23 @@ TEST(Stats, StudentTAndWelch) {
   EXPECT_FALSE(welch_difference(estimate_over_replicates({5.0}, {NAN}), b).known);  // no error: never a sign
 }
 
+// One model measured twice per seed: the differences {−5, −4, −6} have mean −5, sd 1, se 1/√3, df 2, margin
+// 4.303/√3 = 2.48; Welch on the same numbers (seed sd 12.5) sees nothing.
+TEST(Stats, PairedDifferenceCancelsTheSeedSpread) {
+  const std::vector<double> m2 = {430, 405, 417}, m1 = {435, 409, 423};
+  const Difference p = paired_difference(m2, m1);
+  EXPECT_DOUBLE_EQ(p.diff, -5);
+  EXPECT_NEAR(p.se, 1 / std::sqrt(3.0), 1e-12);
+  EXPECT_EQ(p.df, 2);
+  EXPECT_NEAR(p.margin, 4.303 / std::sqrt(3.0), 1e-12);
+  EXPECT_EQ(p.sign, -1);
+  EXPECT_EQ(welch_difference(estimate_over_replicates(m2, {}), estimate_over_replicates(m1, {})).sign, 0);
+  // Differences of both signs: within the margin.
+  EXPECT_EQ(paired_difference({430, 405, 417}, {429, 409, 417}).sign, 0);
+  EXPECT_FALSE(paired_difference({1.0}, {2.0}).known);       // one pair: no spread
+  EXPECT_FALSE(paired_difference({1, 2}, {1, 2, 3}).known);  // unequal lengths
+}
+
 TEST(Replicates, SeedsOfAJobArePooledByConfig) {
   Results r;
   add_job(r, "gpt", run("gpt", order("l2r")), {5.0, 5.1, 5.2});
@@ -267,8 +284,17 @@ TEST(Verdicts, EnsemblesZeroShotAndTable2) {
   EXPECT_NE(zs.numbers.find("best MDM radd (3 seeds) ≤ 30; the ensemble closes 50 % of the M = 1 gap"),
             std::string::npos)
       << zs.numbers;
-  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m64", 50.2);  // within the seed spread of M = 8's 50
-  EXPECT_EQ(verdict_for("6", r).outcome, Outcome::inconclusive);
+  // Paired by seed: a rise of 0.2 on every seed, far inside the seed spread of ±0.5, is a rise (no), while
+  // per-seed changes of both signs are within noise (inconclusive).
+  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m64", 50.2);
+  EXPECT_EQ(verdict_for("6", r).outcome, Outcome::no) << verdict_for("6", r).line();
+  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m64", 50, {-0.3, 0.9, -0.4});
+  EXPECT_EQ(verdict_for("6", r).outcome, Outcome::inconclusive) << verdict_for("6", r).line();
+  // The GPU tier's shape: a fall of 4–6 at every seed under a seed spread of 12 is a fall.
+  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m1", 440, {0, -25, -11});
+  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m8", 435, {0, -26, -12});
+  set_metric_seeds(r, "ao_gpt", "wt2/ppl_m64", 430, {0, -25, -13});
+  EXPECT_EQ(verdict_for("6", r).outcome, Outcome::yes) << verdict_for("6", r).line();
 
   // The L2R block: GPT below AO-GPT; Table 2: AO-GPT below σ-GPT in L2R and any-order perplexity.
   set_metric_seeds(r, "gpt", "wt2/ppl", 40);

@@ -1,0 +1,43 @@
+// Implements: `aobench run EXPERIMENT.json [--set k=v]... [--jobs a,b] [--force]` — an experiment file loaded and
+// checked (harness/experiment/experiment.h), then carried out: prepare → train → eval → generation → report
+// (harness/experiment/runner.h, DESIGN.md §4).
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "harness/experiment/experiment.h"
+#include "harness/experiment/runner.h"
+
+namespace aobench {
+
+namespace {
+
+const char* kUsage =
+    "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set runs_per_device=N] [--set key.path=value]... "
+    "[--jobs NAME[,NAME]...] [--force]";
+
+int cmd_run(const std::vector<std::string>& args) {
+  std::string origin;
+  RunOptions options;
+  po::options_description desc("run options");
+  desc.add_options()("experiment", po::value(&origin)->required(), "experiment JSON file")(
+      "set,s", po::value(&options.sets)->composing(), "override a key of every job (repeatable)")(
+      "jobs", po::value(&options.jobs)->composing(),
+      "run only these jobs (comma-separated or repeated; a job names all its seeds, JOB_seedK one); the report "
+      "shows every job of the folder, one still training elsewhere with its steps so far")(
+      "force", po::bool_switch(&options.force),
+      "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)")(
+      "lane", po::bool_switch(&options.lane),
+      "train and evaluate the --jobs runs only, without the experiment's lock, generation or report: how a run "
+      "started with runs_per_device trains its runs in child processes");
+  po::positional_options_description pos;
+  pos.add("experiment", 1);
+  po::variables_map vm;
+  if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  return run_experiment(load_experiment(origin, options.sets), options);
+}
+
+}  // namespace
+
+AOBENCH_COMMAND("run", kUsage, "every job of an experiment: prepare, train, eval, report; skips finished work",
+                cmd_run);
+
+}  // namespace aobench

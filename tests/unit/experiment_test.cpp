@@ -1,0 +1,180 @@
+// Implements: tests of the typed experiment (harness/experiment/experiment.h) and what it is made of: config
+// overrides (Overrides, core/config.h) given as --set text or as JSON patches, prepare entries read into a
+// PrepareSpec (datasets/prepare.h), and load_experiment checking every section before any work.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/errors.h"
+#include "datasets/prepare.h"
+#include "harness/experiment/experiment.h"
+#include "harness/registry.h"
+#include "tests/test_util.h"
+
+namespace aobench {
+namespace {
+
+// Runs `f`, which must throw ConfigError with every one of `parts` in its message or its hint.
+template <class F>
+void expect_config_error(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string text = std::string(e.what()) + " | " + e.hint();
+    for (const auto& p : parts) EXPECT_NE(text.find(p), std::string::npos) << text;
+  }
+}
+
+TEST(Overrides, SetTextAndJsonPatchesApplyInOrderAndNameTheirOrigin) {
+  Overrides o = Overrides::from_sets({"train.learning_rate=3e-4", "eval.mode=random"});
+  o.add({{"eval", {{"mode", "ensemble"}, {"ensemble", {1, 2}}}}}, "x.json: eval.modes[1]");
+  json c = base_config();
+  o.apply_to(c);
+  EXPECT_DOUBLE_EQ(c["train"]["learning_rate"].get<double>(), 3e-4);
+  EXPECT_EQ(c["eval"]["mode"], "ensemble");  // the later override wins
+  ASSERT_NE(o.find("eval.mode"), nullptr);
+  EXPECT_EQ(*o.find("eval.mode"), "ensemble");
+  EXPECT_EQ(o.find("model.plugin"), nullptr);
+  EXPECT_EQ(
+      o.command_line(),
+      " --set train.learning_rate=3e-4 --set eval.mode=random --set eval.ensemble=[1,2] --set eval.mode=\"ensemble\"");
+  // An unknown key names where it came from: the flag as typed, or the file's entry.
+  expect_config_error(
+      [] {
+        json c2 = base_config();
+        Overrides::from_sets({"eval.ordrs=4"}).apply_to(c2);
+      },
+      {"--set eval.ordrs=4", "unknown key 'eval.ordrs'", "eval.orders"});
+  expect_config_error(
+      [] {
+        json c2 = base_config();
+        Overrides().add({{"eval", {{"ordrs", 4}}}}, "x.json: eval.modes[0]").apply_to(c2);
+      },
+      {"x.json: eval.modes[0]", "eval.ordrs"});
+  expect_config_error([] { Overrides().add(json::array({1}), "x.json: eval.modes[0]"); }, {"must be an object"});
+  expect_config_error([] { Overrides::from_sets({"train.max_iters"}); }, {"key.path=value"});
+}
+
+TEST(Overrides, RequireWithinAcceptsSectionsAndPathsOnly) {
+  const Overrides ok = Overrides::from_sets({"sample.top_p=0.9", "train.device=cpu"});
+  EXPECT_NO_THROW(ok.require_within({"sample", "train.device"}, "only sample", "h"));
+  expect_config_error([&] { ok.require_within({"sample"}, "takes only sample.* overrides", "h"); },
+                      {"--set train.device=cpu", "takes only sample.*"});
+  // "train.device" is a path, not a prefix of "train.devices"-like keys or of its siblings.
+  expect_config_error([] { Overrides::from_sets({"train.dtype=float32"}).require_within({"train.device"}, "no", "h"); },
+                      {"no"});
+}
+
+TEST(PrepareSpec, FromJsonReadsTheCommandsOptionsWithEitherSpelling) {
+  const json entry = json::parse(R"({"name": "d", "format": "text", "input": ["a.txt", "b.txt.xz"],
+      "output": "out/d.bin", "vocab_dir": "v", "packing": "reference", "window": 128,
+      "val-output": "out/v.bin", "val_fraction": 0.1, "max-rows": 5, "threads": 2})");
+  const PrepareSpec s = PrepareSpec::from_json(entry, "x.json: prepare[0]");
+  EXPECT_EQ(s.format, "text");
+  EXPECT_EQ(s.inputs, (std::vector<std::string>{"a.txt", "b.txt.xz"}));
+  EXPECT_EQ(s.output, "out/d.bin");
+  EXPECT_EQ(s.vocab_dir, "v");
+  EXPECT_EQ(s.packing, "reference");
+  EXPECT_EQ(s.window, 128);
+  EXPECT_EQ(s.val_output, "out/v.bin");
+  EXPECT_DOUBLE_EQ(s.val_fraction, 0.1);
+  EXPECT_EQ(s.max_rows, 5);
+  EXPECT_EQ(s.threads, 2);
+  EXPECT_EQ(s.tokenizer, "gpt2");  // the command's default
+  EXPECT_EQ(PrepareSpec::from_json(json::parse(R"({"format": "lines", "input": "a", "output": "o.bin"})"), "w").inputs,
+            std::vector<std::string>{"a"});
+  expect_config_error(
+      [] {
+        PrepareSpec::from_json(json::parse(R"({"format": "text", "input": "a", "output": "o",
+                                                   "windw": 128})"),
+                               "x.json: prepare[2]");
+      },
+      {"x.json: prepare[2]", "unknown key 'windw'", "window"});
+  expect_config_error(
+      [] {
+        PrepareSpec::from_json(json::parse(R"({"format": "text", "input": "a", "output": "o",
+                                                   "window": "128"})"),
+                               "x.json: prepare[0]");
+      },
+      {"prepare[0].window", "must be an integer"});
+  expect_config_error([] { PrepareSpec::from_json(json::parse(R"({"format": "text", "output": "o"})"), "p"); },
+                      {"p needs \"input\""});
+  expect_config_error(
+      [] { PrepareSpec::from_json(json::parse(R"({"format": "text", "input": [1], "output": "o"})"), "p"); },
+      {"p.input must be a string"});
+}
+
+bool have_gpt() {
+  for (const auto& p : PluginRegistry::instance().plugins())
+    if (p.name == "gpt") return true;
+  return false;
+}
+
+// A small experiment file of two gpt jobs, two seeds and two eval modes.
+json small_experiment() {
+  return json::parse(R"({
+    "out_dir": "runs/exp_test",
+    "seeds": 2,
+    "prepare": [{"name": "d", "format": "lines", "input": "{here}/in.txt", "output": "{out_dir}/d.bin",
+                 "tokenizer": "bytes"}],
+    "common": {"model": {"plugin": "gpt", "flavour": "debug"}, "data": {"train": "{out_dir}/d.bin"}},
+    "jobs": [{"name": "a"}, {"name": "b", "config": {"train": {"learning_rate": 1e-3}}}],
+    "eval": {"datasets": {"x": "{out_dir}/d.bin", "y": "{out_dir}/d.bin"},
+             "modes": [{"mode": "l2r"}, {"mode": "random", "orders": 2, "jobs": ["b"], "datasets": ["y"]}]}
+  })");
+}
+
+TEST(Experiment, LoadResolvesRunsAndModesOnce) {
+  if (!have_gpt()) GTEST_SKIP() << "the gpt plugin is not built";
+  testing::TempDir tmp;
+  const std::string file = tmp.file("e.json");
+  testing::write_text(file, small_experiment().dump());
+  const Experiment e = load_experiment(file, {"train.max_iters=3"});
+  EXPECT_EQ(e.jobs, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(e.runs.size(), 4u);  // seed-major
+  EXPECT_EQ(e.runs[1].name, "b");
+  EXPECT_EQ(e.runs[2].name, "a_seed1");
+  EXPECT_EQ(e.runs[3].config["train"]["max_iters"], 3);
+  EXPECT_EQ(e.runs[3].config["train"]["learning_rate"], 1e-3);
+  ASSERT_EQ(e.prepare.size(), 1u);
+  EXPECT_EQ(e.prepare[0].spec.inputs.at(0), (tmp.path / "in.txt").string());
+  EXPECT_EQ(e.prepare[0].spec.tokenizer, "bytes");
+  ASSERT_EQ(e.modes.size(), 2u);
+  EXPECT_TRUE(e.modes[0].applies_to("a"));
+  EXPECT_FALSE(e.modes[1].applies_to("a"));
+  ASSERT_EQ(e.modes[1].datasets.size(), 1u);
+  EXPECT_EQ(e.modes[1].datasets[0].first, "y");
+  EXPECT_EQ(e.modes[1].patch, json({{"mode", "random"}, {"orders", 2}}));
+  // The key DONE.json records: the mode as written and the datasets it used (finished evals stay finished).
+  EXPECT_EQ(
+      e.modes[1].done_key(),
+      json({{"mode", small_experiment()["eval"]["modes"][1]}, {"datasets", {{"y", "runs/exp_test/d.bin"}}}}).dump());
+}
+
+TEST(Experiment, EveryEntryIsCheckedBeforeAnyWork) {
+  if (!have_gpt()) GTEST_SKIP() << "the gpt plugin is not built";
+  testing::TempDir tmp;
+  const std::string file = tmp.file("e.json");
+  auto load = [&](const json& exp) {
+    testing::write_text(file, exp.dump());
+    return load_experiment(file, {});
+  };
+  json typo = small_experiment();
+  typo["eval"]["modes"][1]["ordrs"] = 4;  // the last mode: fails now, not after the trainings before it
+  expect_config_error([&] { load(typo); }, {"eval.modes[1]", "unknown key 'eval.ordrs'"});
+  json bad_value = small_experiment();
+  bad_value["eval"]["modes"][0]["orders"] = -1;
+  expect_config_error([&] { load(bad_value); }, {"eval.orders"});
+  json bad_prepare = small_experiment();
+  bad_prepare["prepare"][0]["packng"] = "none";
+  expect_config_error([&] { load(bad_prepare); }, {"prepare[0]", "unknown key 'packng'"});
+  testing::write_text(file, small_experiment().dump());
+  expect_config_error([&] { load_experiment(file, {"train.learnin_rate=1"}); }, {"learning_rate"});
+  EXPECT_FALSE(std::filesystem::exists("runs/exp_test"));  // nothing was created
+}
+
+}  // namespace
+}  // namespace aobench
