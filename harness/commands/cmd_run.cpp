@@ -1,9 +1,13 @@
 // Implements: `aobench run EXPERIMENT.json [--set k=v]... [--jobs a,b] [--force]` — an experiment file loaded and
 // checked (harness/experiment/experiment.h), then carried out: prepare → train → eval → generation → report
 // (harness/experiment/runner.h, DESIGN.md §4).
+#include <iostream>
+
+#include "core/errors.h"
 #include "harness/cli.h"
 #include "harness/commands.h"
 #include "harness/experiment/experiment.h"
+#include "harness/experiment/plan.h"
 #include "harness/experiment/runner.h"
 
 namespace aobench {
@@ -12,11 +16,13 @@ namespace {
 
 const char* kUsage =
     "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set runs_per_device=N] [--set key.path=value]... "
-    "[--jobs NAME[,NAME]...] [--force]";
+    "[--jobs NAME[,NAME]...] [--force] [--plan [--gpu NAME]]";
 
 int cmd_run(const std::vector<std::string>& args) {
   std::string origin;
   RunOptions options;
+  bool plan = false;
+  std::string gpu;
   po::options_description desc("run options");
   desc.add_options()("experiment", po::value(&origin)->required(), "experiment JSON file")(
       "set,s", po::value(&options.sets)->composing(), "override a key of every job (repeatable)")(
@@ -27,12 +33,22 @@ int cmd_run(const std::vector<std::string>& args) {
       "redo prepared data, training and evals even when finished (with --jobs: only those jobs, not the data)")(
       "lane", po::bool_switch(&options.lane),
       "train and evaluate the --jobs runs only, without the experiment's lock, generation or report: how a run "
-      "started with runs_per_device trains its runs in child processes");
+      "started with runs_per_device trains its runs in child processes")(
+      "plan", po::bool_switch(&plan),
+      "print what the experiment will cost (parameters, tokens, FLOPs, peak memory, GPU-hours per job and in all) "
+      "and stop: nothing is read, written or trained")(
+      "gpu", po::value(&gpu), "with --plan: the GPU to plan for (e.g. H100; default: the one here, else an H200)");
   po::positional_options_description pos;
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
-  return run_experiment(load_experiment(origin, options.sets), options);
+  const Experiment experiment = load_experiment(origin, options.sets);
+  if (plan) {
+    std::cout << plan_experiment(experiment, gpu).text();
+    return 0;
+  }
+  if (!gpu.empty()) throw ConfigError("--gpu belongs to --plan", "add --plan, or drop --gpu");
+  return run_experiment(experiment, options);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "datasets/prepare.h"
 #include "harness/experiment/experiment.h"
+#include "harness/experiment/plan.h"
 #include "harness/registry.h"
 #include "tests/test_util.h"
 
@@ -174,6 +175,51 @@ TEST(Experiment, EveryEntryIsCheckedBeforeAnyWork) {
   testing::write_text(file, small_experiment().dump());
   expect_config_error([&] { load_experiment(file, {"train.learnin_rate=1"}); }, {"learning_rate"});
   EXPECT_FALSE(std::filesystem::exists("runs/exp_test"));  // nothing was created
+}
+
+// --plan: the model's own count and FLOP formula, the tokens of the config, a measured rate where a row of
+// configs/measured_rates.json matches, nothing read or written.
+TEST(Experiment, PlanCountsWhatTheRunsWillCost) {
+  if (!have_gpt()) GTEST_SKIP() << "the gpt plugin is not built";
+  testing::TempDir tmp;
+  const std::string file = tmp.file("e.json");
+  testing::write_text(file, small_experiment().dump());
+  const Experiment e = load_experiment(file, {"train.max_iters=7", "train.batch_size=4"});
+  const ExperimentPlan plan = plan_experiment(e, "NVIDIA H200");
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  const JobPlan& a = plan.jobs[0];
+  EXPECT_EQ(a.runs, 2);  // two seeds
+  auto model = PluginRegistry::instance().create("gpt");
+  model->configure(e.runs[0].config.at("model"));
+  model->build(torch::kCPU);
+  int64_t params = 0;
+  for (const auto& p : model->module().parameters()) params += p.numel();
+  EXPECT_EQ(a.params, params);
+  EXPECT_EQ(a.tokens, 7 * 4 * model->block_size());
+  EXPECT_DOUBLE_EQ(a.train_flops, model->flops_per_token(model->block_size()) * static_cast<double>(a.tokens));
+  EXPECT_NEAR(a.gpu_hours, static_cast<double>(a.tokens) / a.tok_s / 3600, 1e-15);
+  EXPECT_NE(a.rate_source.find("MFU"), std::string::npos) << a.rate_source;  // no row of gpt/debug: estimated
+  EXPECT_GT(a.peak_gib, 0);
+  const std::string text = plan.text();
+  EXPECT_NE(text.find("4 runs of 2 jobs"), std::string::npos) << text;
+  EXPECT_FALSE(std::filesystem::exists("runs/exp_test")) << "a plan writes nothing";
+  expect_config_error([&] { plan_experiment(e, "Tesla T4"); }, {"Tesla T4", "AOBENCH_PEAK_FLOPS"});
+}
+
+TEST(Experiment, PlanTakesAMeasuredRateWhereOneMatches) {
+  bool have_ao = false;
+  for (const auto& p : PluginRegistry::instance().plugins()) have_ao |= p.name == "ao_gpt";
+  if (!have_ao) GTEST_SKIP() << "the ao_gpt plugin is not built";
+  json exp = small_experiment();
+  exp["common"] = json::parse(R"({"model": {"plugin": "ao_gpt", "flavour": "tiny", "block_size": 128},
+                                  "data": {"train": "{out_dir}/d.bin"}, "train": {"batch_size": 16, "max_iters": 10}})");
+  exp["eval"]["modes"] = json::array();
+  testing::TempDir tmp;
+  testing::write_text(tmp.file("e.json"), exp.dump());
+  const ExperimentPlan plan = plan_experiment(load_experiment(tmp.file("e.json"), {}), "NVIDIA H200");
+  EXPECT_DOUBLE_EQ(plan.jobs[0].tok_s, 590000);  // the H200 row of configs/measured_rates.json
+  EXPECT_NE(plan.jobs[0].rate_source.find("measured [1]"), std::string::npos) << plan.jobs[0].rate_source;
+  EXPECT_NE(plan.text().find("[1] H200 ao_gpt/tiny T=128 B=16"), std::string::npos) << plan.text();
 }
 
 }  // namespace

@@ -1,0 +1,257 @@
+// Implements: harness/experiment/plan.h.
+#include "harness/experiment/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/config_types.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/plugin_api.h"
+#include "harness/registry.h"
+
+extern "C" const char* aobench_measured_rates_json();
+
+namespace aobench {
+using nlohmann::json;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kAssumedMfu = 0.30;  // no measured row at all
+// Optimizer-side bytes per parameter: fp32 weight, gradient and AdamW's two moments; an EMA adds a copy.
+constexpr double kStateBytes = 16, kEmaBytes = 4;
+
+// One row of configs/measured_rates.json.
+struct Rate {
+  std::string gpu, plugin, flavour, source;
+  int64_t T = 0, batch = 0;
+  double tok_s = 0, peak_gib = NAN;
+};
+
+const std::vector<Rate>& measured_rates() {
+  static const std::vector<Rate> rates = [] {
+    std::vector<Rate> out;
+    const json doc = json::parse(aobench_measured_rates_json());
+    for (const auto& r : doc.at("rates"))
+      out.push_back({r.at("gpu"), r.at("plugin"), r.at("flavour"), r.at("source"), r.at("T"), r.at("batch_size"),
+                     r.at("tok_s"), r.at("peak_gib").is_number() ? r.at("peak_gib").get<double>() : NAN});
+    return out;
+  }();
+  return rates;
+}
+
+// What a model costs, from a CPU build: parameters and training FLOPs per token at T.
+struct ModelCost {
+  int64_t params = 0;
+  double flops_per_token = 0;
+};
+
+class ModelCosts {
+ public:
+  // The model of a resolved config at sequence length T (its model section as resolved).
+  ModelCost of(const json& model, int64_t T) {
+    const std::string key = model.dump() + "@" + std::to_string(T);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    auto m = PluginRegistry::instance().create(model.at("plugin").get<std::string>());
+    m->configure(model);
+    torch::manual_seed(0);
+    m->build(torch::kCPU);
+    ModelCost c;
+    for (const auto& p : m->module().parameters()) c.params += p.numel();
+    c.flops_per_token = m->flops_per_token(T);
+    return cache_[key] = c;
+  }
+  // A measured row's model: the plugin's flavour at the row's T.
+  ModelCost of(const Rate& r) {
+    json model = flavour_defaults(r.plugin, r.flavour);
+    model["plugin"] = r.plugin;
+    model["flavour"] = r.flavour;
+    model["block_size"] = r.T;
+    return of(model, r.T);
+  }
+
+ private:
+  std::map<std::string, ModelCost> cache_;
+};
+
+std::string gpu_class(const std::string& name) {
+  for (const char* c : {"H200", "H100", "A100"})
+    if (name.find(c) != std::string::npos) return c;
+  return name;
+}
+
+// The first row that `match` accepts: this GPU's rows before the others (those only when `same_gpu_only` is false).
+std::optional<Rate> closest(const std::string& gpu, const std::function<bool(const Rate&)>& match, bool same_gpu_only) {
+  for (int pass = 0; pass < (same_gpu_only ? 1 : 2); ++pass)
+    for (const Rate& r : measured_rates())
+      if ((pass == 0) == (r.gpu == gpu) && match(r)) return r;
+  return std::nullopt;
+}
+
+std::string percent(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f %%", 100 * v);
+  return b;
+}
+std::string si(double v) {
+  char b[32];
+  const char* unit[] = {"", "K", "M", "G", "T", "P", "E"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 6) v /= 1000, ++u;
+  std::snprintf(b, sizeof b, v < 10 && u > 0 ? "%.2f%s" : "%.1f%s", v, unit[u]);
+  return b;
+}
+std::string fixed(double v, const char* fmt) {
+  char b[32];
+  std::snprintf(b, sizeof b, fmt, v);
+  return b;
+}
+
+}  // namespace
+
+ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
+  ExperimentPlan plan;
+  plan.origin = exp.origin;
+  plan.tier = exp.record.value("tier", std::string());
+  plan.runs_per_device = exp.runs_per_device;
+  if (!gpu.empty()) {
+    plan.gpu = gpu;
+    plan.gpu_origin = "named";
+  } else if (torch::cuda::is_available()) {
+    plan.gpu = device_name(torch::Device(torch::kCUDA, 0));
+    plan.gpu_origin = "detected";
+  } else {
+    plan.gpu = "NVIDIA H200";
+    plan.gpu_origin = "assumed: no GPU here; --gpu NAME names another";
+  }
+  plan.peak_flops = peak_bf16_flops(plan.gpu);
+  if (!(plan.peak_flops > 0))
+    throw ConfigError("--gpu '" + plan.gpu + "': no bf16 peak is known for it",
+                      "name an H200, H100 or A100, or give the peak: AOBENCH_PEAK_FLOPS=989e12");
+  const std::string cls = gpu_class(plan.gpu);
+  ModelCosts costs;
+  std::vector<std::string> sources;
+  auto cite = [&](const Rate& r) {
+    const std::string s = r.gpu + " " + r.plugin + "/" + r.flavour + " T=" + std::to_string(r.T) +
+                          " B=" + std::to_string(r.batch) + ": " + si(r.tok_s) + " tok/s (" + r.source + ")";
+    auto it = std::find(sources.begin(), sources.end(), s);
+    if (it == sources.end()) it = sources.insert(sources.end(), s);
+    return "[" + std::to_string(it - sources.begin() + 1) + "]";
+  };
+
+  for (const auto& job : exp.jobs) {
+    const SeedRun* first = nullptr;
+    int runs = 0;
+    for (const auto& r : exp.runs)
+      if (r.job == job) first = first ? first : &r, ++runs;
+    const json& config = first->config;
+    const TrainConfig train = TrainConfig::from_json(config);
+    const json& model = config.at("model");
+    JobPlan p;
+    p.job = job;
+    p.runs = runs;
+    p.model = model.at("plugin").get<std::string>() + "/" + model.at("flavour").get<std::string>();
+    const std::string plugin = model.at("plugin"), flavour = model.at("flavour");
+    p.T = model.at("block_size").get<int64_t>();
+    p.batch = train.batch_size * train.gradient_accumulation_steps;
+    p.steps = train.max_iters;
+    p.tokens = p.steps * p.batch * p.T;
+    const ModelCost cost = costs.of(model, p.T);
+    p.params = cost.params;
+    p.train_flops = cost.flops_per_token * static_cast<double>(p.tokens);
+
+    // Rate: measured for this model and micro-batch on this GPU, else the MFU of the closest rows.
+    const int64_t micro = train.batch_size;
+    auto same_model = [&](const Rate& r) { return r.plugin == plugin && r.flavour == flavour; };
+    auto mfu_of = [&](const Rate& r) { return r.tok_s * costs.of(r).flops_per_token / peak_bf16_flops(r.gpu); };
+    if (auto r = closest(cls, [&](const Rate& x) { return same_model(x) && x.T == p.T && x.batch == micro; }, true)) {
+      p.tok_s = r->tok_s;
+      p.rate_source = "measured " + cite(*r);
+    } else if (auto r = closest(cls, [&](const Rate& x) { return same_model(x) && x.T == p.T; }, false)) {
+      p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
+      p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same model at batch " + std::to_string(r->batch) + " " +
+                      cite(*r);
+    } else if (auto size = closest(cls, [&](const Rate& x) { return x.flavour == flavour && x.T == p.T; }, false)) {
+      // Another model of this size, times how this plugin's MFU compares with that model's at a size both have.
+      double mfu = mfu_of(*size);
+      std::string how = "MFU " + percent(mfu) + " of " + size->plugin + " at this size " + cite(*size);
+      for (const Rate& mine : measured_rates()) {
+        if (mine.plugin != plugin) continue;
+        auto theirs = closest(mine.gpu, [&](const Rate& x) {
+          return x.plugin == size->plugin && x.flavour == mine.flavour && x.T == mine.T && x.batch == mine.batch;
+        }, true);
+        if (!theirs) continue;
+        mfu *= mfu_of(mine) / mfu_of(*theirs);
+        how += " × " + plugin + "/" + size->plugin + " at " + mine.flavour + " " + cite(mine) + cite(*theirs);
+        break;
+      }
+      p.tok_s = mfu * plan.peak_flops / cost.flops_per_token;
+      p.rate_source = how;
+    } else if (auto r = closest(cls, [&](const Rate& x) { return x.plugin == plugin; }, false)) {
+      p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
+      p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour + " " + cite(*r);
+    } else {
+      p.tok_s = kAssumedMfu * plan.peak_flops / cost.flops_per_token;
+      p.rate_source = "assumed MFU " + percent(kAssumedMfu) + " (no measured row of this plugin or size)";
+    }
+    p.gpu_hours = static_cast<double>(p.tokens) / p.tok_s / 3600.0;
+
+    // Peak memory: the optimizer state of the parameters plus activations, these scaled by B·T from a measured row
+    // of the same model (any GPU), else the bf16 estimate 34·d·L + 6·V bytes per token (no recomputation).
+    const double state = static_cast<double>(p.params) * (kStateBytes + (train.ema > 0 ? kEmaBytes : 0));
+    const double bt = static_cast<double>(micro * p.T);
+    std::optional<Rate> mem;
+    for (const Rate& r : measured_rates())
+      if (same_model(r) && std::isfinite(r.peak_gib) && (!mem || std::abs(r.T - p.T) < std::abs(mem->T - p.T))) mem = r;
+    if (mem) {
+      const double their_state = static_cast<double>(costs.of(*mem).params) * kStateBytes;
+      const double act = std::max(0.0, mem->peak_gib * kGiB - their_state) * bt / static_cast<double>(mem->batch * mem->T);
+      p.peak_gib = (state + act) / kGiB;
+      p.peak_source = mem->batch == micro && mem->T == p.T ? "measured " + cite(*mem) : "scaled by B·T " + cite(*mem);
+    } else {
+      const double d = model.value("n_embd", 0.0), L = model.value("n_layer", 0.0), V = model.value("vocab_size", 0.0);
+      p.peak_gib = (state + bt * (34 * d * L + 6 * V)) / kGiB;
+      p.peak_source = "formula";
+    }
+    plan.jobs.push_back(p);
+  }
+  plan.sources = sources;
+  return plan;
+}
+
+std::string ExperimentPlan::text() const {
+  std::ostringstream o;
+  int runs = 0;
+  double tokens = 0, flops = 0, hours = 0;
+  for (const auto& j : jobs) runs += j.runs, tokens += double(j.tokens) * j.runs, flops += j.train_flops * j.runs,
+                                hours += j.gpu_hours * j.runs;
+  o << "plan: " << origin << (tier.empty() ? "" : " at tier " + tier) << ", " << runs << " runs of " << jobs.size()
+    << " jobs, on " << gpu << " (" << gpu_origin << "; bf16 peak " << si(peak_flops) << "FLOP/s); nothing is read "
+    << "or trained\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %-18s %8s %6s %8s %8s %9s %11s %5s %9s  %s\n", "job", "model", "params", "T",
+                "batch", "steps", "tokens", "train FLOPs", "runs", "GPU-hours", "estimates");
+  o << line;
+  for (const auto& j : jobs) {
+    std::snprintf(line, sizeof line, "%-16s %-18s %8s %6lld %8lld %8lld %9s %11s %5d %9s  ", j.job.c_str(),
+                  j.model.c_str(), si(double(j.params)).c_str(), (long long)j.T, (long long)j.batch,
+                  (long long)j.steps, si(double(j.tokens)).c_str(), fixed(j.train_flops, "%.2e").c_str(), j.runs,
+                  fixed(j.gpu_hours * j.runs, "%.3g").c_str());
+    o << line << si(j.tok_s) << " tok/s per run alone (" << j.rate_source << "); peak "
+      << fixed(j.peak_gib, "%.1f") << " GiB (" << j.peak_source << ")\n";
+  }
+  o << "total: " << runs << " runs, " << si(tokens) << " tokens, " << fixed(flops, "%.2e") << " FLOPs, "
+    << fixed(hours, "%.3g") << " GPU-hours of training on " << gpu_class(gpu) << "s (evaluation and generation not counted; one run at a time; runs_per_device "
+    << runs_per_device << " packs them, for about the same GPU time: docs/results/t128_b16_36k)\n";
+  for (size_t i = 0; i < sources.size(); ++i) o << "[" << i + 1 << "] " << sources[i] << "\n";
+  return o.str();
+}
+
+}  // namespace aobench
