@@ -167,26 +167,33 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
     p.params = cost.params;
     p.train_flops = cost.flops_per_token * static_cast<double>(p.tokens);
 
-    // Rate: measured for this model and micro-batch on this GPU, else the MFU of the closest rows.
+    // Rate: measured for this model and micro-batch on this GPU, else the MFU of the closest rows; none for a model
+    // far smaller than every measured one (its steps are bound by launches, not FLOPs: no MFU carries over).
     const int64_t micro = train.batch_size;
     auto same_model = [&](const Rate& r) { return r.plugin == plugin && r.flavour == flavour; };
     auto mfu_of = [&](const Rate& r) { return r.tok_s * costs.of(r).flops_per_token / peak_bf16_flops(r.gpu); };
-    if (auto r = closest(cls, [&](const Rate& x) { return same_model(x) && x.T == p.T && x.batch == micro; }, true)) {
+    if (auto r = closest(
+            cls, [&](const Rate& x) { return same_model(x) && x.T == p.T && x.batch == micro; }, true)) {
       p.tok_s = r->tok_s;
       p.rate_source = "measured " + cite(*r);
-    } else if (auto r = closest(cls, [&](const Rate& x) { return same_model(x) && x.T == p.T; }, false)) {
+    } else if (auto r = closest(
+                   cls, [&](const Rate& x) { return same_model(x) && x.T == p.T; }, false)) {
       p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
-      p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same model at batch " + std::to_string(r->batch) + " " +
-                      cite(*r);
-    } else if (auto size = closest(cls, [&](const Rate& x) { return x.flavour == flavour && x.T == p.T; }, false)) {
+      p.rate_source =
+          "MFU " + percent(mfu_of(*r)) + " of the same model at batch " + std::to_string(r->batch) + " " + cite(*r);
+    } else if (auto size = closest(
+                   cls, [&](const Rate& x) { return x.flavour == flavour && x.T == p.T; }, false)) {
       // Another model of this size, times how this plugin's MFU compares with that model's at a size both have.
       double mfu = mfu_of(*size);
       std::string how = "MFU " + percent(mfu) + " of " + size->plugin + " at this size " + cite(*size);
       for (const Rate& mine : measured_rates()) {
         if (mine.plugin != plugin) continue;
-        auto theirs = closest(mine.gpu, [&](const Rate& x) {
-          return x.plugin == size->plugin && x.flavour == mine.flavour && x.T == mine.T && x.batch == mine.batch;
-        }, true);
+        auto theirs = closest(
+            mine.gpu,
+            [&](const Rate& x) {
+              return x.plugin == size->plugin && x.flavour == mine.flavour && x.T == mine.T && x.batch == mine.batch;
+            },
+            true);
         if (!theirs) continue;
         mfu *= mfu_of(mine) / mfu_of(*theirs);
         how += " × " + plugin + "/" + size->plugin + " at " + mine.flavour + " " + cite(mine) + cite(*theirs);
@@ -194,9 +201,16 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
       }
       p.tok_s = mfu * plan.peak_flops / cost.flops_per_token;
       p.rate_source = how;
-    } else if (auto r = closest(cls, [&](const Rate& x) { return x.plugin == plugin; }, false)) {
-      p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
-      p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour + " " + cite(*r);
+    } else if (auto r = closest(
+                   cls, [&](const Rate& x) { return x.plugin == plugin; }, false)) {
+      if (cost.flops_per_token < costs.of(*r).flops_per_token / 4) {
+        p.tok_s = NAN;
+        p.rate_source = "no estimate: " + si(cost.flops_per_token) + " FLOPs per token, under a quarter of the " +
+                        "smallest measured " + plugin + "'s " + cite(*r) + "; so small a step is bound by launches";
+      } else {
+        p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
+        p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour + " " + cite(*r);
+      }
     } else {
       p.tok_s = kAssumedMfu * plan.peak_flops / cost.flops_per_token;
       p.rate_source = "assumed MFU " + percent(kAssumedMfu) + " (no measured row of this plugin or size)";
@@ -212,7 +226,8 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
       if (same_model(r) && std::isfinite(r.peak_gib) && (!mem || std::abs(r.T - p.T) < std::abs(mem->T - p.T))) mem = r;
     if (mem) {
       const double their_state = static_cast<double>(costs.of(*mem).params) * kStateBytes;
-      const double act = std::max(0.0, mem->peak_gib * kGiB - their_state) * bt / static_cast<double>(mem->batch * mem->T);
+      const double act =
+          std::max(0.0, mem->peak_gib * kGiB - their_state) * bt / static_cast<double>(mem->batch * mem->T);
       p.peak_gib = (state + act) / kGiB;
       p.peak_source = mem->batch == micro && mem->T == p.T ? "measured " + cite(*mem) : "scaled by B·T " + cite(*mem);
     } else {
@@ -230,8 +245,14 @@ std::string ExperimentPlan::text() const {
   std::ostringstream o;
   int runs = 0;
   double tokens = 0, flops = 0, hours = 0;
-  for (const auto& j : jobs) runs += j.runs, tokens += double(j.tokens) * j.runs, flops += j.train_flops * j.runs,
-                                hours += j.gpu_hours * j.runs;
+  int unknown = 0;  // jobs without a rate
+  for (const auto& j : jobs) {
+    runs += j.runs;
+    tokens += double(j.tokens) * j.runs;
+    flops += j.train_flops * j.runs;
+    if (std::isfinite(j.gpu_hours)) hours += j.gpu_hours * j.runs;
+    unknown += std::isfinite(j.gpu_hours) ? 0 : 1;
+  }
   o << "plan: " << origin << (tier.empty() ? "" : " at tier " + tier) << ", " << runs << " runs of " << jobs.size()
     << " jobs, on " << gpu << " (" << gpu_origin << "; bf16 peak " << si(peak_flops) << "FLOP/s); nothing is read "
     << "or trained\n";
@@ -241,15 +262,20 @@ std::string ExperimentPlan::text() const {
   o << line;
   for (const auto& j : jobs) {
     std::snprintf(line, sizeof line, "%-16s %-18s %8s %6lld %8lld %8lld %9s %11s %5d %9s  ", j.job.c_str(),
-                  j.model.c_str(), si(double(j.params)).c_str(), (long long)j.T, (long long)j.batch,
-                  (long long)j.steps, si(double(j.tokens)).c_str(), fixed(j.train_flops, "%.2e").c_str(), j.runs,
-                  fixed(j.gpu_hours * j.runs, "%.3g").c_str());
-    o << line << si(j.tok_s) << " tok/s per run alone (" << j.rate_source << "); peak "
-      << fixed(j.peak_gib, "%.1f") << " GiB (" << j.peak_source << ")\n";
+                  j.model.c_str(), si(double(j.params)).c_str(), (long long)j.T, (long long)j.batch, (long long)j.steps,
+                  si(double(j.tokens)).c_str(), fixed(j.train_flops, "%.2e").c_str(), j.runs,
+                  std::isfinite(j.gpu_hours) ? fixed(j.gpu_hours * j.runs, "%.3g").c_str() : "n/a");
+    o << line << (std::isfinite(j.tok_s) ? si(j.tok_s) + " tok/s per run alone (" + j.rate_source + ")" : j.rate_source)
+      << "; peak " << fixed(j.peak_gib, "%.1f") << " GiB (" << j.peak_source << ")\n";
   }
   o << "total: " << runs << " runs, " << si(tokens) << " tokens, " << fixed(flops, "%.2e") << " FLOPs, "
-    << fixed(hours, "%.3g") << " GPU-hours of training on " << gpu_class(gpu) << "s (evaluation and generation not counted; one run at a time; runs_per_device "
-    << runs_per_device << " packs them, for about the same GPU time: docs/results/t128_b16_36k)\n";
+    << fixed(hours, "%.3g") << " GPU-hours of training"
+    << (unknown ? " (" + std::to_string(unknown) + " jobs without an estimate)" : "") << " on " << gpu_class(gpu)
+    << "s (evaluation and generation not counted; one run alone on a GPU"
+    << (runs_per_device > 1 ? "; runs_per_device " + std::to_string(runs_per_device) +
+                                  " packs them for about the same GPU time: docs/results/t128_b16_36k"
+                            : "")
+    << ")\n";
   for (size_t i = 0; i < sources.size(); ++i) o << "[" << i + 1 << "] " << sources[i] << "\n";
   return o.str();
 }

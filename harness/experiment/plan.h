@@ -15,8 +15,8 @@ namespace aobench {
 
 // One job of the plan: every seed run of it costs the same.
 struct JobPlan {
-  std::string job, model;  // "ao_gpt", "ao_gpt/tiny"
-  int runs = 1;            // seeds
+  std::string job, model;                                       // "ao_gpt", "ao_gpt/tiny"
+  int runs = 1;                                                 // seeds
   int64_t params = 0, T = 0, batch = 0, steps = 0, tokens = 0;  // per run; batch: sequences per step
   double train_flops = 0;                                       // per run
   double peak_gib = 0;                                          // per run on one GPU; NaN when unknown
@@ -28,9 +28,9 @@ struct JobPlan {
 
 struct ExperimentPlan {
   std::string origin, tier;
-  std::string gpu;           // the device name the plan is for ("NVIDIA H200")
-  std::string gpu_origin;    // "detected", "named" or "assumed (no GPU here; --gpu NAME names one)"
-  double peak_flops = 0;     // bf16 peak of that GPU
+  std::string gpu;         // the device name the plan is for ("NVIDIA H200")
+  std::string gpu_origin;  // "detected", "named" or "assumed (no GPU here; --gpu NAME names one)"
+  double peak_flops = 0;   // bf16 peak of that GPU
   std::vector<JobPlan> jobs;
   std::vector<std::string> sources;  // the rows of configs/measured_rates.json the estimates rest on
   int runs_per_device = 1;
