@@ -66,6 +66,10 @@ double peak_bf16_flops(const std::string& name) {
                         "example: AOBENCH_PEAK_FLOPS=989e12");
     return v;
   }
+  return known_peak_bf16_flops(name);
+}
+
+double known_peak_bf16_flops(const std::string& name) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   if (has("H200")) return 989e12;
   if (has("H100")) return has("PCIe") ? 756e12 : 989e12;
@@ -109,8 +113,8 @@ AutocastScope::~AutocastScope() {
 namespace {
 
 constexpr size_t kSwitchCount = sizeof(kPerfSwitches) / sizeof(kPerfSwitches[0]);
-std::atomic<bool> g_configured[kSwitchCount] = {true, true, true, true, true, true, true, true};
-std::atomic<int> g_generation{0};  // bumped by set_perf_switch: EnvSwitch objects read again
+std::atomic<bool> g_off[kSwitchCount];  // zero-initialised: every switch on until a config turns it off
+std::atomic<int> g_generation{0};       // bumped by set_perf_switch: EnvSwitch objects read again
 
 // "AOBENCH_FUSED_CE" → the index of "fused_ce"; kSwitchCount for a name that is no switch.
 size_t switch_index(const std::string& env) {
@@ -127,7 +131,7 @@ size_t switch_index(const std::string& env) {
 void set_perf_switch(const std::string& name, bool on) {
   for (size_t i = 0; i < kSwitchCount; ++i)
     if (name == kPerfSwitches[i]) {
-      if (g_configured[i].exchange(on) != on) ++g_generation;
+      if (g_off[i].exchange(!on) != !on) ++g_generation;
       return;
     }
   throw ConfigError("unknown speed switch 'perf." + name + "'", "the perf keys of configs/base.json");
@@ -136,7 +140,7 @@ void set_perf_switch(const std::string& name, bool on) {
 bool env_switch_on(const char* env) {
   if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
   const size_t i = switch_index(env);
-  return i == kSwitchCount || g_configured[i].load();
+  return i == kSwitchCount || !g_off[i].load();
 }
 
 std::string perf_switches_in_effect() {
@@ -150,17 +154,16 @@ std::string perf_switches_in_effect() {
 }
 
 bool EnvSwitch::on() {
-  const int now = g_generation.load();
-  if (read_at_.load() != now) {
-    on_.store(env_switch_on(name_));
-    read_at_.store(now);
-  }
-  return on_.load();
+  const int64_t now = g_generation.load();
+  const int64_t state = state_.load();
+  if (state >= 0 && (state >> 1) == now) return (state & 1) != 0;
+  const bool value = env_switch_on(name_);
+  state_.store((now << 1) | (value ? 1 : 0));
+  return value;
 }
 
-void EnvSwitch::set(bool on) {  // a test's value: kept until a config sets a switch
-  read_at_.store(g_generation.load());
-  on_.store(on);
+void EnvSwitch::set(bool on) {  // a test's value: kept until a config changes a switch
+  state_.store((int64_t(g_generation.load()) << 1) | (on ? 1 : 0));
 }
 
 }  // namespace aobench

@@ -19,6 +19,8 @@ std::string device_name(torch::Device device);  // "NVIDIA H100 80GB HBM3", "cpu
 // Dense bf16 peak FLOP/s for a device name (H100 SXM 989e12, H100 PCIe 756e12, H200 989e12,
 // A100 312e12); 0 when unknown. AOBENCH_PEAK_FLOPS (a number) overrides.
 double peak_bf16_flops(const std::string& name);
+// The same from the table alone, whatever AOBENCH_PEAK_FLOPS says: the peak of a GPU something was measured on.
+double known_peak_bf16_flops(const std::string& name);
 
 // The speed switches, each a fast path on by default that can be turned off for comparison or to rule a kernel
 // out: the config's "perf" section (PerfConfig, core/config_types.h) sets them per run, and the environment
@@ -45,8 +47,9 @@ class EnvSwitch {
 
  private:
   const char* name_;
-  std::atomic<int> read_at_{-1};  // the configuration generation it was read at
-  std::atomic<bool> on_{true};
+  // (generation << 1) | on, one word so a value and the configuration generation it was read at change
+  // together; −1 = not read yet. A value stored for an older generation is read again at the next on().
+  std::atomic<int64_t> state_{-1};
 };
 
 // Peak memory since the last reset, GiB: CUDA max allocated; on CPU the process's max RSS.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -246,6 +247,7 @@ Written write_split(const std::string& out_path, const std::vector<std::string>&
 PrepareSpec PrepareSpec::from_json(const json& entry, const std::string& where) {
   if (!entry.is_object()) throw ConfigError(where + " must be an object", "see the comment in configs/quickstart.json");
   PrepareSpec spec;
+  std::set<std::string> seen;  // keys as flags: "val_output" and "val-output" are one
   const char* keys =
       "name, format, input, output, tokenizer, vocab-dir, packing, window, val-output, val-fraction, "
       "max-rows, threads";
@@ -260,6 +262,9 @@ PrepareSpec PrepareSpec::from_json(const json& entry, const std::string& where) 
   for (auto it = entry.begin(); it != entry.end(); ++it) {
     std::string key = it.key();
     std::replace(key.begin(), key.end(), '_', '-');
+    if (!seen.insert(key).second)
+      throw ConfigError(where + ": '" + key + "' is given twice (as '" + it.key() + "' and with '-' or '_')",
+                        "keep one spelling");
     const json& v = it.value();
     if (key == "name") {
       text(it.key(), v);
@@ -286,7 +291,9 @@ PrepareSpec PrepareSpec::from_json(const json& entry, const std::string& where) 
       spec.max_rows = whole(it.key(), v);
     } else if (key == "threads") {
       const int64_t t = whole(it.key(), v);
-      spec.threads = static_cast<int>(std::clamp<int64_t>(t, -1, INT_MAX));
+      if (t < INT_MIN || t > INT_MAX)
+        throw ConfigError(where + "." + it.key() + " = " + std::to_string(t) + " is out of range");
+      spec.threads = static_cast<int>(t);
     } else {
       const std::string near =
           closest_name(key, {"name", "format", "input", "output", "tokenizer", "vocab-dir", "packing", "window",
@@ -299,6 +306,11 @@ PrepareSpec PrepareSpec::from_json(const json& entry, const std::string& where) 
     if (value->empty())
       throw ConfigError(where + " needs a non-empty string \"" + key + "\"", std::string("keys: ") + keys);
   if (spec.inputs.empty()) throw ConfigError(where + " needs \"input\": a path or a list of paths");
+  try {
+    spec.check();
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what(), e.hint());
+  }
   return spec;
 }
 
@@ -327,32 +339,36 @@ std::string PrepareSummary::line(const PrepareSpec& spec) const {
   return out + buf;
 }
 
-PrepareSummary prepare_dataset(const PrepareSpec& spec) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string& format = spec.format;
+void PrepareSpec::check() const {
   const std::vector<std::string> known = {"text", "lines", "jsonl", "wikitext", "ptb", "lm1b", "lambada", "fortune"};
   if (std::find(known.begin(), known.end(), format) == known.end())
     throw ConfigError("unknown --format '" + format + "'", std::string("choose one of: ") + kPrepareFormats);
-  PackOptions pack;
-  pack.mode = spec.packing;
-  pack.window = spec.window;
-  if (pack.mode != "none" && pack.mode != "simple" && pack.mode != "reference")
-    throw ConfigError("unknown --packing '" + pack.mode + "'", "choose one of: none, simple, reference");
-  if (pack.window <= 0 || pack.window > INT32_MAX)
-    throw ConfigError("--window " + std::to_string(pack.window) + " must be in [1, " + std::to_string(INT32_MAX) + "]",
+  if (packing != "none" && packing != "simple" && packing != "reference")
+    throw ConfigError("unknown --packing '" + packing + "'", "choose one of: none, simple, reference");
+  if (window <= 0 || window > INT32_MAX)
+    throw ConfigError("--window " + std::to_string(window) + " must be in [1, " + std::to_string(INT32_MAX) + "]",
                       "the token-file header stores it as int32; e.g. --window 1024");
-  const double val_fraction = spec.val_fraction;
-  const std::string& val_out = spec.val_output;
-  if (!val_out.empty() && !(val_fraction > 0.0 && val_fraction < 1.0))
+  if (!val_output.empty() && !(val_fraction > 0.0 && val_fraction < 1.0))
     throw ConfigError("--val-fraction " + std::to_string(val_fraction) + " must be in (0, 1)", "e.g. 0.05");
-  const int64_t max_rows = spec.max_rows;
   if (max_rows < 0) throw ConfigError("--max-rows must be >= 0", "0 means all rows");
-  int threads = spec.threads;
   // Bounded: when a thread cannot be created, libgomp ends the process ("Thread creation failed") instead
   // of throwing.
   if (threads < 0 || threads > kMaxThreads)
     throw ConfigError("--threads " + std::to_string(threads) + " must be in [0, " + std::to_string(kMaxThreads) + "]",
                       "0 means all cores");
+}
+
+PrepareSummary prepare_dataset(const PrepareSpec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  spec.check();
+  const std::string& format = spec.format;
+  PackOptions pack;
+  pack.mode = spec.packing;
+  pack.window = spec.window;
+  const double val_fraction = spec.val_fraction;
+  const std::string& val_out = spec.val_output;
+  const int64_t max_rows = spec.max_rows;
+  int threads = spec.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
 
   auto tok = make_tokenizer(spec.tokenizer, spec.vocab_dir);

@@ -31,6 +31,8 @@ struct PrepareSpec {
   // command's flag ("val-output" or "val_output"); "input" a path or a list. ConfigError naming `where`
   // and the key for an unknown key or a value of the wrong type.
   static PrepareSpec from_json(const nlohmann::json& entry, const std::string& where);
+  // ConfigError naming the flag for a format, packing, window, fraction, row count or thread count out of range.
+  void check() const;
   // The `aobench prepare` arguments that do the same (for logs).
   std::string command_line() const;
 };

@@ -65,7 +65,7 @@ Difference paired_difference(const std::vector<double>& a, const std::vector<dou
   for (size_t i = 0; i < a.size(); ++i) diffs[i] = a[i] - b[i];
   d.diff = mean_of(diffs);
   d.se = stderr_of(diffs);
-  if (!std::isfinite(d.diff) || !std::isfinite(d.se)) return d;
+  if (!std::isfinite(d.diff) || !(d.se > 0)) return d;
   d.df = static_cast<double>(diffs.size() - 1);
   d.margin = t_critical_95(d.df) * d.se;
   d.known = true;

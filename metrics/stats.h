@@ -46,8 +46,8 @@ struct Difference {
 };
 Difference welch_difference(const Estimate& a, const Estimate& b);
 // a − b for one model measured twice (a[i] and b[i] from replicate i: the same run, data and seed), paired: the
-// mean of the n differences against Student's t at 95 % with n − 1 degrees of freedom. known = false for n < 2
-// (or unequal lengths). Tighter than Welch when the replicates differ more from each other than a from b.
+// mean of the n differences against Student's t at 95 % with n − 1 degrees of freedom. known = false for n < 2,
+// unequal lengths or differences that are all equal (no spread to judge them by). Tighter than Welch when the replicates differ more from each other than a from b.
 Difference paired_difference(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace aobench

@@ -126,7 +126,7 @@ class Judge {
     tally(welch_difference(a, b), claim_sign);
   }
   // Counts metric `a` − metric `b` of one group, paired by run: the same models measured twice, so the spread
-  // between seeds cancels. Fewer than two runs with both: count() on the two estimates.
+  // between seeds cancels. Fewer than two runs with both, or identical differences: count() on the estimates.
   void count_paired(const RunGroup& g, const std::string& a, const std::string& b, int claim_sign) {
     const Estimate ea = metric(g, a), eb = metric(g, b);
     std::vector<double> va, vb;
@@ -138,8 +138,9 @@ class Judge {
       va.push_back(ia->second.value);
       vb.push_back(ib->second.value);
     }
-    if (va.size() < 2) return count(ea, eb, claim_sign);
-    tally(paired_difference(va, vb), claim_sign);
+    const Difference d = paired_difference(va, vb);
+    if (!d.known) return count(ea, eb, claim_sign);  // one pair, or no spread between the pairs
+    tally(d, claim_sign);
   }
   void tally(const Difference& d, int claim_sign) {
     if (!d.known)

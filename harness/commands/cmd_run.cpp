@@ -42,12 +42,14 @@ int cmd_run(const std::vector<std::string>& args) {
   pos.add("experiment", 1);
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
+  if (!gpu.empty() && !plan) throw ConfigError("--gpu belongs to --plan", "add --plan, or drop --gpu");
+  if (plan && (!options.jobs.empty() || options.force || options.lane))
+    throw ConfigError("--plan plans every job of the file and runs nothing", "drop --jobs, --force and --lane");
   const Experiment experiment = load_experiment(origin, options.sets);
   if (plan) {
     std::cout << plan_experiment(experiment, gpu).text();
     return 0;
   }
-  if (!gpu.empty()) throw ConfigError("--gpu belongs to --plan", "add --plan, or drop --gpu");
   return run_experiment(experiment, options);
 }
 

@@ -30,7 +30,7 @@ struct EvalMode {
   std::string where;              // "<file>: eval.modes[i]", for errors
   bool every_job = true;          // no "jobs" filter
   std::vector<std::string> jobs;  // the "jobs" filter
-  std::vector<std::pair<std::string, std::string>> datasets;  // (name, path) it evaluates, in eval.datasets order
+  std::vector<std::pair<std::string, std::string>> datasets;  // (name, path) it evaluates, in name order
   bool applies_to(const std::string& job) const;              // a filter naming a job covers its every seed
   std::string done_key() const;                               // {"mode": entry, "datasets": {name: path}}
 };

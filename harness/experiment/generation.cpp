@@ -89,7 +89,7 @@ void check_generation_section(const json& generation, const std::string& origin)
 }
 
 void run_generation_stages(const json& generation, const std::string& job, const std::string& run,
-                           const std::string& run_dir, const std::string& out_dir, json& done,
+                           const std::string& run_dir, const std::string& out_dir, const json& perf, json& done,
                            const std::function<void()>& save_done) {
   if (generation.contains("jobs") &&
       std::find(generation["jobs"].begin(), generation["jobs"].end(), json(job)) == generation["jobs"].end())
@@ -115,14 +115,15 @@ void run_generation_stages(const json& generation, const std::string& job, const
       SampleTask sample;
       sample.run_dir = run_dir;
       sample.out = samples;
-      sample.overrides.add({{"sample", patch}}, "generation.settings");
+      sample.overrides.add({{"sample", patch}}, "generation.settings").add({{"perf", perf}}, "perf");
       announce_task("sample", sample);
       run_sample(sample);
     }
     std::string judge = generation["judge"].get<std::string>();
     if (judge.find('/') == std::string::npos && fs::is_directory(fs::path(out_dir) / judge))
       judge = (fs::path(out_dir) / judge).string();  // a job of this experiment: its seed-0 run
-    const GenpplTask genppl{samples, judge, run_dir, {}};
+    GenpplTask genppl{samples, judge, run_dir, {}};
+    genppl.overrides.add({{"perf", perf}}, "perf");
     announce_task("genppl", genppl);
     run_genppl(genppl);
     done["generation"].push_back(key);
@@ -139,7 +140,9 @@ void run_generation_stages(const json& generation, const std::string& job, const
     speed.erase("sample");
     SpeedTask task;
     task.run_dir = run_dir;
-    task.overrides.add({{"speed", speed}}, "generation.speed").add({{"sample", sample}}, "generation.speed.sample");
+    task.overrides.add({{"speed", speed}}, "generation.speed")
+        .add({{"sample", sample}}, "generation.speed.sample")
+        .add({{"perf", perf}}, "perf");
     announce_task("speed", task);
     run_speed(task);
     done["generation"].push_back(key);

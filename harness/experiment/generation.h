@@ -24,10 +24,10 @@ void check_generation_section(const nlohmann::json& generation, const std::strin
 
 // Runs the stages of one run (`run` in `run_dir`: a seed of `job`, harness/experiment/seeds.h) that DONE.json
 // (`done["generation"]`) does not list yet (run_sample, run_genppl, run_speed of harness/tasks.h); `save_done`
-// persists `done` after each. The "jobs" filter names jobs, so it covers every seed of one; a judge named by
+// persists `done` after each; every stage runs with the speed switches `perf` (the experiment's perf section). The "jobs" filter names jobs, so it covers every seed of one; a judge named by
 // job is that job's seed-0 run, <out_dir>/<job>, for every seed: one judge scores the whole comparison.
 void run_generation_stages(const nlohmann::json& generation, const std::string& job, const std::string& run,
-                           const std::string& run_dir, const std::string& out_dir, nlohmann::json& done,
-                           const std::function<void()>& save_done);
+                           const std::string& run_dir, const std::string& out_dir, const nlohmann::json& perf,
+                           nlohmann::json& done, const std::function<void()>& save_done);
 
 }  // namespace aobench

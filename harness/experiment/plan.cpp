@@ -81,7 +81,9 @@ class ModelCosts {
   std::map<std::string, ModelCost> cache_;
 };
 
+// The GPU of a device name as configs/measured_rates.json names it; an H100 PCIe is no H100 (SXM) there.
 std::string gpu_class(const std::string& name) {
+  if (name.find("H100") != std::string::npos && name.find("PCIe") != std::string::npos) return "H100 PCIe";
   for (const char* c : {"H200", "H100", "A100"})
     if (name.find(c) != std::string::npos) return c;
   return name;
@@ -93,6 +95,32 @@ std::optional<Rate> closest(const std::string& gpu, const std::function<bool(con
     for (const Rate& r : measured_rates())
       if ((pass == 0) == (r.gpu == gpu) && match(r)) return r;
   return std::nullopt;
+}
+
+double step_work(const Rate& r, ModelCosts& costs) {
+  return static_cast<double>(r.batch * r.T) * costs.of(r).flops_per_token;
+}
+
+// The row of `plugin` whose work per step (B·T·FLOPs per token) is nearest `work` by ratio, this GPU's rows first.
+std::optional<Rate> nearest_work(const std::string& gpu, const std::string& plugin, double work, ModelCosts& costs) {
+  for (int pass = 0; pass < 2; ++pass) {
+    std::optional<Rate> best;
+    double best_gap = INFINITY;
+    for (const Rate& r : measured_rates())
+      if (r.plugin == plugin && (pass == 0) == (r.gpu == gpu)) {
+        const double gap = std::fabs(std::log(work / step_work(r, costs)));
+        if (gap < best_gap) best_gap = gap, best = r;
+      }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
+double smallest_work(const std::string& plugin, ModelCosts& costs) {
+  double smallest = INFINITY;
+  for (const Rate& r : measured_rates())
+    if (r.plugin == plugin) smallest = std::min(smallest, step_work(r, costs));
+  return smallest;
 }
 
 std::string percent(double v) {
@@ -171,7 +199,8 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
     // far smaller than every measured one (its steps are bound by launches, not FLOPs: no MFU carries over).
     const int64_t micro = train.batch_size;
     auto same_model = [&](const Rate& r) { return r.plugin == plugin && r.flavour == flavour; };
-    auto mfu_of = [&](const Rate& r) { return r.tok_s * costs.of(r).flops_per_token / peak_bf16_flops(r.gpu); };
+    // A row's MFU on the GPU it was measured on (the table's peak: AOBENCH_PEAK_FLOPS is the planned GPU's).
+    auto mfu_of = [&](const Rate& r) { return r.tok_s * costs.of(r).flops_per_token / known_peak_bf16_flops(r.gpu); };
     if (auto r = closest(
             cls, [&](const Rate& x) { return same_model(x) && x.T == p.T && x.batch == micro; }, true)) {
       p.tok_s = r->tok_s;
@@ -201,15 +230,18 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
       }
       p.tok_s = mfu * plan.peak_flops / cost.flops_per_token;
       p.rate_source = how;
-    } else if (auto r = closest(
-                   cls, [&](const Rate& x) { return x.plugin == plugin; }, false)) {
-      if (cost.flops_per_token < costs.of(*r).flops_per_token / 4) {
+    } else if (auto r = nearest_work(cls, plugin, static_cast<double>(micro * p.T) * cost.flops_per_token, costs)) {
+      // The same plugin at the size whose work per step is nearest; none below a quarter of the smallest measured
+      // step (a step that small is bound by kernel launches, not FLOPs).
+      const double work = static_cast<double>(micro * p.T) * cost.flops_per_token;
+      if (work < smallest_work(plugin, costs) / 4) {
         p.tok_s = NAN;
-        p.rate_source = "no estimate: " + si(cost.flops_per_token) + " FLOPs per token, under a quarter of the " +
-                        "smallest measured " + plugin + "'s " + cite(*r) + "; so small a step is bound by launches";
+        p.rate_source = "no estimate: " + si(work) + " FLOPs per step, under a quarter of the smallest measured " +
+                        plugin + " step; so small a step is bound by kernel launches";
       } else {
         p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
-        p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour + " " + cite(*r);
+        p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour +
+                        " T=" + std::to_string(r->T) + " B=" + std::to_string(r->batch) + " " + cite(*r);
       }
     } else {
       p.tok_s = kAssumedMfu * plan.peak_flops / cost.flops_per_token;

@@ -298,7 +298,8 @@ class Runner {
       EvalTask task;
       task.run_dir = run_dir.string();
       task.datasets = mode.datasets;
-      task.overrides.add({{"eval", mode.patch}}, mode.where);
+      task.overrides.add({{"eval", mode.patch}}, mode.where)
+          .add({{"perf", r.config.at("perf")}}, exp_.origin + ": perf");
       announce_task("eval", task);
       run_eval(task);
       done["evals"].push_back(key);
@@ -324,8 +325,8 @@ class Runner {
       const DirLock run_lock(lock_path(r.name), holder_, /*wait=*/false);
       const fs::path run_dir = exp_.out_dir / r.name;
       json done = read_done(run_dir);
-      run_generation_stages(exp_.generation, r.job, r.name, run_dir.string(), exp_.out_dir.string(), done,
-                            [&] { write_done(run_dir, done); });
+      run_generation_stages(exp_.generation, r.job, r.name, run_dir.string(), exp_.out_dir.string(),
+                            r.config.at("perf"), done, [&] { write_done(run_dir, done); });
     }
   }
 

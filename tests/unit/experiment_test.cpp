@@ -103,6 +103,20 @@ TEST(PrepareSpec, FromJsonReadsTheCommandsOptionsWithEitherSpelling) {
                                "x.json: prepare[0]");
       },
       {"prepare[0].window", "must be an integer"});
+  expect_config_error(
+      [] {
+        PrepareSpec::from_json(json::parse(R"({"format": "text", "input": "a", "output": "o",
+                                                   "packing": "refrence"})"),
+                               "x.json: prepare[1]");
+      },
+      {"x.json: prepare[1]", "unknown --packing 'refrence'"});
+  expect_config_error(
+      [] {
+        PrepareSpec::from_json(json::parse(R"({"format": "text", "input": "a", "output": "o",
+                                                   "val_output": "v", "val-output": "w"})"),
+                               "p");
+      },
+      {"'val-output' is given twice"});
   expect_config_error([] { PrepareSpec::from_json(json::parse(R"({"format": "text", "output": "o"})"), "p"); },
                       {"p needs \"input\""});
   expect_config_error(
