@@ -221,32 +221,23 @@ GenpplConfig GenpplConfig::from_json(const nlohmann::json& resolved, KeysRead* r
   return g;
 }
 
+// Every perf key with its field: what from_json reads and apply() sets.
+const std::pair<const char*, bool PerfConfig::*> kPerfFields[] = {
+    {"fused_ce", &PerfConfig::fused_ce},         {"fused_ln", &PerfConfig::fused_ln},
+    {"fused_norms", &PerfConfig::fused_norms},   {"fused_adamw", &PerfConfig::fused_adamw},
+    {"fused_decode", &PerfConfig::fused_decode}, {"cuda_graphs", &PerfConfig::cuda_graphs},
+    {"draw_split", &PerfConfig::draw_split},     {"fused_sampling", &PerfConfig::fused_sampling}};
+
 PerfConfig PerfConfig::from_json(const nlohmann::json& resolved, KeysRead* read) {
   PerfConfig o;
   if (!resolved.contains("perf")) return o;
   Reader r(resolved, read);
-  for (auto [key, field] : {std::pair{"fused_ce", &o.fused_ce},
-                            {"fused_ln", &o.fused_ln},
-                            {"fused_norms", &o.fused_norms},
-                            {"fused_adamw", &o.fused_adamw},
-                            {"fused_decode", &o.fused_decode},
-                            {"cuda_graphs", &o.cuda_graphs},
-                            {"draw_split", &o.draw_split},
-                            {"fused_sampling", &o.fused_sampling}})
-    *field = r.boolean(std::string("perf.") + key);
+  for (const auto& [key, field] : kPerfFields) o.*field = r.boolean(std::string("perf.") + key);
   return o;
 }
 
 void PerfConfig::apply() const {
-  for (auto [key, value] : {std::pair{"fused_ce", fused_ce},
-                            {"fused_ln", fused_ln},
-                            {"fused_norms", fused_norms},
-                            {"fused_adamw", fused_adamw},
-                            {"fused_decode", fused_decode},
-                            {"cuda_graphs", cuda_graphs},
-                            {"draw_split", draw_split},
-                            {"fused_sampling", fused_sampling}})
-    set_perf_switch(key, value);
+  for (const auto& [key, field] : kPerfFields) set_perf_switch(key, this->*field);
 }
 
 void validate_sections(const nlohmann::json& resolved) {

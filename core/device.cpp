@@ -116,14 +116,11 @@ constexpr size_t kSwitchCount = sizeof(kPerfSwitches) / sizeof(kPerfSwitches[0])
 std::atomic<bool> g_off[kSwitchCount];  // zero-initialised: every switch on until a config turns it off
 std::atomic<int> g_generation{0};       // bumped by set_perf_switch: EnvSwitch objects read again
 
-// "AOBENCH_FUSED_CE" → the index of "fused_ce"; kSwitchCount for a name that is no switch.
-size_t switch_index(const std::string& env) {
-  for (size_t i = 0; i < kSwitchCount; ++i) {
-    std::string upper = std::string("AOBENCH_") + kPerfSwitches[i];
-    std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-    if (upper == env) return i;
-  }
-  return kSwitchCount;
+// The environment variable of switch i: "fused_ce" → "AOBENCH_FUSED_CE".
+std::string switch_env(size_t i) {
+  std::string env = std::string("AOBENCH_") + kPerfSwitches[i];
+  std::transform(env.begin(), env.end(), env.begin(), [](unsigned char c) { return std::toupper(c); });
+  return env;
 }
 
 }  // namespace
@@ -139,17 +136,16 @@ void set_perf_switch(const std::string& name, bool on) {
 
 bool env_switch_on(const char* env) {
   if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
-  const size_t i = switch_index(env);
-  return i == kSwitchCount || !g_off[i].load();
+  for (size_t i = 0; i < kSwitchCount; ++i)
+    if (switch_env(i) == env) return !g_off[i].load();
+  return true;
 }
 
 std::string perf_switches_in_effect() {
   std::string out;
-  for (const char* name : kPerfSwitches) {
-    std::string env = std::string("AOBENCH_") + name;
-    std::transform(env.begin(), env.end(), env.begin(), [](unsigned char c) { return std::toupper(c); });
-    out += (out.empty() ? "" : " ") + std::string(name) + "=" + (env_switch_on(env.c_str()) ? "1" : "0");
-  }
+  for (size_t i = 0; i < kSwitchCount; ++i)
+    out += (out.empty() ? "" : " ") + std::string(kPerfSwitches[i]) + "=" +
+           (env_switch_on(switch_env(i).c_str()) ? "1" : "0");
   return out;
 }
 

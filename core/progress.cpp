@@ -31,10 +31,15 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+// Up to "5.12P" (a plan's FLOPs and tokens).
 std::string format_count(double n) {
   char buf[64];
   const double a = std::abs(n);
-  if (a >= 1e9)
+  if (a >= 1e15)
+    std::snprintf(buf, sizeof buf, "%.2fP", n / 1e15);
+  else if (a >= 1e12)
+    std::snprintf(buf, sizeof buf, "%.2fT", n / 1e12);
+  else if (a >= 1e9)
     std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
   else if (a >= 1e6)
     std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);

@@ -42,13 +42,17 @@ SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::D
   return r;
 }
 
-nlohmann::json generation_config(nlohmann::json saved, const Overrides& overrides,
-                                 const std::vector<std::string>& allowed, const std::string& command) {
-  for (const char* section : {"sample", "speed", "genppl", "perf"}) {
+void complete_from_base(nlohmann::json& saved, const std::vector<std::string>& sections) {
+  for (const auto& section : sections) {
     nlohmann::json merged = base_config().at(section);
     if (saved.contains(section) && saved[section].is_object()) merged.update(saved[section]);
     saved[section] = merged;
   }
+}
+
+nlohmann::json generation_config(nlohmann::json saved, const Overrides& overrides,
+                                 const std::vector<std::string>& allowed, const std::string& command) {
+  complete_from_base(saved, {"sample", "speed", "genppl", "perf"});
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a + (a.find('.') == std::string::npos ? ".*" : "");
   overrides.require_within(allowed, "aobench " + command + " takes only " + list + " overrides here",

@@ -27,6 +27,10 @@ struct SampleOptions : SampleConfig {
   SampleRequest request(int64_t rows, uint64_t seed, torch::Device device) const;
 };
 
+// Completes `sections` of a saved config (a run's config.resolved.json) from configs/base.json: keys a run saved
+// before they existed read as their defaults; the saved values stay.
+void complete_from_base(nlohmann::json& saved, const std::vector<std::string>& sections);
+
 // A run's saved config with the sample / speed / genppl sections completed from configs/base.json (runs
 // saved before a key existed), then `overrides` applied; each must lie within `allowed` (sections such as
 // "sample", or paths such as "train.device"), else a ConfigError naming its origin.

@@ -1,4 +1,4 @@
-// Implements: the generation stages of `aobench run` and experiment "base" files (see run_generation.h).
+// Implements: the generation stages of `aobench run` and experiment "base" files (see generation.h).
 // Each stage calls the library function of the command a user would type (sample → genppl, speed), so
 // there is one code path.
 #include "harness/experiment/generation.h"

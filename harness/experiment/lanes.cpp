@@ -1,4 +1,4 @@
-// Implements: lanes of `aobench run` (see experiment_lanes.h): child processes (core/subprocess.h, no shell),
+// Implements: lanes of `aobench run` (see lanes.h): child processes (core/subprocess.h, no shell),
 // a scheduler that keeps every device's lanes busy, and signals passed on to the children.
 #include "harness/experiment/lanes.h"
 

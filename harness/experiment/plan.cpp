@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "core/progress.h"
 #include "harness/registry.h"
 
 extern "C" const char* aobench_measured_rates_json();
@@ -128,14 +129,6 @@ std::string percent(double v) {
   std::snprintf(b, sizeof b, "%.0f %%", 100 * v);
   return b;
 }
-std::string si(double v) {
-  char b[32];
-  const char* unit[] = {"", "K", "M", "G", "T", "P", "E"};
-  int u = 0;
-  while (std::fabs(v) >= 1000 && u < 6) v /= 1000, ++u;
-  std::snprintf(b, sizeof b, v < 10 && u > 0 ? "%.2f%s" : "%.1f%s", v, unit[u]);
-  return b;
-}
 std::string fixed(double v, const char* fmt) {
   char b[32];
   std::snprintf(b, sizeof b, fmt, v);
@@ -168,7 +161,7 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
   std::vector<std::string> sources;
   auto cite = [&](const Rate& r) {
     const std::string s = r.gpu + " " + r.plugin + "/" + r.flavour + " T=" + std::to_string(r.T) +
-                          " B=" + std::to_string(r.batch) + ": " + si(r.tok_s) + " tok/s (" + r.source + ")";
+                          " B=" + std::to_string(r.batch) + ": " + format_count(r.tok_s) + " tok/s (" + r.source + ")";
     auto it = std::find(sources.begin(), sources.end(), s);
     if (it == sources.end()) it = sources.insert(sources.end(), s);
     return "[" + std::to_string(it - sources.begin() + 1) + "]";
@@ -198,6 +191,7 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
     // Rate: measured for this model and micro-batch on this GPU, else the MFU of the closest rows; none for a model
     // far smaller than every measured one (its steps are bound by launches, not FLOPs: no MFU carries over).
     const int64_t micro = train.batch_size;
+    const double work = static_cast<double>(micro * p.T) * cost.flops_per_token;  // FLOPs of one micro-step
     auto same_model = [&](const Rate& r) { return r.plugin == plugin && r.flavour == flavour; };
     // A row's MFU on the GPU it was measured on (the table's peak: AOBENCH_PEAK_FLOPS is the planned GPU's).
     auto mfu_of = [&](const Rate& r) { return r.tok_s * costs.of(r).flops_per_token / known_peak_bf16_flops(r.gpu); };
@@ -230,14 +224,14 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
       }
       p.tok_s = mfu * plan.peak_flops / cost.flops_per_token;
       p.rate_source = how;
-    } else if (auto r = nearest_work(cls, plugin, static_cast<double>(micro * p.T) * cost.flops_per_token, costs)) {
+    } else if (auto r = nearest_work(cls, plugin, work, costs)) {
       // The same plugin at the size whose work per step is nearest; none below a quarter of the smallest measured
       // step (a step that small is bound by kernel launches, not FLOPs).
-      const double work = static_cast<double>(micro * p.T) * cost.flops_per_token;
       if (work < smallest_work(plugin, costs) / 4) {
         p.tok_s = NAN;
-        p.rate_source = "no estimate: " + si(work) + " FLOPs per step, under a quarter of the smallest measured " +
-                        plugin + " step; so small a step is bound by kernel launches";
+        p.rate_source = "no estimate: " + format_count(work) +
+                        " FLOPs per step, under a quarter of the smallest measured " + plugin +
+                        " step; so small a step is bound by kernel launches";
       } else {
         p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
         p.rate_source = "MFU " + percent(mfu_of(*r)) + " of the same plugin at " + r->flavour +
@@ -252,7 +246,7 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
     // Peak memory: the optimizer state of the parameters plus activations, these scaled by B·T from a measured row
     // of the same model (any GPU), else the bf16 estimate 34·d·L + 6·V bytes per token (no recomputation).
     const double state = static_cast<double>(p.params) * (kStateBytes + (train.ema > 0 ? kEmaBytes : 0));
-    const double bt = static_cast<double>(micro * p.T);
+    const double bt = static_cast<double>(micro * p.T);  // tokens of one micro-step
     std::optional<Rate> mem;
     for (const Rate& r : measured_rates())
       if (same_model(r) && std::isfinite(r.peak_gib) && (!mem || std::abs(r.T - p.T) < std::abs(mem->T - p.T))) mem = r;
@@ -286,7 +280,8 @@ std::string ExperimentPlan::text() const {
     unknown += std::isfinite(j.gpu_hours) ? 0 : 1;
   }
   o << "plan: " << origin << (tier.empty() ? "" : " at tier " + tier) << ", " << runs << " runs of " << jobs.size()
-    << " jobs, on " << gpu << " (" << gpu_origin << "; bf16 peak " << si(peak_flops) << "FLOP/s); nothing is read "
+    << " jobs, on " << gpu << " (" << gpu_origin << "; bf16 peak " << format_count(peak_flops)
+    << "FLOP/s); nothing is read "
     << "or trained\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-16s %-18s %8s %6s %8s %8s %9s %11s %5s %9s  %s\n", "job", "model", "params", "T",
@@ -294,13 +289,15 @@ std::string ExperimentPlan::text() const {
   o << line;
   for (const auto& j : jobs) {
     std::snprintf(line, sizeof line, "%-16s %-18s %8s %6lld %8lld %8lld %9s %11s %5d %9s  ", j.job.c_str(),
-                  j.model.c_str(), si(double(j.params)).c_str(), (long long)j.T, (long long)j.batch, (long long)j.steps,
-                  si(double(j.tokens)).c_str(), fixed(j.train_flops, "%.2e").c_str(), j.runs,
-                  std::isfinite(j.gpu_hours) ? fixed(j.gpu_hours * j.runs, "%.3g").c_str() : "n/a");
-    o << line << (std::isfinite(j.tok_s) ? si(j.tok_s) + " tok/s per run alone (" + j.rate_source + ")" : j.rate_source)
+                  j.model.c_str(), format_count(double(j.params)).c_str(), (long long)j.T, (long long)j.batch,
+                  (long long)j.steps, format_count(double(j.tokens)).c_str(), fixed(j.train_flops, "%.2e").c_str(),
+                  j.runs, std::isfinite(j.gpu_hours) ? fixed(j.gpu_hours * j.runs, "%.3g").c_str() : "n/a");
+    o << line
+      << (std::isfinite(j.tok_s) ? format_count(j.tok_s) + " tok/s per run alone (" + j.rate_source + ")"
+                                 : j.rate_source)
       << "; peak " << fixed(j.peak_gib, "%.1f") << " GiB (" << j.peak_source << ")\n";
   }
-  o << "total: " << runs << " runs, " << si(tokens) << " tokens, " << fixed(flops, "%.2e") << " FLOPs, "
+  o << "total: " << runs << " runs, " << format_count(tokens) << " tokens, " << fixed(flops, "%.2e") << " FLOPs, "
     << fixed(hours, "%.3g") << " GPU-hours of training"
     << (unknown ? " (" + std::to_string(unknown) + " jobs without an estimate)" : "") << " on " << gpu_class(gpu)
     << "s (evaluation and generation not counted; one run alone on a GPU"

@@ -1,4 +1,4 @@
-// Implements: seeds of an experiment (see experiment_seeds.h).
+// Implements: seeds of an experiment (see seeds.h).
 #include "harness/experiment/seeds.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Implements: experiment tiers (see experiment_tiers.h).
+// Implements: experiment tiers (see tiers.h).
 #include "harness/experiment/tiers.h"
 
 #include <algorithm>

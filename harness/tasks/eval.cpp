@@ -21,6 +21,7 @@
 #include "harness/run_record.h"
 #include "harness/tasks.h"
 #include "harness/train/checkpoint.h"
+#include "metrics/generation.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 
@@ -156,7 +157,7 @@ void run_eval(const EvalTask& task) {
   const torch::Device device = select_device(TrainConfig::from_json(saved).device);
   LoadedModel loaded = hf ? load_hf_gpt2(hf_folder, device) : load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
   nlohmann::json config = loaded.config;
-  if (!config.contains("perf")) config["perf"] = base_config()["perf"];  // a run saved before the section existed
+  complete_from_base(config, {"perf"});  // a run saved before the section existed
   task.overrides.apply_to(config);
   PerfConfig::from_json(config).apply();
   const TrainConfig train = TrainConfig::from_json(config);

@@ -1,4 +1,4 @@
-// Implements: the training loop's log lines, progress line and metrics rows (see train_logger.h).
+// Implements: the training loop's log lines, progress line and metrics rows (see logger.h).
 #include "harness/train/logger.h"
 
 #include <unistd.h>

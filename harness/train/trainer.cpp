@@ -219,7 +219,7 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::vector<std::string> param_names_;
   std::unique_ptr<Ema> ema_;
-  // Whole-step CUDA graph (train_graph.h): wanted for a capturable plugin trained without accumulation by
+  // Whole-step CUDA graph (graph.h): wanted for a capturable plugin trained without accumulation by
   // the fused AdamW (one process or data parallel); captured after kEagerSteps eager steps of this segment.
   bool graph_wanted_ = false;
   std::unique_ptr<TrainStepGraph> step_graph_;

@@ -126,6 +126,8 @@ TEST(Progress, Formats) {
   EXPECT_EQ(format_count(12345), "12.3k");
   EXPECT_EQ(format_count(4.56e6), "4.56M");
   EXPECT_EQ(format_count(1.2e9), "1.20G");
+  EXPECT_EQ(format_count(3.4e12), "3.40T");
+  EXPECT_EQ(format_count(5.12e15), "5.12P");
   EXPECT_EQ(format_count(0.25), "0.25");
 }
 
