@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/config.h"
@@ -33,6 +34,7 @@
 #include "harness/train/logger.h"
 #include "harness/train/lr_schedule.h"
 #include "harness/train/optim.h"
+#include "harness/train/step_runner.h"
 #include "metrics/unigram.h"
 
 namespace aobench {
@@ -157,19 +159,6 @@ struct ValLoss {
   double standard_error = std::nan("");  // unbiased sd / √n over the n batch losses; NaN when n < 2
 };
 
-// One optimizer step as the host sees it: the loss (rank mean), the pre-clip gradient norm, plugin metrics.
-struct StepStats {
-  double loss = 0, grad_norm = 0;
-  std::map<std::string, double> extra;
-};
-
-// The step's one host read: loss and pre-clip gradient norm from a (2) float64 [loss, norm] device tensor.
-void read_stats(const torch::Tensor& stats, StepStats& s) {
-  const torch::Tensor host = stats.to(torch::kCPU);
-  s.loss = host[0].item<double>();
-  s.grad_norm = host[1].item<double>();
-}
-
 // A training run: the constructor sets up model, data, optimizer and run directory from a resolved config
 // (and, with resume, the newest checkpoint); run() is the loop.
 class Trainer {
@@ -182,17 +171,6 @@ class Trainer {
   void open_data();
   void build_optimizer();
   void resume_from_checkpoint(bool allow_config_changes);
-  TrainBatch draw_batch(BatchSampler& sampler, at::Generator& gen);
-  StepStats train_step(double lr, TrainLogger& log);
-  StepStats eager_step(double lr, TrainBatch first);  // first: micro-batch 0, already drawn
-  StepStats graph_step(double lr, TrainLogger& log);  // the step replayed from step_graph_ (captured first)
-  // Global-norm clipping (the logged norm is the pre-clip one; grad_clip 0 = measure only) and the AdamW update
-  // at `lr` (a double, or a captured step's float32 device tensor), skipped on the device when the loss or the
-  // norm is not finite (no update made). → (2) float64 [loss, norm] on the device.
-  template <typename LearningRate>
-  torch::Tensor clip_and_update(const torch::Tensor& loss, const LearningRate& lr);
-  void zero_grad();  // set to none (the optimizer's, or the data-parallel buckets', which also reset their
-                     // counts), or nothing once a graph's replays overwrite the gradients
   void apply_nan_policy(const StepStats& s, TrainLogger& log);
   void log_unigram_level();
   ValLoss validate();
@@ -219,15 +197,8 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::vector<std::string> param_names_;
   std::unique_ptr<Ema> ema_;
-  // Whole-step CUDA graph (graph.h): wanted for a capturable plugin trained without accumulation by
-  // the fused AdamW (one process or data parallel); captured after kEagerSteps eager steps of this segment.
-  bool graph_wanted_ = false;
-  std::unique_ptr<TrainStepGraph> step_graph_;
-  TrainBatch graph_batch_;                // the graph's inputs, overwritten before each replay
-  torch::Tensor graph_lr_, graph_stats_;  // float32 0-dim learning rate; (2) float64 loss, gradient norm
-  int64_t graph_from_step_ = 0;           // first step replayed (0: none)
-  TrainBatch next_batch_;                 // drawn while the GPU runs the replayed step before it
-  nlohmann::json rng_before_next_;        // the generators before that draw: what a checkpoint in between saves
+  std::optional<StepContext> step_context_;  // what the steps work with
+  std::unique_ptr<StepRunner> step_runner_;  // eager, data parallel or captured (step_runner.h)
   std::unique_ptr<RunDir> run_;
   std::unique_ptr<DirLock> lock_;  // one writer per run directory; rank 0 writes for all ranks
   int64_t step_ = 0, tokens_seen_ = 0, nan_skips_ = 0, start_step_ = 0;
@@ -351,8 +322,9 @@ void Trainer::build_optimizer() {
   optimizer_ = std::make_unique<AdamW>(std::move(groups), hp_.beta1, hp_.beta2, hp_.eps);
   param_names_ = optimizer_names(*optimizer_, net());
   if (hp_.ema > 0) ema_ = std::make_unique<Ema>(net(), hp_.ema);
-  graph_wanted_ = train_graphs_enabled(device_) && hp_.gradient_accumulation_steps == 1 &&
-                  info_.speed.capturable_loss && optimizer_->fused();
+  step_context_.emplace(StepContext{*model_, *optimizer_, dp_, *sampler_, gen_, hp_, device_, bf16_, B_, T_, decoder_,
+                                    info_.capabilities.any_order, dist_.rank, debug_ddp_});
+  step_runner_ = make_step_runner(*step_context_, info_.speed.capturable_loss);
 }
 
 // Weights, optimizer moments, EMA, counters and every RNG stream from the newest checkpoint of the run.
@@ -416,146 +388,6 @@ void Trainer::resume_from_checkpoint(bool allow_config_changes) {
   if (main_rank_) std::cout << "resumed from " << *ckpt << " at step " << step_ << "\n";
 }
 
-TrainBatch Trainer::draw_batch(BatchSampler& sampler, at::Generator& gen) {
-  TrainBatch batch;
-  // Pinned host copy: the upload queues behind the running step instead of waiting for it.
-  batch.tokens = device_.is_cuda() ? sampler.next(B_).pin_memory().to(device_, /*non_blocking=*/true)
-                                   : sampler.next(B_);               // (B, T)
-  if (decoder_) batch.order = hp_.order.draw(B_, T_, gen, device_);  // (B, T)
-  return batch;
-}
-
-void Trainer::zero_grad() {
-  if (step_graph_) return;  // each replay overwrites the gradients the graph owns
-  if (dp_.active())
-    dp_.zero_gradients(optimizer_->params());
-  else
-    optimizer_->zero_grad();
-}
-
-// Micro-batches (loss / accum, backward), the gradient all-reduce when data parallel, global-norm clipping
-// and the AdamW update. Single-process steps queue loss, norm and update without waiting for the device;
-// the one host read per step comes after the update is queued.
-template <typename LearningRate>
-torch::Tensor Trainer::clip_and_update(const torch::Tensor& loss, const LearningRate& lr) {
-  const torch::Tensor stats = torch::stack({loss, optimizer_->grad_norm().to(torch::kFloat64)});  // (2)
-  optimizer_->step(lr, hp_.grad_clip, stats[1], stats.isfinite().all().logical_not().to(torch::kFloat32));
-  return stats;
-}
-
-StepStats Trainer::train_step(double lr, TrainLogger& log) {
-  // Eager steps first: kernels chosen, workspaces and optimizer state allocated, and the plugin's checks
-  // (e.g. gpt's identity order) passed on real batches before anything is recorded.
-  constexpr int64_t kEagerSteps = 2;
-  if (graph_wanted_ && step_ - start_step_ >= kEagerSteps) return graph_step(lr, log);
-  return eager_step(lr, draw_batch(*sampler_, gen_));
-}
-
-StepStats Trainer::eager_step(double lr, TrainBatch first) {
-  const int64_t accum = hp_.gradient_accumulation_steps;
-  zero_grad();
-  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-  StepStats s;
-  for (int64_t micro = 0; micro < accum; ++micro) {
-    TrainBatch batch = micro == 0 ? std::move(first) : draw_batch(*sampler_, gen_);
-    LossOutput out;
-    {
-      AutocastScope ac(bf16_);  // bf16 forward, fp32 master weights, no GradScaler (spec-ao-gpt §2.2)
-      out = model_->loss(batch, gen_);
-    }
-    if (micro == accum - 1) dp_.sync_next_backward();  // its gradient all-reduces overlap this backward
-    (out.loss / double(accum)).backward();             // mean over micro-batches (spec-ao-gpt §2.2)
-    loss_sum += out.loss.detach().to(torch::kFloat64) / double(accum);
-    for (const auto& [k, v] : out.metrics) s.extra[k] += v / double(accum);
-  }
-  if (dp_.active()) {
-    // Mean gradient over ranks (bucket all-reduces launched during the last backward, none per earlier
-    // micro-step); the logged loss and metrics are rank means, so every rank takes the same finite /
-    // non-finite decision.
-    std::vector<double> extra;
-    for (const auto& kv : s.extra) extra.push_back(kv.second);
-    const torch::Tensor local =
-        torch::cat({loss_sum.reshape({1}), torch::tensor(extra, torch::kFloat64).to(device_)});  // (1 + extras)
-    const std::vector<double> scalars = dp_.finish_gradients(local);
-    if (debug_ddp_ && step_ == start_step_)
-      std::cout << "ddp-debug rank " << dist_.rank << " step " << step_ + 1 << ": local loss "
-                << format_number("%.6f", loss_sum.item<double>()) << ", mean over ranks "
-                << format_number("%.6f", scalars[0]) << "\n"
-                << std::flush;
-    size_t i = 1;
-    for (auto& kv : s.extra) kv.second = scalars[i++];
-    loss_sum.fill_(scalars[0]);  // the rank mean decides the skip on every rank alike
-  }
-  read_stats(clip_and_update(loss_sum, lr), s);
-  return s;
-}
-
-// The eager step's work for one micro-batch (no accumulation) with the same expressions, recorded once and
-// replayed with the new batch and learning rate copied into the graph's inputs. The batch is drawn exactly
-// as eagerly (same generators, same order draws), so a run is resumable across both. Data parallel, the
-// graph also holds the copies into the gradient buckets, their NCCL all-reduces (launched by the backward's
-// hooks, so they still overlap it) and the loss's rank mean; every rank captures, and all fall back to
-// uncaptured steps together if any rank's capture failed.
-StepStats Trainer::graph_step(double lr, TrainLogger& log) {
-  TrainBatch batch = next_batch_.tokens.defined() ? std::move(next_batch_) : draw_batch(*sampler_, gen_);
-  next_batch_ = {};
-  if (!step_graph_) {
-    graph_batch_.tokens = batch.tokens.clone();
-    // An identity-only plugin's order is the identity (its eager steps checked it): none is passed.
-    if (info_.capabilities.any_order) graph_batch_.order = batch.order.clone();
-    graph_lr_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-    // Set to none, so the recorded backward allocates the gradients in the graph's pool (data parallel:
-    // zero_gradients inside the capture does it, and the graph copies them into the buckets).
-    if (!dp_.active()) optimizer_->zero_grad();
-    auto graph = std::make_unique<TrainStepGraph>(device_);
-    std::string failure;
-    try {
-      graph->capture([&] {
-        dp_.zero_gradients(optimizer_->params());
-        LossOutput out;
-        {
-          AutocastScope ac(bf16_);
-          out = model_->loss(graph_batch_, gen_);
-        }
-        TORCH_CHECK(out.metrics.empty(), "a capturable loss returned host metrics");
-        dp_.sync_next_backward();
-        out.loss.backward();
-        graph_stats_ =
-            clip_and_update(dp_.finish_gradients_on_device(out.loss.detach().to(torch::kFloat64)), graph_lr_);
-      });
-    } catch (const std::exception& e) {
-      failure = e.what();
-      failure = failure.substr(0, failure.find('\n'));
-    }
-    if (dp_.any(!failure.empty())) {
-      log.note("step " + std::to_string(step_ + 1) + ": capturing the training step in a CUDA graph failed (" +
-               (failure.empty() ? std::string("on another rank") : failure) + "); training continues uncaptured");
-      graph_wanted_ = false;
-      graph_batch_ = {};
-      if (!dp_.active()) optimizer_->zero_grad();
-      return eager_step(lr, std::move(batch));
-    }
-    step_graph_ = std::move(graph);
-    graph_from_step_ = step_ + 1;
-    log.note("steps from " + std::to_string(graph_from_step_) +
-             " replay one CUDA graph of the whole step (AOBENCH_CUDA_GRAPHS=0 runs them uncaptured)");
-  } else {
-    graph_batch_.tokens.copy_(batch.tokens, /*non_blocking=*/true);
-    if (graph_batch_.order.defined()) graph_batch_.order.copy_(batch.order, /*non_blocking=*/true);
-  }
-  graph_lr_.fill_(lr);
-  step_graph_->replay();
-  // The next step's batch is drawn while the GPU runs this one (host work it would otherwise wait for);
-  // the generators' state before that draw is what a checkpoint written in between saves.
-  if (step_ + 1 < hp_.max_iters) {
-    rng_before_next_ = encode_rng_state(*sampler_, gen_, device_);
-    next_batch_ = draw_batch(*sampler_, gen_);
-  }
-  StepStats s;
-  read_stats(graph_stats_, s);
-  return s;
-}
-
 // train.nan_policy for a step whose loss or gradient norm is not finite (the update was skipped on the
 // device): "stop" throws naming the culprit; "skip" drops the batch and counts it.
 void Trainer::apply_nan_policy(const StepStats& s, TrainLogger& log) {
@@ -578,7 +410,7 @@ void Trainer::apply_nan_policy(const StepStats& s, TrainLogger& log) {
                             "/checkpoints; lower train.learning_rate or set train.nan_policy=skip");
   }
   ++nan_skips_;
-  zero_grad();
+  step_runner_->zero_grad();
   log.note("step " + std::to_string(step_) + ": non-finite " + culprit + ", batch skipped (" +
            std::to_string(nan_skips_) + " so far)");
 }
@@ -596,7 +428,7 @@ ValLoss Trainer::validate() {
   double sum = 0;
   std::vector<double> batch_losses;
   for (int64_t i = 0; i < hp_.eval_iters; ++i) {
-    TrainBatch batch = draw_batch(vs, vg);
+    TrainBatch batch = draw_batch(*step_context_, vs, vg);
     AutocastScope ac(bf16_);
     batch_losses.push_back(model_->loss(batch, vg).loss.item<double>());
     sum += batch_losses.back();
@@ -616,8 +448,7 @@ ValLoss Trainer::validate() {
 
 // Writes checkpoints/step_<step> (collective when data parallel: rank 0 gathers every rank's RNG streams).
 std::string Trainer::checkpoint(double elapsed) {
-  const nlohmann::json rng =
-      next_batch_.tokens.defined() ? rng_before_next_ : encode_rng_state(*sampler_, gen_, device_);
+  const nlohmann::json rng = step_runner_->rng_state();
   const std::vector<std::string> rank_rngs = dp_.active() ? dp_.gather_to_main(rng.dump()) : std::vector<std::string>{};
   if (!main_rank_) return "";
   CheckpointData data;
@@ -678,7 +509,7 @@ TrainSummary Trainer::run() {
   };
   g_signal = 0;
   const ScopedSignals signals(on_signal);
-  TrainStreamScope stream(device_, graph_wanted_);
+  TrainStreamScope stream(device_, step_runner_->captures());
   net().train();
   reset_peak_memory(device_);
   start_step_ = step_;
@@ -697,7 +528,7 @@ TrainSummary Trainer::run() {
 
   while (step_ < hp_.max_iters) {
     const double lr = learning_rate_at(hp_, step_);
-    const StepStats s = train_step(lr, log);
+    const StepStats s = step_runner_->step(lr, step_ + 1, log);
     if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm))
       apply_nan_policy(s, log);  // no update made
     else if (ema_)
@@ -734,7 +565,7 @@ TrainSummary Trainer::run() {
   summary.nan_skips = nan_skips_;
   summary.tokens = tokens_seen_;
   summary.wall_s = log.run_time_s();
-  summary.graph_from_step = graph_from_step_;
+  summary.graph_from_step = step_runner_->graph_from_step();
   for (const auto& p : net().parameters()) summary.params += p.numel();
   if (interrupted) {
     summary.interrupted = true;
