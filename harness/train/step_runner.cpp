@@ -24,7 +24,7 @@ TrainBatch draw_batch(const StepContext& c, BatchSampler& sampler, at::Generator
   TrainBatch batch;
   // Pinned host copy: the upload queues behind the running step instead of waiting for it.
   batch.tokens = c.device.is_cuda() ? sampler.next(c.B).pin_memory().to(c.device, /*non_blocking=*/true)
-                                    : sampler.next(c.B);                 // (B, T)
+                                    : sampler.next(c.B);                       // (B, T)
   if (c.draws_orders) batch.order = c.hp.order.draw(c.B, c.T, gen, c.device);  // (B, T)
   return batch;
 }
@@ -83,8 +83,8 @@ void DataParallelStep::reduce(torch::Tensor& loss, std::map<std::string, double>
   if (c_.debug_ddp && !printed_debug_) {
     printed_debug_ = true;
     std::cout << "ddp-debug rank " << c_.rank << " step " << step << ": local loss "
-              << format_number("%.6f", loss.item<double>()) << ", mean over ranks "
-              << format_number("%.6f", scalars[0]) << "\n"
+              << format_number("%.6f", loss.item<double>()) << ", mean over ranks " << format_number("%.6f", scalars[0])
+              << "\n"
               << std::flush;
   }
   size_t i = 1;
@@ -96,13 +96,12 @@ void DataParallelStep::reduce(torch::Tensor& loss, std::map<std::string, double>
 struct CapturedStep::Graph {
   explicit Graph(torch::Device device) : graph(device) {}
   TrainStepGraph graph;
-  TrainBatch batch;            // the graph's inputs, overwritten before each replay
-  torch::Tensor lr, stats;     // float32 0-dim learning rate; (2) float64 loss, gradient norm
+  TrainBatch batch;         // the graph's inputs, overwritten before each replay
+  torch::Tensor lr, stats;  // float32 0-dim learning rate; (2) float64 loss, gradient norm
 };
 
 CapturedStep::CapturedStep(const StepContext& c)
-    : StepRunner(c),
-      eager_(c.dp.active() ? std::make_unique<DataParallelStep>(c) : std::make_unique<EagerStep>(c)) {}
+    : StepRunner(c), eager_(c.dp.active() ? std::make_unique<DataParallelStep>(c) : std::make_unique<EagerStep>(c)) {}
 
 CapturedStep::~CapturedStep() = default;
 

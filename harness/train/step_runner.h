@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/config_types.h"
 #include "core/plugin_api.h"
@@ -31,12 +31,12 @@ struct StepContext {
   at::Generator& gen;  // orders and the plugin's noise; the sampler owns the data generator
   const TrainConfig& hp;
   torch::Device device;
-  bool bf16 = false;          // bf16 autocast forward, fp32 master weights (spec-ao-gpt §2.2)
-  int64_t B = 0, T = 0;       // micro-batch rows, window length
-  bool draws_orders = true;   // decoder paradigms draw a (B, T) order per batch; encoders none
-  bool any_order = false;     // the plugin accepts orders other than the identity
-  int rank = 0;               // this process's data-parallel rank
-  bool debug_ddp = false;     // AOBENCH_DEBUG_DDP=1: print the first step's local and rank-mean loss
+  bool bf16 = false;         // bf16 autocast forward, fp32 master weights (spec-ao-gpt §2.2)
+  int64_t B = 0, T = 0;      // micro-batch rows, window length
+  bool draws_orders = true;  // decoder paradigms draw a (B, T) order per batch; encoders none
+  bool any_order = false;    // the plugin accepts orders other than the identity
+  int rank = 0;              // this process's data-parallel rank
+  bool debug_ddp = false;    // AOBENCH_DEBUG_DDP=1: print the first step's local and rank-mean loss
 };
 
 // One optimizer step as the host sees it: the loss (rank mean), the pre-clip gradient norm, plugin metrics.
@@ -126,9 +126,9 @@ class CapturedStep : public StepRunner {
   struct Graph;
   std::unique_ptr<Graph> graph_;
   bool failed_ = false;
-  int64_t eager_steps_ = 0;       // eager steps taken before the capture
-  int64_t graph_from_step_ = 0;   // first step replayed (0: none)
-  TrainBatch next_batch_;         // drawn while the GPU runs the replayed step before it
+  int64_t eager_steps_ = 0;         // eager steps taken before the capture
+  int64_t graph_from_step_ = 0;     // first step replayed (0: none)
+  TrainBatch next_batch_;           // drawn while the GPU runs the replayed step before it
   nlohmann::json rng_before_next_;  // the generators before that draw
 };
 
