@@ -103,7 +103,7 @@ struct GenpplConfig {
 // LibTorch reference path. The environment's AOBENCH_<NAME> overrides a key, for debugging. A config without
 // the section (a run saved before it existed) reads as every switch on.
 struct PerfConfig {
-  bool fused_ce = true;        // the fused cross-entropy kernel (plugins/common/fused_ops.h)
+  bool fused_ce = true;        // the fused cross-entropy kernel (plugins/common/cross_entropy.h)
   bool fused_ln = true;        // the fused residual-add + LayerNorm with its backward
   bool fused_norms = true;     // the fused q/k norms
   bool fused_adamw = true;     // one multi-tensor AdamW launch per group (harness/train/optim.h)

@@ -2,7 +2,7 @@
 // per-head QK RMSNorm, per-token adaLN from a 128-d target-position embedding, untied lm_head with bias,
 // truncated-normal init; loss = mean CE over all B·T chain predictions (§1.1 "Loss"); KV-cache any-order
 // sampler (§4.2, plugins/common). `injection` selects the paper's target-position ablation (a)–(d).
-// The norms run as fused steps with CUDA forward and backward kernels (fused_norms.h), and the adaLN
+// The norms run as fused steps with CUDA forward and backward kernels (rms_norm.h), and the adaLN
 // modulations are computed once per target position and looked up per slot.
 #include "plugins/ao_gpt/ao_gpt.h"
 
@@ -10,8 +10,9 @@
 #include "core/plugin_api.h"
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/config_checks.h"
+#include "plugins/common/cross_entropy.h"
 #include "plugins/common/flops.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
 #include "plugins/common/slots.h"
 

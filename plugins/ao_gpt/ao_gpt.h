@@ -14,10 +14,10 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "plugins/common/attention.h"
-#include "plugins/common/fused_norms.h"
-#include "plugins/common/fused_ops.h"
 #include "plugins/common/init.h"
 #include "plugins/common/kv_cache.h"
+#include "plugins/common/linear.h"
+#include "plugins/common/rms_norm.h"
 #include "plugins/common/slots.h"
 
 namespace aobench::ao_gpt {
@@ -38,7 +38,7 @@ struct AoConfig {
 
 constexpr double kNormEps = 1e-5;  // every RMSNorm (spec §1.1)
 
-// RMSNorm weight (no bias); the norms themselves run in fused_norms (one pass with the residual add and
+// RMSNorm weight (no bias); the norms themselves run in rms_norm.h (one pass with the residual add and
 // the adaLN modulation, or per head for q and k).
 struct RMSNormImpl : torch::nn::Module {
   torch::Tensor weight;
@@ -285,7 +285,7 @@ struct AoGptImpl : torch::nn::Module {
   }
 
   // Final (modulated) hidden states (B, n_last, d) of the last n_last slots: the head's input.
-  // The residual stream x (N, d) float32 runs through fused steps (fused_norms.h): each sub-layer's output
+  // The residual stream x (N, d) float32 runs through fused steps (rms_norm.h): each sub-layer's output
   // waits as `pending` (with its adaLN gate) and is added inside the next step, which also computes that
   // step's RMSNorm and modulation.
   torch::Tensor hidden(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {

@@ -21,7 +21,7 @@
 #include "plugins/ao_gpt/ao_gpt.h"
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/cuda_graph.h"
-#include "plugins/common/fused_norms.h"
+#include "plugins/common/rms_norm.h"
 #include "plugins/common/sampling.h"
 #include "plugins/common/slots.h"
 
@@ -308,7 +308,7 @@ double worst_relative(const std::map<std::string, torch::Tensor>& a, const std::
   return worst;
 }
 
-// The CUDA kernels (fused_norms_cuda.cu) on the whole model: one float32 training step with the kernels
+// The CUDA kernels (rms_norm_cuda.cu) on the whole model: one float32 training step with the kernels
 // against the same step through the LibTorch references on the same GPU (tight: only the norm steps
 // differ), and against the CPU (loose: cuBLAS / SDPA vs CPU kernels), with adaLN tables (8 × 32 slots),
 // per-slot rows (2 × 32) and without adaLN (the grouped-row backward). d = 128, two heads of 64.

@@ -8,63 +8,6 @@
 
 namespace aobench::common {
 
-#ifdef AOBENCH_FUSED_CUDA
-bool decode_attention_cuda_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                                    const torch::Tensor& k_buf, const torch::Tensor& v_buf);
-torch::Tensor decode_attention_cuda(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                                    torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
-                                    DecodeScratch& scratch, const QkNorm* norm);
-#endif
-
-namespace {
-EnvSwitch fused_decode_switch("AOBENCH_FUSED_DECODE");
-}  // namespace
-
-bool decode_attention_enabled() {
-#ifdef AOBENCH_FUSED_CUDA
-  return fused_decode_switch.on();
-#else
-  return false;
-#endif
-}
-void set_decode_attention_enabled(bool on) { fused_decode_switch.set(on); }
-
-bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                               const torch::Tensor& k_buf, const torch::Tensor& v_buf) {
-#ifdef AOBENCH_FUSED_CUDA
-  return decode_attention_enabled() && decode_attention_cuda_supports(q, k_new, v_new, k_buf, v_buf);
-#else
-  (void)q, (void)k_new, (void)v_new, (void)k_buf, (void)v_buf;
-  return false;
-#endif
-}
-
-torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                                         torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot,
-                                         double scale, const QkNorm* norm) {
-  auto normed = [&](const torch::Tensor& x, const torch::Tensor& w) {  // in fp32, rounded back to x's dtype
-    auto f = x.to(torch::kFloat);
-    return (f * (torch::rsqrt(f.pow(2).mean(-1, true) + norm->eps) * w.to(f.device(), torch::kFloat)))
-        .to(x.scalar_type());  // x·(rs·w): qk_rms_norm's order
-  };
-  const auto qn = norm ? normed(q, norm->wq) : q, kn = norm ? normed(k_new, norm->wk) : k_new;
-  k_buf.index_copy_(2, slot, kn);
-  v_buf.index_copy_(2, slot, v_new);
-  auto mask = torch::arange(k_buf.size(2), slot.options()).unsqueeze(0) <= slot.unsqueeze(1);  // (1, capacity)
-  return at::scaled_dot_product_attention(qn, k_buf, v_buf, mask, 0.0, false, scale);
-}
-
-torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
-                               DecodeScratch& scratch, const QkNorm* norm) {
-#ifdef AOBENCH_FUSED_CUDA
-  if (decode_attention_supports(q, k_new, v_new, k_buf, v_buf))
-    return decode_attention_cuda(q, k_new, v_new, k_buf, v_buf, slot, scale, scratch, norm);
-#endif
-  (void)scratch;
-  return decode_attention_reference(q, k_new, v_new, k_buf, v_buf, slot, scale, norm);
-}
-
 bool one_slot_decode(const KVCache* cache, int64_t S) {
   return cache && cache->is_static() && cache->fused_decode && S == 1;
 }

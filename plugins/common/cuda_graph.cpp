@@ -8,7 +8,6 @@
 #endif
 
 #include "core/device.h"
-#include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
 

@@ -2,7 +2,10 @@
 // adaLN-modulated or plain pre-LN blocks, fp32 LayerNorm statistics, zero-init modulation and head.
 // Everything is batched tensor code: fused qkv, one SDPA call per block, rotary cached per length.
 #include "plugins/common/ddit_backbone.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/kernel_util.h"
+#include "plugins/common/layer_norm.h"
+#include "plugins/common/linear.h"
+#include "plugins/common/rotary.h"
 
 #include <cmath>
 

@@ -59,7 +59,7 @@ struct DDiTImpl : torch::nn::Module {
   // idx (B, T) int64 in [0, V]; sigma (B) total noise σ(t) (ignored and may be undefined when
   // !time_cond). Returns raw logits (B, T, V+1) in the activation dtype (bf16 under autocast).
   torch::Tensor forward(const torch::Tensor& idx, const torch::Tensor& sigma = {});
-  // Inference on the GPU (fused_ops.h): the same network with each residual add, LayerNorm and adaLN
+  // Inference on the GPU (layer_norm.h, rotary.h): the same network with each residual add, LayerNorm and adaLN
   // modulation in one kernel and the rotary of q and k in another. x (B, T, H) fp32 embeddings → the
   // head's input (B, T, H) in the activation dtype.
   torch::Tensor forward_fused(torch::Tensor x, const torch::Tensor& c, const torch::Tensor& cos,

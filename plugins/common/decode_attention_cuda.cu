@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "plugins/common/attention.h"
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/decode_attention.h"
 
 namespace aobench::common {
 namespace {

@@ -9,7 +9,6 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "core/device.h"
-#include "plugins/common/fused_ops.h"
 
 namespace aobench::common {
 
@@ -45,12 +44,6 @@ torch::Tensor autocast_copy(const torch::Tensor& weight) {
   return weight.detach().to(at::autocast::get_autocast_dtype(at::kCUDA));
 }
 using torch::indexing::Slice;
-
-#ifdef AOBENCH_FUSED_CUDA
-// sampling_cuda.cu
-torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise, int split);
-#endif
 
 namespace {
 EnvSwitch fused_sampling_switch("AOBENCH_FUSED_SAMPLING");

@@ -68,6 +68,9 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
 // True when fused_draw can serve these logits: CUDA kernels built, logits on the GPU in float32/bf16/half,
 // and the kernel not switched off (AOBENCH_FUSED_SAMPLING=0 rules it out; tests switch it directly).
 bool fused_draw_supported(const torch::Tensor& logits);
+// The CUDA entry point of fused_draw (sampling_cuda.cu, built with CUDA only), split > 0.
+torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
+                              const torch::Tensor& noise, int split);
 bool fused_sampling_enabled();
 void set_fused_sampling_enabled(bool on);
 

@@ -15,8 +15,10 @@
 #include "core/errors.h"
 #include "core/safetensors.h"
 #include "plugins/common/attention.h"
+#include "plugins/common/cross_entropy.h"
 #include "plugins/common/cuda_graph.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/layer_norm.h"
+#include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
 
 namespace aobench::gpt {
@@ -389,7 +391,7 @@ NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& 
   torch::Tensor h = net_->hidden(tokens.narrow(1, 0, T - 1));                      // (B, S, d)
   torch::Tensor targets = cfg_.start_token ? tokens : tokens.narrow(1, 1, T - 1);  // (B, S)
   const int64_t S = h.size(1), N = B * S;
-  // Tied head, no bias; the logits of the padded vocabulary ids are never read (fused_ops.h).
+  // Tied head, no bias; the logits of the padded vocabulary ids are never read (cross_entropy.h).
   torch::Tensor nll = common::head_nll(h.reshape({N, cfg_.n_embd}), net_->wte->weight, {}, targets.reshape({N}),
                                        cfg_.vocab_size);  // (N) float64
   out.nll.narrow(1, T - S, S).copy_(nll.view({B, S}));

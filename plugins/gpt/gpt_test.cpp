@@ -13,7 +13,8 @@
 
 #include "core/errors.h"
 #include "core/safetensors.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/cross_entropy.h"
+#include "plugins/common/layer_norm.h"
 
 #include <ATen/autocast_mode.h>
 

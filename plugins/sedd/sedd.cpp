@@ -5,9 +5,9 @@
 
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "plugins/common/cross_entropy.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
-#include "plugins/common/fused_ops.h"
 
 namespace aobench {
 namespace {

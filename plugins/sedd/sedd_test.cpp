@@ -11,7 +11,6 @@
 #include "core/plugin_api.h"
 #include "plugins/common/ddit_backbone.h"
 #include "plugins/common/diffusion_common.h"
-#include "plugins/common/fused_ops.h"
 
 extern "C" aobench::ModelPlugin* aobench_create_plugin();
 

@@ -5,7 +5,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "plugins/common/ddit_backbone.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench {
 namespace {

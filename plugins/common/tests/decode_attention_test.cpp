@@ -9,7 +9,7 @@
 
 #include "plugins/common/attention.h"
 #include "plugins/common/cuda_graph.h"
-#include "plugins/common/fused_norms.h"
+#include "plugins/common/rms_norm.h"
 
 namespace aobench::common {
 namespace {

@@ -1,4 +1,4 @@
-// Implements: tests of plugins/common/fused_ops (row_logsumexp, head_nll) against plain LibTorch
+// Implements: tests of plugins/common/cross_entropy.h, layer_norm.h and rotary.h (row_logsumexp, head_nll …) against plain LibTorch
 // references. The CUDA kernel is checked against the CPU expression on awkward shapes (padded columns,
 // rows not 16-byte aligned, −inf and NaN entries, bf16/half/float); those tests skip without a GPU.
 #include <gtest/gtest.h>
@@ -8,7 +8,10 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/cross_entropy.h"
+#include "plugins/common/layer_norm.h"
+#include "plugins/common/linear.h"
+#include "plugins/common/rotary.h"
 
 namespace aobench::common {
 namespace {
@@ -282,10 +285,11 @@ TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
   }
 }
 
-// s = x + gate·y, h = LayerNorm(s)·scale + shift with per-sequence vectors, in float64.
-std::pair<torch::Tensor, torch::Tensor> adaln_reference(const torch::Tensor& x, const torch::Tensor& y,
-                                                        const torch::Tensor& w, const torch::Tensor& b,
-                                                        const AdaLNMod& m) {
+// s = x + gate·y, h = LayerNorm(s)·scale + shift with per-sequence vectors, written out in float64: what
+// add_layer_norm_reference must compute.
+std::pair<torch::Tensor, torch::Tensor> adaln_formula(const torch::Tensor& x, const torch::Tensor& y,
+                                                      const torch::Tensor& w, const torch::Tensor& b,
+                                                      const AdaLNMod& m) {
   auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat64).cpu() : t; };
   auto s = f(x);
   if (y.defined()) s = s + f(y) * (m.gate.defined() ? f(m.gate).unsqueeze(1) : torch::ones({1}, torch::kFloat64));
@@ -303,7 +307,7 @@ TEST(FusedOps, AddLayerNormAppliesTheAdaLNVectors) {
   for (bool with_y : {false, true}) {
     auto yy = with_y ? y : torch::Tensor();
     auto [s, h] = add_layer_norm(x, yy, w, b, 1e-5, m);
-    auto [s_ref, h_ref] = adaln_reference(x, yy, w, b, m);
+    auto [s_ref, h_ref] = adaln_formula(x, yy, w, b, m);
     EXPECT_TRUE(torch::allclose(s.to(torch::kFloat64), s_ref, 1e-6, 1e-6));
     EXPECT_TRUE(torch::allclose(h.to(torch::kFloat64), h_ref, 1e-5, 1e-5));
   }
@@ -345,7 +349,9 @@ TEST(FusedOps, CudaAddLayerNormWithAdaLNMatchesCpu) {
   AdaLNMod mc{m.gate.cuda(), m.scale.cuda(), m.shift.cuda()};
   for (bool with_y : {false, true}) {
     auto yy = with_y ? y : torch::Tensor();
-    auto [s_ref, h_ref] = adaln_reference(x, yy, w, b, m);
+    // The kernels' oracle: the LibTorch reference on float64 copies of the inputs.
+    auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat64) : t; };
+    auto [s_ref, h_ref] = add_layer_norm_reference(f(x), f(yy), f(w), f(b), 1e-5, {f(m.gate), f(m.scale), f(m.shift)});
     at::autocast::set_autocast_enabled(at::kCUDA, true);  // the output dtype without y
     at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
     auto [s, h] = add_layer_norm(x.cuda(), with_y ? y.cuda() : torch::Tensor(), w.cuda(), b.cuda(), 1e-5, mc);
@@ -368,11 +374,11 @@ TEST(FusedOps, CudaRotaryQkMatchesCpu) {
     const double tol = dt == torch::kFloat32 ? 1e-5 : 3e-2;  // bf16 tables and output
     auto qkv = torch::randn({3, 1024, 3, 12, 64}).to(dt);
     auto got = rotary_qk(qkv.cuda(), c.to(dt).cuda(), sn.to(dt).cuda()).cpu().to(torch::kFloat64);
-    auto ref = rotary_reference(qkv, angles);
+    auto ref = rotary_qk_reference(qkv.to(torch::kFloat64), c, sn);  // the oracle, in float64
     EXPECT_LT((got - ref).abs().max().item<double>(), tol * (1 + ref.abs().max().item<double>())) << dt;
     auto qkv6 = torch::randn({2, 50, 3, 5, 6}).to(dt);
     auto got6 = rotary_qk(qkv6.cuda(), c6.to(dt).cuda(), sn6.to(dt).cuda()).cpu().to(torch::kFloat64);
-    auto ref6 = rotary_reference(qkv6, angles6);
+    auto ref6 = rotary_qk_reference(qkv6.to(torch::kFloat64), c6, sn6);
     EXPECT_LT((got6 - ref6).abs().max().item<double>(), tol * (1 + ref6.abs().max().item<double>())) << dt;
   }
 }

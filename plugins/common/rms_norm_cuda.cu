@@ -1,4 +1,4 @@
-// Implements: the CUDA kernels of plugins/common/fused_norms.h.
+// Implements: the CUDA kernels of plugins/common/rms_norm.h.
 // rms_step: forward, one warp per row (d = 128·C, lane ℓ holds elements 4ℓ … 4ℓ+3 of every 128-wide chunk)
 // reads x, y and the row's adaLN table rows once and writes s, rstd and h once; in training, where the rows
 // come grouped by table row, one block per table row reads that row's tables once for all its rows. Backward,
@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "plugins/common/cuda_vec.cuh"
-#include "plugins/common/fused_norms.h"
+#include "plugins/common/rms_norm.h"
 
 namespace aobench::common {
 namespace {
@@ -422,7 +422,7 @@ void dispatch_chunks(int64_t d, Fn&& fn) {
       fn(std::integral_constant<int, 8>());
       break;
     default:
-      TORCH_CHECK(false, "fused_norms: d = ", d, " is not covered");
+      TORCH_CHECK(false, "rms_norm: d = ", d, " is not covered");
   }
 }
 

@@ -1,11 +1,11 @@
-// Implements: tests of plugins/common/fused_norms: the CUDA forward and backward kernels of the fused
+// Implements: tests of plugins/common/rms_norm.h: the CUDA forward and backward kernels of the fused
 // residual + RMSNorm + adaLN step and of the per-head QK RMSNorm against their LibTorch references
 // (autograd through plain ops) on the same GPU — outputs and every input gradient, float32, bf16 and half, with
 // and without adaLN tables, row counts that fill no warp or group evenly, unused table rows. The CUDA tests
 // skip without a GPU; the CPU test checks the reference itself against a hand-written expression.
 #include <gtest/gtest.h>
 
-#include "plugins/common/fused_norms.h"
+#include "plugins/common/rms_norm.h"
 
 namespace aobench::common {
 namespace {

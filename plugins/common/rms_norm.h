@@ -1,5 +1,5 @@
 // The RMSNorm steps of AO-GPT as differentiable ops with CUDA forward AND backward kernels
-// (fused_norms_cuda.cu): the residual add + RMSNorm + adaLN modulation between sub-layers, and the per-head
+// (rms_norm_cuda.cu): the residual add + RMSNorm + adaLN modulation between sub-layers, and the per-head
 // QK RMSNorm. Training AO-GPT with plain LibTorch ops spent about half its step in memory-bound passes
 // around these norms (dtype casts, strided adaLN chunks, separate norm / modulate / gate kernels and their
 // backward); each step is now one read and one write per direction. CPU, and shapes the kernels do not
@@ -50,5 +50,25 @@ std::array<torch::Tensor, 3> qk_rms_norm_reference(const torch::Tensor& qkv, con
 // AOBENCH_FUSED_NORMS=0 (to rule them out when a GPU run looks wrong); tests switch it directly.
 bool fused_norms_enabled();
 void set_fused_norms_enabled(bool on);
+
+// CUDA entry points (rms_norm_cuda.cu, built with CUDA only): the forward and backward kernels the autograd
+// Functions of rms_step and qk_rms_norm call; save_rstd keeps the per-row 1/rms for the backward.
+bool rms_step_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+                            const StepTables& t, torch::ScalarType out_dtype);
+std::array<torch::Tensor, 3> rms_step_forward_cuda(const torch::Tensor& x, const torch::Tensor& y,
+                                                   const torch::Tensor& weight, const StepTables& t,
+                                                   const RowIndex& rows, double eps, torch::ScalarType out_dtype,
+                                                   bool save_rstd);
+std::array<torch::Tensor, 5> rms_step_backward_cuda(const torch::Tensor& grad_s, const torch::Tensor& grad_h,
+                                                    const torch::Tensor& s, const torch::Tensor& rstd,
+                                                    const torch::Tensor& y, const torch::Tensor& weight,
+                                                    const StepTables& t, const RowIndex& rows);
+bool qk_rms_norm_cuda_supports(const torch::Tensor& qkv, const torch::Tensor& wq, const torch::Tensor& wk);
+std::array<torch::Tensor, 4> qk_rms_norm_forward_cuda(const torch::Tensor& qkv, const torch::Tensor& wq,
+                                                      const torch::Tensor& wk, double eps, bool save_rstd);
+std::array<torch::Tensor, 3> qk_rms_norm_backward_cuda(const torch::Tensor& grad_q, const torch::Tensor& grad_k,
+                                                       const torch::Tensor& grad_v, const torch::Tensor& qkv,
+                                                       const torch::Tensor& rstd, const torch::Tensor& wq,
+                                                       const torch::Tensor& wk);
 
 }  // namespace aobench::common

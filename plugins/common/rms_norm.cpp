@@ -1,33 +1,15 @@
-// Implements: plugins/common/fused_norms.h — the LibTorch references and the autograd Functions that run the
-// CUDA kernels of fused_norms_cuda.cu (forward and backward) when they cover the call.
-#include "plugins/common/fused_norms.h"
+// Implements: plugins/common/rms_norm.h — the LibTorch references and the autograd Functions that run the
+// CUDA kernels of rms_norm_cuda.cu (forward and backward) when they cover the call.
+#include "plugins/common/rms_norm.h"
 
 #include "core/device.h"
-#include "plugins/common/fused_ops.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
 
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-#ifdef AOBENCH_FUSED_CUDA
-// fused_norms_cuda.cu
-bool rms_step_cuda_supports(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
-                            torch::ScalarType out_dtype);
-std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, const Tensor& weight, const StepTables& t,
-                                            const RowIndex& rows, double eps, torch::ScalarType out_dtype,
-                                            bool save_rstd);
-std::array<Tensor, 5> rms_step_backward_cuda(const Tensor& grad_s, const Tensor& grad_h, const Tensor& s,
-                                             const Tensor& rstd, const Tensor& y, const Tensor& weight,
-                                             const StepTables& t, const RowIndex& rows);
-bool qk_rms_norm_cuda_supports(const Tensor& qkv, const Tensor& wq, const Tensor& wk);
-std::array<Tensor, 4> qk_rms_norm_forward_cuda(const Tensor& qkv, const Tensor& wq, const Tensor& wk, double eps,
-                                               bool save_rstd);
-std::array<Tensor, 3> qk_rms_norm_backward_cuda(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
-                                                const Tensor& qkv, const Tensor& rstd, const Tensor& wq,
-                                                const Tensor& wk);
-#endif
 
 namespace {
 EnvSwitch fused_norms_switch("AOBENCH_FUSED_NORMS");

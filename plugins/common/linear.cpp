@@ -1,0 +1,81 @@
+// Implements: plugins/common/linear.h.
+#include "plugins/common/linear.h"
+
+#include "plugins/common/kernel_util.h"
+
+namespace aobench::common {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), weight, bias);  // (N, out)
+  auto shape = x.sizes().vec();
+  shape.back() = y.size(-1);
+  return y.view(shape);
+}
+
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {
+  return linear2d(x, l->weight, bias.defined() ? bias : l->bias);
+}
+
+namespace {
+// Inputs: x, w, b? (float32). Saved: x_aug (R, K) = [bf16(x) | 1 1 | 0…] and w_aug (out, K) = [bf16(w) | hi lo | 0…]
+// with hi = bf16(b), lo = bf16(b − hi) (zeros without b); K = in + 2 rounded up to 8 (16-byte rows for cuBLAS).
+struct LinearBf16Operands : torch::autograd::Function<LinearBf16Operands> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const std::optional<torch::Tensor>& b) {
+    const int64_t in = x.size(1), K = (in + 2 + 7) / 8 * 8;
+    const auto bf16 = x.options().dtype(torch::kBFloat16);
+    auto x_aug = torch::empty({x.size(0), K}, bf16), w_aug = torch::empty({w.size(0), K}, bf16);
+    x_aug.narrow(1, 0, in).copy_(x);
+    x_aug.narrow(1, in, 2).fill_(1.0);
+    x_aug.narrow(1, in + 2, K - in - 2).zero_();
+    w_aug.narrow(1, 0, in).copy_(w);
+    if (b) {
+      const auto hi = w_aug.select(1, in), lo = w_aug.select(1, in + 1);
+      hi.copy_(*b);
+      lo.copy_(*b - hi);  // exact in fp32: b and its rounding share the leading bits
+    }
+    w_aug.narrow(1, b ? in + 2 : in, b ? K - in - 2 : K - in).zero_();
+    ctx->save_for_backward({x_aug, w_aug});
+    ctx->saved_data["in"] = in;
+    ctx->saved_data["bias"] = b.has_value();
+    return at::mm(x_aug, w_aug.t(), torch::kFloat32);  // (R, out)
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const int64_t in = ctx->saved_data["in"].toInt();
+    const auto g = grads[0].to(torch::kBFloat16);  // (R, out)
+    return {at::mm(g, saved[1].narrow(1, 0, in), torch::kFloat32),
+            at::mm(g.t(), saved[0].narrow(1, 0, in), torch::kFloat32),
+            ctx->saved_data["bias"].toBool() ? grads[0].sum(0) : torch::Tensor()};
+  }
+};
+}  // namespace
+
+torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) &&
+                  (!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0))) && x.scalar_type() == torch::kFloat32 &&
+                  w.scalar_type() == torch::kFloat32 && (!b.defined() || b.scalar_type() == torch::kFloat32) &&
+                  x.is_cuda(),
+              "linear_bf16_operands: x ", x.sizes(), " (R, in), w ", w.sizes(),
+              " (out, in) and b (out) must be float32 on CUDA");
+  return LinearBf16Operands::apply(x, w, optional_tensor(b));
+}
+
+torch::Tensor adaln_scale_ones(int64_t parts, int64_t d, const torch::TensorOptions& options) {
+  torch::NoGradGuard no_grad;
+  auto ones = torch::zeros({parts, d}, options.requires_grad(false));
+  for (int64_t c = 1; c < parts; c += 3) ones[c].fill_(1.0);
+  return ones.view({-1});
+}
+
+torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones) {
+  const auto& w = l->weight;
+  if (!ones.defined() || ones.device() != w.device() || ones.dtype() != w.dtype())
+    ones = adaln_scale_ones(parts, w.size(0) / parts, w.options());
+  return l->bias.defined() ? l->bias + ones : ones;
+}
+
+}  // namespace aobench::common

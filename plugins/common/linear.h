@@ -1,0 +1,32 @@
+// The Linear layers of the fused blocks: one 2-D GEMM with the bias in cuBLASLt's epilogue, the adaLN tables'
+// bf16-operand GEMM with an fp32 output, and the adaLN bias with its constant 1 in the scale chunks.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace aobench::common {
+
+// x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+// The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
+torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
+
+// x·wᵀ + b in float32 from x and w rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
+// and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables
+// under bf16 autocast, whose fp32 GEMMs of ≈ T rows ran on CUDA cores (about 1 ms of a small AO-GPT
+// training step), while a bf16 output would resolve 1 + γ only in steps of 2⁻⁷. b is not rounded to bf16:
+// it rides the GEMM as two more columns of w (its bf16 rounding and the remainder, within 2⁻¹⁸ of b
+// together) against two columns of ones in x, so no broadcast bias pass follows the GEMM; its gradient is
+// the fp32 column sum of the output's. (A non-finite b gives NaN in its column, where an added b gave ±inf.)
+torch::Tensor linear_bf16_operands(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+// Bias of an adaLN Linear (weight (parts·d, C)) whose output is `parts` chunks (shift, scale, gate, …) of
+// width d, with 1 added to every scale chunk (1 and 4 of six; 1 of two): ln(x)·(1+γ)+β then costs one
+// addcmul or nothing extra in add_layer_norm. (parts·d). `ones` caches the constant (built on first use,
+// rebuilt if the weights move to another device or dtype).
+torch::Tensor adaln_bias(const torch::nn::Linear& l, int64_t parts, torch::Tensor& ones);
+// adaln_bias's constant: 1 in every scale chunk of `parts` chunks of width d, 0 elsewhere. (parts·d)
+torch::Tensor adaln_scale_ones(int64_t parts, int64_t d, const torch::TensorOptions& options);
+
+}  // namespace aobench::common
