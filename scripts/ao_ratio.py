@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The AO-GPT training-speed verdict of `scripts/gpu_check.sh aoratio` from its run folders (text on stdout).
+"""The AO-GPT training-speed verdict of `AO_PAIRS=N scripts/gpu_check.sh trainspeed` from its run folders (stdout).
 
 Usage: ao_ratio.py RUNS_DIR PAIRS [TARGET]
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """The data-parallel verdicts of `scripts/gpu_check.sh ddp` from its run folders (Markdown on stdout).
 
-Usage: ddp_table.py RUNS_DIR PLUGIN N SEED...
+Usage: ddp_table.py RUNS_DIR N
+
+RUNS_DIR is the out_dir of configs/experiments/ddp_scaling.json at tier xN: rate_1gpu and curve_1gpu_seed<S>
+(one per seed), trained by `aobench run`, beside rate_<N>gpu (and rate_<N>gpu_uncaptured) and curve_<N>gpu,
+trained by torchrun (scripts/gpu_check.sh ddp). The plugin is rate_1gpu's.
 
 Scaling: N-GPU tok/s over N × the 1-GPU tok/s at micro-batch 16 (means of the rates logged after step 30).
 Loss curve: the per-step training losses, averaged over 20-step windows after warm-up, of the N-GPU run and
@@ -13,6 +17,7 @@ curve is within it when its mean distance to the seeds is no larger, i.e. it is 
 1-GPU runs than the most outlying seed.
 The final validation NLL (the whole validation file, the same windows for every run) is judged the same way.
 """
+import glob
 import json
 import sys
 
@@ -63,24 +68,29 @@ def loo(values, dist):
 
 
 def main():
-    d, m, n, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    d, n = sys.argv[1].rstrip("/"), int(sys.argv[2])
+    prefix = f"{d}/curve_1gpu_seed"
+    seeds = sorted((p[len(prefix):] for p in glob.glob(prefix + "*")), key=int)
     if len(seeds) < 3:
-        sys.exit("ddp_table.py: the run-to-run spread needs at least 3 seeds")
-    one, many = f"{d}/{m}_rate_1gpu", f"{d}/{m}_rate_{n}gpu"
+        sys.exit(f"ddp_table.py: the run-to-run spread needs at least 3 seeds, {d} has {len(seeds)}")
+    one, many = f"{d}/rate_1gpu", f"{d}/rate_{n}gpu"
+    m = config(one)["model"]["plugin"]
     r1, rn = rate(one), rate(many)
     print(f"## {m}, {n} GPUs\n")
     print("| run | tok/s (mean of logged steps > 30) | per GPU | efficiency |\n|---|---:|---:|---:|")
     print(f"| 1 GPU, micro-batch 16 | {r1 / 1e3:.1f} K | {r1 / 1e3:.1f} K | (reference) |")
     print(f"| {n} GPUs, micro-batch 16 each | {rn / 1e3:.1f} K | {rn / n / 1e3:.1f} K | **{100 * rn / (n * r1):.1f} %** |")
     try:
-        ru = rate(f"{d}/{m}_rate_{n}gpu_uncaptured")
+        ru = rate(f"{d}/rate_{n}gpu_uncaptured")
         print(f"| {n} GPUs, uncaptured (AOBENCH_CUDA_GRAPHS=0) | {ru / 1e3:.1f} K | {ru / n / 1e3:.1f} K | "
               f"{100 * ru / (n * r1):.1f} % |")
     except OSError:
         pass
     print(f"\nscaling efficiency {100 * rn / (n * r1):.1f} % of linear ({'≥' if rn >= 0.9 * n * r1 else '<'} 90 %)\n")
 
-    cand = f"{d}/{m}_curve_{n}gpu"
+    cand = f"{d}/curve_{n}gpu"
     train = config(cand)["train"]
     warmup, cand_seed = train["warmup_iters"], str(train["seed"])
     if cand_seed in seeds:
@@ -88,7 +98,7 @@ def main():
         seeds = [s for s in seeds if s != cand_seed]
     if len(seeds) < 3:
         sys.exit(f"ddp_table.py: the run-to-run spread needs at least 3 seeds other than the {n}-GPU run's {cand_seed}")
-    runs = {f"1 GPU seed {s}": f"{d}/{m}_curve_1gpu_seed{s}" for s in seeds}
+    runs = {f"1 GPU seed {s}": f"{prefix}{s}" for s in seeds}
     curves = {k: windows(r, warmup) for k, r in runs.items()}
     cc = windows(cand, warmup)
     ends = sorted(set(cc).intersection(*[set(c) for c in curves.values()]))

@@ -16,16 +16,7 @@ after_pid=$!
 wait $after_pid
 export LD_LIBRARY_PATH=/tmp/aobench-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 W=runs/before_after; rm -rf $W; mkdir -p $W
-python3 - $W/tokens.bin <<'PY'
-import struct, sys, torch   # 8M random GPT-2 ids in the harness's token-file format (header + int32)
-n = 8_000_000
-torch.manual_seed(0)
-buf = bytearray(4 * n)
-torch.frombuffer(buf, dtype=torch.int32).copy_(torch.randint(0, 50257, (n,), dtype=torch.int32))
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<256i", 20240520, 2, n, 50257, 0, -1, *([0] * 250)))
-    f.write(buf)
-PY
+python3 bench/peers/nanogpt_train.py --write-tokens $W/tokens.bin --tokens 8000000  # random GPT-2 ids
 echo "# before ($PREV) vs after (this tree) on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
   > "$OUT/before_after.md"
 for rep in 1 2; do

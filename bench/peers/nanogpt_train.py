@@ -5,6 +5,10 @@ GPU: bf16 autocast, bias=True, vocabulary padded to 50304, weight tying, AdamW(f
 decay / no-decay groups, grad clip 1.0, optional torch.compile. Tokens are uniform random ids (speed only).
 
     python3 bench/peers/nanogpt_train.py --batch 16 --compile        # one JSON line on stdout
+    python3 bench/peers/nanogpt_train.py --write-tokens F.bin        # the same kind of ids for `aobench train`
+
+--write-tokens writes --tokens uniform random ids (seed --seed) in the harness's token-file format (llm.c
+header, version 2: uint32 ids; datasets/token_file.h) and exits, so that aobench trains on ids like the peer's.
 
 The rate is tokens/s over the steps after --warmup (compile and cuDNN/cuBLAS autotuning fall in the
 warm-up), with one device synchronisation at the end of the timed window (nanoGPT reads the loss once per
@@ -14,6 +18,7 @@ peak table (H100/H200 SXM 989 TFLOP/s bf16 dense; --peak-tflops overrides).
 import argparse
 import json
 import math
+import struct
 import sys
 import time
 
@@ -127,6 +132,16 @@ def peak_flops(name):
     return float("nan")
 
 
+def write_tokens(path, n, seed):
+    """n uniform ids in [0, 50257) as a token file: 256 int32 header (magic, version 2, count, vocab) + uint32."""
+    g = torch.Generator().manual_seed(seed)
+    buf = bytearray(4 * n)
+    torch.frombuffer(buf, dtype=torch.int32).copy_(torch.randint(0, 50257, (n,), dtype=torch.int32, generator=g))
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 2, n, 50257, 0, -1, *([0] * 250)))
+        f.write(buf)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=sorted(SHAPES), default="small")
@@ -137,7 +152,12 @@ def main():
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (nanoGPT's default)")
     ap.add_argument("--peak-tflops", type=float, default=0.0, help="bf16 peak for MFU (default: by device name)")
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--write-tokens", default="", metavar="FILE", help="write random ids to FILE and exit (no GPU)")
+    ap.add_argument("--tokens", type=int, default=20_000_000, help="how many ids --write-tokens writes")
     a = ap.parse_args()
+    if a.write_tokens:
+        write_tokens(a.write_tokens, a.tokens, a.seed)
+        return
     if not torch.cuda.is_available():
         sys.exit("nanogpt_train.py: no CUDA device; this peer measures GPU training speed")
     if a.batch < 1 or a.steps < 1 or a.warmup < 0 or a.block < 2:
