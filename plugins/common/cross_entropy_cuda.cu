@@ -13,12 +13,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "plugins/common/cuda_vec.cuh"
 #include "plugins/common/cross_entropy.h"
+#include "plugins/common/cuda_vec.cuh"
 
 namespace aobench::common {
 namespace {
-
 
 constexpr int kThreads = 512;
 

@@ -39,7 +39,6 @@ void set_decode_attention_enabled(bool on);
 bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                const torch::Tensor& k_buf, const torch::Tensor& v_buf);
 
-
 // CUDA entry points (decode_attention_cuda.cu, built with CUDA only).
 bool decode_attention_cuda_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                     const torch::Tensor& k_buf, const torch::Tensor& v_buf);

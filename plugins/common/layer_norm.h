@@ -38,7 +38,6 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_reference(const torch::Te
 bool fused_ln_training_enabled();
 void set_fused_ln_training_enabled(bool on);
 
-
 // CUDA entry points (layer_norm_cuda.cu, built with CUDA only). x (.., d) fp32; y like x in the output dtype,
 // or undefined (then `out_dtype`); gate / scale / shift (B, d) or undefined.
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,

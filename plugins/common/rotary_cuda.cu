@@ -15,7 +15,6 @@
 namespace aobench::common {
 namespace {
 
-
 // NeoX rotary on q and k of a fused (B, T, 3, nh, hd) projection, written to (2, B, T, nh, hd): element j < hd/2
 // pairs with j + hd/2; out_j = x_j·cos_j + x_swap(j)·sin±_j with sin± = (−sin, sin). One block per token
 // (b, t); its threads walk the 2·nh·hd/2 pairs of that token with 32-bit index math.
