@@ -272,10 +272,13 @@ void ShardedTokenWriter::commit(const json& meta) {
   const bool replace = fs::exists(dir_, ec);
   if (replace) fs::rename(dir_, old, ec);
   if (!ec) fs::rename(tmp_, dir_, ec);
-  if (ec)
+  committed_ = true;  // from here the finished dataset is kept, in place or under its temporary name
+  if (ec) {
+    std::error_code back;
+    if (replace && !fs::exists(dir_, back)) fs::rename(old, dir_, back);  // the previous dataset goes back
     throw DataError("cannot move " + tmp_ + " to " + dir_ + ": " + ec.message(),
                     "check permissions; the finished dataset is left in " + tmp_);
-  committed_ = true;
+  }
   if (replace) fs::remove_all(old, ec);
 }
 
