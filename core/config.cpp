@@ -253,7 +253,8 @@ void Overrides::require_within(const std::vector<std::string>& allowed, const st
   for (const auto& p : parts_) {
     std::vector<std::pair<std::string, json>> leaves;
     flatten_config(p.patch, "", leaves);
-    for (const auto& [path, value] : leaves) {
+    for (const auto& leaf : leaves) {
+      const std::string& path = leaf.first;  // not a structured binding: clang (the fuzz build) cannot capture one
       const bool ok = std::any_of(allowed.begin(), allowed.end(),
                                   [&](const std::string& a) { return path == a || path.rfind(a + ".", 0) == 0; });
       if (!ok) throw ConfigError(p.origin + ": " + what, hint);

@@ -193,7 +193,11 @@ class Gpt2Tokenizer : public Tokenizer {
   }
 
  private:
-  // A per-thread word cache: pieces repeat a lot in natural text, so BPE runs once per distinct word.
+  // A per-thread cache of the pieces BPE had to merge: pieces repeat a lot in natural text, so BPE runs about
+  // once per distinct rare word. A piece that is one vocabulary entry needs no cache (one lookup either way), and
+  // the cache is emptied at kCacheWords entries, so each encoding thread holds at most ~10 MB (prepare's memory
+  // must not grow with the input or, much, with --threads: 500 k entries of every piece cost ~66 MB a thread).
+  static constexpr size_t kCacheWords = size_t(1) << 16;
   struct Cache {
     uint64_t serial = 0;
     std::unordered_map<std::string, std::vector<uint32_t>> words;
@@ -204,26 +208,24 @@ class Gpt2Tokenizer : public Tokenizer {
       out.push_back(byte_id_[static_cast<uint8_t>(p[0])]);
       return;
     }
+    std::string key(p, len);
+    if (auto whole = encoder_.find(key); whole != encoder_.end()) {
+      out.push_back(whole->second);
+      return;
+    }
     thread_local Cache cache;
     if (cache.serial != serial_) {
       cache.words.clear();
       cache.serial = serial_;
     }
-    std::string key(p, len);
     auto it = cache.words.find(key);
     if (it != cache.words.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
-    auto whole = encoder_.find(key);
-    std::vector<uint32_t> ids;
-    if (whole != encoder_.end()) {
-      ids.push_back(whole->second);
-    } else {
-      ids = bpe(p, len);
-    }
+    std::vector<uint32_t> ids = bpe(p, len);
     out.insert(out.end(), ids.begin(), ids.end());
-    if (cache.words.size() > 500000) cache.words.clear();
+    if (cache.words.size() >= kCacheWords) cache.words.clear();
     cache.words.emplace(std::move(key), std::move(ids));
   }
 

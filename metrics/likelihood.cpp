@@ -60,14 +60,14 @@ std::string describe_protocol(const EvalOptions& o, int64_t T, const DatasetInfo
 DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_path) {
   DatasetInfo info;
   info.name = name;
-  std::ifstream in(bin_path + ".json");
+  const std::string meta = token_dataset_meta_path(bin_path);  // the .bin.json sidecar, or a sharded index.json
+  std::ifstream in(meta);
   if (!in) return info;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    throw DataError("invalid JSON in sidecar '" + bin_path + ".json': " + e.what(),
-                    "re-run `aobench prepare` for this dataset");
+    throw DataError("invalid JSON in sidecar '" + meta + "': " + e.what(), "re-run `aobench prepare` for this dataset");
   }
   if (j.contains("bytes") && j["bytes"].is_number()) info.bytes = j["bytes"].get<int64_t>();
   if (j.contains("packing") && j["packing"].is_string()) info.packing = j["packing"].get<std::string>();

@@ -33,7 +33,7 @@ struct DatasetInfo {
   int64_t bytes = 0;    // UTF-8 bytes of the text the whole file encodes (0 = unknown)
   std::string packing;  // sidecar "packing" ("reference", "rows", ...); "" = unknown
 };
-// Reads "<bin_path>.json" when present; missing file → bytes 0, packing "".
+// Reads "<bin_path>.json" (a sharded dataset: its index.json) when present; missing file → bytes 0, packing "".
 DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_path);
 
 // One reported likelihood number.

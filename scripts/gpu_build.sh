@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds aobench on the GPU machine, which has CUDA, PyTorch 2.11, GoogleTest, Google Benchmark and
-# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma headers. OpenSSL's
+# nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma / libzstd headers. OpenSSL's
 # headers and libcrypto are there (Ubuntu 24.04's libssl-dev, OpenSSL 3.0.13, seen on 2026-11-29), so
 # find_package(OpenSSL) finds them in /usr and .debs carries no libssl-dev.
 # Route: the Debian packages in .debs/ (fetched on a networked machine with scripts/fetch_gpu_debs.sh)
@@ -17,11 +17,13 @@ for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
 LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
 # The .pc files say prefix=/usr; point them at the private prefix.
 sed -i -e "s|^prefix=.*|prefix=$PREFIX/usr|" -e "s|^\(exec_prefix\|libdir\|includedir\)=/usr|\1=$PREFIX/usr|" \
-  "$LIBDIR/pkgconfig/libpcre2-8.pc" "$LIBDIR/pkgconfig/liblzma.pc"
-# liblzma-dev's liblzma.so links to one exact runtime version (/lib/.../liblzma.so.5.4.1); point it at this
-# machine's own liblzma5 (every Debian / Ubuntu system has it), whatever its version.
-for so in /lib/x86_64-linux-gnu/liblzma.so.5 /usr/lib/x86_64-linux-gnu/liblzma.so.5; do
-  if [[ -e "$so" ]]; then ln -sf "$so" "$LIBDIR/liblzma.so"; break; fi
+  "$LIBDIR/pkgconfig/libpcre2-8.pc" "$LIBDIR/pkgconfig/liblzma.pc" "$LIBDIR/pkgconfig/libzstd.pc"
+# liblzma-dev's liblzma.so links to one exact runtime version (/lib/.../liblzma.so.5.4.1), libzstd-dev's likewise;
+# point them at this machine's own liblzma5 / libzstd1 (every Debian / Ubuntu system has them), whatever their version.
+for lib in liblzma.so.5 libzstd.so.1; do
+  for so in /lib/x86_64-linux-gnu/$lib /usr/lib/x86_64-linux-gnu/$lib; do
+    if [[ -e "$so" ]]; then ln -sf "$so" "$LIBDIR/${lib%.*}"; break; fi
+  done
 done
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine (or the GPU machine) and builds aobench into build/.
 #   - Debian packages: Boost (DLL headers, program_options), nlohmann_json, GoogleTest, Google Benchmark,
-#     PCRE2, liblzma (.xz inputs), OpenSSL's libcrypto (checkpoint SHA-256), gnuplot, ccache, and `fortunes`
+#     PCRE2, liblzma and libzstd (.xz / .zst inputs of prepare), OpenSSL's libcrypto (SHA-256 of checkpoints and token
+#     shards), gnuplot, ccache, and `fortunes`
 #     (the real-English quickstart corpus).
 #   - LibTorch: the torch==2.11.0 pip wheel, installed into a venv only when `python3 -c "import torch"` fails.
 # Options (environment): AOBENCH_BUILD_DIR (default build), AOBENCH_VENV (default ~/.cache/aobench/venv),
@@ -18,7 +19,7 @@ JOBS=${AOBENCH_JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build ccache pkg-config python3-venv libboost-dev
           libboost-program-options-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libpcre2-dev
-          liblzma-dev libssl-dev gnuplot-nox xz-utils fortunes clang-format-14)
+          liblzma-dev libzstd-dev libssl-dev gnuplot-nox xz-utils fortunes clang-format-14)
 if [[ "${AOBENCH_SKIP_APT:-0}" != 1 ]] && command -v apt-get >/dev/null; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -12,15 +12,18 @@ namespace {
 
 const char* kUsage =
     "aobench prepare --format F --input PATH [--input PATH...] --output OUT.bin [--tokenizer gpt2|bytes] "
-    "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] [--max-rows N]";
+    "[--packing none|simple|reference] [--window 1024] [--val-output VAL.bin --val-fraction 0.05] [--max-rows N] "
+    "[--shard-tokens N]";
 
 int cmd_prepare(const std::vector<std::string>& args) {
   PrepareSpec spec;
   po::options_description desc("prepare options");
   desc.add_options()("format", po::value(&spec.format)->required(), kPrepareFormats)(
       "input", po::value(&spec.inputs)->required()->composing(),
-      "input file or directory (repeatable; .xz files are decompressed)")(
-      "output", po::value(&spec.output)->required(), "output .bin (a .bin.json sidecar is written too)")(
+      "input file, directory or quoted glob pattern such as 'owt/*.jsonl.zst' (repeatable; .xz and .zst files are "
+      "decompressed)")(
+      "output", po::value(&spec.output)->required(),
+      "output .bin (a .bin.json sidecar is written too), or with --shard-tokens the folder of a sharded dataset")(
       "tokenizer", po::value(&spec.tokenizer)->default_value("gpt2"), "gpt2 | bytes")(
       "vocab-dir", po::value(&spec.vocab_dir)->default_value(""), "GPT-2 encoder.json/vocab.bpe folder")(
       "packing", po::value(&spec.packing)->default_value("none"), "none | simple | reference")(
@@ -30,7 +33,10 @@ int cmd_prepare(const std::vector<std::string>& args) {
       "max-rows", po::value(&spec.max_rows)->default_value(0), "use only the first N rows (0 = all)")(
       "threads", po::value(&spec.threads)->default_value(0),
       "encoding threads (0 = all cores): the rows are cut into N contiguous blocks, one per thread (ATen's "
-      "at::parallel_for), so fewer than N threads run when there are fewer than 16 rows per thread");
+      "at::parallel_for), so fewer than N threads run when there are fewer than 16 rows per thread")(
+      "shard-tokens", po::value(&spec.shard_tokens)->default_value(0),
+      "write --output (and --val-output) as sharded datasets: folders of .bin shards of at most N tokens "
+      "(a whole number of windows when packed) + index.json with counts and SHA-256 checksums (0 = one file)");
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm)) return 0;
   std::cout << prepare_dataset(spec).line(spec) << "\n";
@@ -39,6 +45,7 @@ int cmd_prepare(const std::vector<std::string>& args) {
 
 }  // namespace
 
-AOBENCH_COMMAND("prepare", kUsage, "text datasets -> packed token files (.bin + .bin.json)", cmd_prepare);
+AOBENCH_COMMAND("prepare", kUsage, "text datasets -> packed token files (.bin + .bin.json, or sharded folders)",
+                cmd_prepare);
 
 }  // namespace aobench

@@ -9,8 +9,6 @@
 #include <ftw.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +21,7 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/plugin_api.h"
+#include "core/sha256.h"
 #include "datasets/token_file.h"
 #include "harness/registry.h"
 #include "harness/resolve_config.h"
@@ -73,33 +72,6 @@ std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& d
   std::sort(out.begin(), out.end());
   return out;
 }
-
-// One EVP SHA-256 digest; the context is freed on every path (an exception included).
-class Sha256 {
- public:
-  explicit Sha256(std::string what) : what_(std::move(what)) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) fail("cannot start");
-  }
-  void update(const void* p, size_t n) {
-    if (n > 0 && EVP_DigestUpdate(ctx_.get(), p, n) != 1) fail("cannot update");
-  }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx_.get(), md, &len) != 1) fail("cannot finish");
-    std::string out;
-    for (unsigned int i = 0; i < len; ++i) out += {"0123456789abcdef"[md[i] >> 4], "0123456789abcdef"[md[i] & 15]};
-    return out;
-  }
-
- private:
-  [[noreturn]] void fail(const char* step) const {
-    throw CheckpointError(std::string("OpenSSL ") + step + " a SHA-256 digest of " + what_,
-                          "the OpenSSL library (libcrypto) refused SHA-256; is it a FIPS-only build?");
-  }
-  std::string what_;
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_{EVP_MD_CTX_new(), EVP_MD_CTX_free};
-};
 
 }  // namespace
 

@@ -156,6 +156,42 @@ TEST_F(TrainTest, ResumeIsBitwiseIdenticalAcrossProcesses) {
   EXPECT_NE(out.find("--resume"), std::string::npos) << out;
 }
 
+// A sharded dataset (datasets/token_file.h) of the same tokens trains exactly as the single file: the same batches
+// from the same seed, so the same losses, across a resume in a new process; `eval` reads it too.
+TEST_F(TrainTest, ShardedDataTrainsLikeTheSingleFileAndResumes) {
+  const int64_t N = 4;
+  for (const auto& [bin, folder] :
+       {std::pair{train_path_, dir_.file("train_shards")}, std::pair{val_path_, dir_.file("val_shards")}}) {
+    const TokenFile f(bin);
+    ShardedTokenWriter w(folder, 3000, 256, 0, -1, "");  // 7 shards of train, 2 of val
+    const torch::Tensor all = f.slice(0, f.size());
+    std::vector<uint32_t> ids(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
+    w.append(ids.data(), ids.size());
+    w.commit({});
+  }
+  const std::string one = dir_.file("one"), sharded = dir_.file("sharded");
+  auto e_one = experiment(one, 2 * N), e_first = experiment(sharded, N), e_second = experiment(sharded, 2 * N);
+  for (auto* e : {&e_first, &e_second}) {
+    (*e)["data"]["train"] = dir_.file("train_shards");
+    (*e)["data"]["val"] = dir_.file("val_shards") + "/index.json";
+  }
+  for (auto* e : {&e_one, &e_first, &e_second}) (*e)["train"]["checkpoint_interval"] = N;
+  std::string out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("one.json", e_one), &out), 0) << out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("s1.json", e_first), &out), 0) << out;
+  ASSERT_EQ(
+      aobench::testing::run_aobench("train --config " + write_experiment("s2.json", e_second) + " --resume", &out), 0)
+      << out;
+  const auto a = train_losses(one), b = train_losses(sharded);
+  ASSERT_EQ(a.size(), size_t(2 * N));
+  ASSERT_EQ(b.size(), size_t(2 * N));
+  for (int64_t step = 1; step <= 2 * N; ++step) EXPECT_EQ(a.at(step), b.at(step)) << "step " << step;
+  ASSERT_EQ(aobench::testing::run_aobench("eval --run " + sharded + " --data shards=" + dir_.file("val_shards"), &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("shards"), std::string::npos) << out;
+}
+
 // The whole training step replayed from a CUDA graph (harness/train/graph.h) trains as the uncaptured steps
 // do: the same losses and gradient norms step by step up to bf16 rounding (the two paths may pick other
 // kernels), validation between replays included, for the GPT and the AO-GPT (whose random orders are copied

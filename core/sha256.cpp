@@ -1,0 +1,40 @@
+// Implements: core/sha256.h.
+#include "core/sha256.h"
+
+#include <openssl/evp.h>
+
+#include "core/errors.h"
+
+namespace aobench {
+
+Sha256::Sha256(std::string what) : what_(std::move(what)), ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1) fail("cannot start");
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256::update(const void* p, size_t n) {
+  if (n > 0 && EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), p, n) != 1) fail("cannot update");
+}
+
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len) != 1) fail("cannot finish");
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += {"0123456789abcdef"[md[i] >> 4], "0123456789abcdef"[md[i] & 15]};
+  return out;
+}
+
+void Sha256::fail(const char* step) const {
+  throw Error(std::string("OpenSSL ") + step + " a SHA-256 digest of " + what_,
+              "the OpenSSL library (libcrypto) refused SHA-256; is it a FIPS-only build?");
+}
+
+std::string sha256_hex(const void* p, size_t n, const std::string& what) {
+  Sha256 h(what);
+  h.update(p, n);
+  return h.hex();
+}
+
+}  // namespace aobench
