@@ -2,7 +2,7 @@
 # GPU checks, run on the GPU machine from the repository root through the device tool:
 #   scripts/gpu_check.sh PHASE...    phases: build kernels data speed paradigms speed2 bench resume ensemble
 #                                    ensemble_sigma trainspeed aoratio trainbench ddp genspeed sedd_radd
-#                                    sedd_radd_rows plateau tiers lanes
+#                                    sedd_radd_rows plateau tiers lanes import
 # Logs and results go to $OUT (device tool) or ./gpu_out. Expects the carried folders .debs/ (see
 # scripts/fetch_gpu_debs.sh) and data/shared/ (a copy of the needed ../shared/data files, same layout).
 set -eo pipefail
@@ -510,6 +510,58 @@ phase_lanes() {
   done
   for exp in ${TIER_AFTER:-}; do run_tier $exp $tier; done
   echo "lanes phase: ${SECONDS} s"
+}
+
+phase_import() {  # the authors' fixtures (tests/data/import) imported and scored on the GPU: l2r NLL of each
+  # golden identity-order row against the authors' forward, fp32 (1e-4, as the CPU tests) and bf16 (reported)
+  ensure_libs
+  local d=/tmp/import_check; rm -rf $d; mkdir -p $d
+  for m in ao_gpt sigma_gpt sedd radd; do
+    local vocab=""; [[ $m == ao_gpt || $m == sigma_gpt ]] && vocab="--set model.vocab_size=50"
+    python3 - $m $d/$m.bin <<'PY'
+import json, struct, sys, torch
+m, out = sys.argv[1], sys.argv[2]
+raw = open(f"tests/data/import/{m}/golden.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]; h = json.loads(raw[8:8 + n])["input_ids"]
+ids = torch.frombuffer(bytearray(raw[8 + n + h["data_offsets"][0]:8 + n + h["data_offsets"][1]]), dtype=torch.int64)
+row = ids.view(h["shape"])[0].tolist()
+# datasets/token_file.h: 256 int32 (magic, version 1 = uint16 ids, count, vocab, window, eos, tokenizer name at [6..13])
+head = struct.pack("<6i", 20240520, 1, len(row), 50, 0, -1) + b"gpt2".ljust(32, b"\0")
+open(out, "wb").write(head.ljust(1024, b"\0") + struct.pack(f"<{len(row)}H", *row))
+PY
+    for dt in float32 bfloat16; do
+      $A import --model $m --from tests/data/import/$m --out $d/${m}_$dt --set train.dtype=$dt $vocab > $d/${m}_$dt.log 2>&1
+      $A eval --run $d/${m}_$dt --data row=$d/$m.bin --set eval.first_token=score --set eval.batch_size=1 \
+        >> $d/${m}_$dt.log 2>&1 || { echo "import: $m $dt failed"; tail -5 $d/${m}_$dt.log; }
+    done
+  done
+  python3 - $d <<'PY' | tee "$OUT/import.txt"
+import json, struct, sys, torch
+d = sys.argv[1]
+def golden(m):
+    raw = open(f"tests/data/import/{m}/golden.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]; head = json.loads(raw[8:8 + n]); out = {}
+    for k, h in head.items():
+        if k == "__metadata__": continue
+        dt = {"F32": torch.float32, "I64": torch.int64}[h["dtype"]]
+        b = bytearray(raw[8 + n + h["data_offsets"][0]:8 + n + h["data_offsets"][1]])
+        out[k] = torch.frombuffer(b, dtype=dt).view(h["shape"])
+    return out
+for m in ("ao_gpt", "sigma_gpt", "sedd", "radd"):
+    g = golden(m); x = g["input_ids"][0]
+    if m in ("ao_gpt", "sigma_gpt"):
+        lp = torch.log_softmax(g["logits_ema" if m == "ao_gpt" else "logits"][0, :16, :50], -1)
+    else:
+        lp = g["logp_ema" if m == "radd" else "logp"][0]
+    want = -lp.gather(1, x[:, None]).mean().item()
+    for dt in ("float32", "bfloat16"):
+        try:
+            r = json.load(open(f"{d}/{m}_{dt}/results.json"))["runs"][f"{m}_{dt}"]["metrics"]["row/nll"]["value"]
+            verdict = "ok" if dt == "bfloat16" or abs(r - want) < 1e-4 else "FAIL"
+            print(f"import {m:9s} {dt:8s} eval nll {r:.6f} authors {want:.6f} |d| {abs(r - want):.2e} {verdict}")
+        except Exception as e:
+            print(f"import {m:9s} {dt:8s} FAIL: {e}")
+PY
 }
 
 for p in "$@"; do

@@ -103,6 +103,8 @@ class Sha256 {
 
 }  // namespace
 
+void remove_directory_tree(const std::string& path) { remove_tree(path); }
+
 std::string sha256_hex(const std::string& bytes) {
   Sha256 h("a string of " + std::to_string(bytes.size()) + " bytes");
   h.update(bytes.data(), bytes.size());
