@@ -23,8 +23,10 @@ struct JsonCheckFailure {
 
 // A parser callback for json::parse that throws JsonCheckFailure for an object or array opened at
 // `max_depth` levels or deeper, or for a key seen twice in one object. Keeps everything it parses.
-inline nlohmann::json::parser_callback_t json_checks(int max_depth) {
-  using Event = nlohmann::json::parse_event_t;
+// `Json` = nlohmann::ordered_json for a document whose key order carries meaning (harness/import/).
+template <class Json = nlohmann::json>
+typename Json::parser_callback_t json_checks(int max_depth) {
+  using Event = typename Json::parse_event_t;
   struct Frame {
     bool object;
     std::string path;                      // of this object or array; "" for the root
@@ -34,7 +36,7 @@ inline nlohmann::json::parser_callback_t json_checks(int max_depth) {
   };
   // The callback is copied around by nlohmann: the open containers live behind a shared pointer.
   auto stack = std::make_shared<std::vector<Frame>>();
-  return [stack, max_depth](int depth, Event event, nlohmann::json& parsed) {
+  return [stack, max_depth](int depth, Event event, Json& parsed) {
     auto member = [](const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; };
     switch (event) {
       case Event::object_start:
@@ -51,7 +53,7 @@ inline nlohmann::json::parser_callback_t json_checks(int max_depth) {
       }
       case Event::key: {
         Frame& f = stack->back();
-        f.key = parsed.get<std::string>();
+        f.key = parsed.template get<std::string>();
         if (!f.keys.insert(f.key).second)
           throw JsonCheckFailure{JsonCheckFailure::kDuplicateKey, member(f.path, f.key)};
         break;

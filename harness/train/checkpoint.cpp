@@ -75,6 +75,8 @@ std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& d
 
 }  // namespace
 
+void remove_directory_tree(const std::string& path) { remove_tree(path); }
+
 std::string sha256_hex(const std::string& bytes) {
   Sha256 h("a string of " + std::to_string(bytes.size()) + " bytes");
   h.update(bytes.data(), bytes.size());

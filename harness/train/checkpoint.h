@@ -67,6 +67,10 @@ nlohmann::json encode_rng_state(const BatchSampler& sampler, const at::Generator
 // Restores what encode_rng_state wrote ("cuda" only on CUDA and when present). Bad hex is a CheckpointError.
 void restore_rng_state(const nlohmann::json& rng, BatchSampler& sampler, at::Generator& order, torch::Device device);
 
+// rm -rf of a directory tree (POSIX nftw; std::filesystem::remove_all can crash beside the pip libtorch.so, see
+// checkpoint.cpp). A missing path is no error; CheckpointError naming the path otherwise.
+void remove_directory_tree(const std::string& path);
+
 // Copies tensors into module() by name; throws CheckpointError listing missing/unexpected/mis-shaped names.
 void load_module_state(torch::nn::Module& module, const TensorMap& tensors, const std::string& origin);
 TensorMap module_state(const torch::nn::Module& module);  // named parameters + buffers, CPU copies

@@ -335,6 +335,11 @@ void Trainer::resume_from_checkpoint(bool allow_config_changes) {
                           "start without --resume, or point train.out_dir at an earlier run");
   CheckpointData data = load_checkpoint(*ckpt);
   const auto& st = data.state;
+  if (st.contains("imported_from"))  // aobench import writes weights only: no optimizer moments, no RNG streams
+    throw CheckpointError("checkpoint '" + *ckpt +
+                              "' was written by `aobench import`: it holds the authors' weights "
+                              "but no training state (optimizer moments, RNG streams) to resume from",
+                          "evaluate or sample it; training on from an imported checkpoint is not supported");
   if (st.value("plugin", "") != plugin_name_ || st.value("flavour", "") != flavour_)
     throw CheckpointError("checkpoint '" + *ckpt + "' is " + st.value("plugin", "?") + "/" + st.value("flavour", "?") +
                               " but the config asks for " + plugin_name_ + "/" + flavour_,
