@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "core/config.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "core/progress.h"
 #include "datasets/detokenizers.h"
@@ -643,7 +644,9 @@ std::string PrepareSummary::line(const PrepareSpec& spec) const {
     out += "; val " + std::to_string(val_rows) + " rows, " + std::to_string(val_tokens) + " tokens (" +
            std::to_string(val_windows) + " windows) in " + spec.val_output +
            (val_shards > 0 ? count_shards(val_shards) : "");
-  std::snprintf(buf, sizeof buf, "; encode %.1f MB/s on %d threads, total %.2f s", encode_mb_s, threads, seconds);
+  // The process's peak resident memory so far: prepare's memory bound is a claim a user can check on every run.
+  std::snprintf(buf, sizeof buf, "; encode %.1f MB/s on %d threads, total %.2f s, peak RSS %.2f GiB", encode_mb_s,
+                threads, seconds, max_memory_gib(torch::kCPU));
   return out + buf;
 }
 

@@ -6,6 +6,8 @@
 #   trainspeed  `aobench train` of the small models beside nanoGPT (bench/peers/); AO_PAIRS=N alternating pairs
 #   genspeed    generation (BM_PluginSample, `aobench speed`) beside HF generate() and a compiled SEDD step
 #   ddp         N GPUs against 1: configs/experiments/ddp_scaling.json + torchrun (ranks in sync: gpu_ddp_check.sh)
+#   prepare     `aobench prepare` of a 2 GB text on every core: tokens/s and peak memory (sharded output)
+#   multinode   2 GPUs: two torchrun "nodes" (c10d rendezvous on localhost, one GPU each) against one node of 2
 # Experiments at a GPU tier: scripts/gpu_run.sh. docs/results/README.md ("GPU checks") maps the old phases to these.
 # Output: $OUT or ./gpu_out. Carried: .debs/ (scripts/fetch_gpu_debs.sh), data/ (../shared/data's gpt2/ and train/).
 # shellcheck disable=SC2317  # the commands are called as cmd_$1
@@ -131,6 +133,42 @@ cmd_ddp() {  # DDP_GPUS (default: all), DDP_PLUGIN=ao_gpt (the AO-GPT, mixture o
   $A eval --run "$d/curve_${n}gpu" --data val=runs/ddp_data/wiki_val.bin > "$OUT/ddp_eval_${n}gpu.log" 2>&1
   tar czf "$OUT/ddp_${m}_${n}gpu.tgz" --exclude=checkpoints "$d"
   python3 scripts/ddp_table.py "$d" "$n" | tee "$OUT/ddp_${m}_${n}gpu.md"
+}
+
+cmd_prepare() {  # PREPARE_GB (default 2): the Wikipedia shard repeated to that size; docs/results/data/README.md
+  local d=/tmp/prepare_rate gb=${PREPARE_GB:-2}
+  rm -rf "$d"; mkdir -p "$d"
+  xz -dc "$AOBENCH_DATA_DIR/train/wiki_train_00.txt.xz" > "$d/round.txt"
+  while (( $(stat -c %s "$d/in.txt" 2> /dev/null || echo 0) < gb * 1000000000 )); do cat "$d/round.txt" >> "$d/in.txt"; done
+  echo "input: $(stat -c %s "$d/in.txt") bytes, ${PREPARE_THREADS:-$(nproc)} threads of $(nproc)" | tee "$OUT/prepare_rate.txt"
+  $A prepare --format text --input "$d/in.txt" --tokenizer gpt2 --vocab-dir "$AOBENCH_GPT2_DIR" --output "$d/out" \
+    --shard-tokens 100000000 --threads "${PREPARE_THREADS:-$(nproc)}" 2>&1 | tail -n 3 | tee -a "$OUT/prepare_rate.txt"
+  rm -rf "$d"
+}
+
+cmd_multinode() {  # the same global batch three ways (ddp_scaling.json's seed-1337 curve, 200 steps of the small GPT)
+  local f=configs/experiments/ddp_scaling.json d=runs/multinode c port=${MULTINODE_PORT:-29517} node pids=()
+  (( $(nvidia-smi -L | wc -l) >= 2 )) || { echo "multinode: needs 2 GPUs"; return 1; }
+  local tr=(torchrun); command -v torchrun > /dev/null || tr=(python3 -m torch.distributed.run)
+  rm -rf "$d" runs/ddp_x2/curve_1gpu_seed1337
+  # 1 GPU, 2 accumulated micro-batches of 16; its resolved config is the other two runs' (accumulation 1 there).
+  $A run "$f" --set tier=x2 --jobs curve_1gpu_seed1337 > "$OUT/multinode_1gpu.log" 2>&1 || return 1
+  c=runs/ddp_x2/curve_1gpu_seed1337/config.resolved.json
+  mkdir -p "$d" && cp -r runs/ddp_x2/curve_1gpu_seed1337 "$d/one_gpu"
+  "${tr[@]}" --standalone --nproc_per_node=2 --no-python "$A" train --config "$c" \
+    --set train.gradient_accumulation_steps=1 --set train.out_dir="$d/one_node" > "$OUT/multinode_one_node.log" 2>&1
+  # Two agents, one per "node", each seeing its own GPU (LOCAL_RANK 0 on both), one rendezvous; global rank 0
+  # writes the run (checkpoint at step 100 and 200).
+  for node in 0 1; do
+    CUDA_VISIBLE_DEVICES=$node "${tr[@]}" --nnodes=2 --node-rank="$node" --nproc-per-node=1 --rdzv-backend=c10d \
+      --rdzv-endpoint=localhost:"$port" --rdzv-id=aobench_multinode --no-python "$A" train --config "$c" \
+      --set train.gradient_accumulation_steps=1 --set train.checkpoint_interval=100 --set train.out_dir="$d/two_nodes" \
+      > "$OUT/multinode_node$node.log" 2>&1 & pids+=($!)
+  done
+  wait "${pids[0]}" && wait "${pids[1]}" || return 1
+  ls "$d/two_nodes/checkpoints" | tee "$OUT/multinode_checkpoints.txt"
+  tar czf "$OUT/multinode_runs.tgz" --exclude=checkpoints "$d"
+  python3 scripts/multinode_table.py "$d" | tee "$OUT/multinode.md"
 }
 
 for c in "$@"; do declare -F "cmd_$c" > /dev/null || { echo "gpu_check: no command '$c' (see $0)" >&2; exit 2; }; done
