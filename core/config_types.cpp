@@ -85,6 +85,19 @@ DataConfig DataConfig::from_json(const nlohmann::json& resolved, KeysRead* read)
   return d;
 }
 
+int64_t TrainConfig::accumulation_steps(int world) const {
+  if (global_batch_size == 0) return gradient_accumulation_steps;
+  const int64_t per_step = batch_size * world;  // sequences of one micro-step over all ranks
+  if (global_batch_size % per_step != 0)
+    throw ConfigError("config 'train.global_batch_size' = " + std::to_string(global_batch_size) +
+                          " is not a whole number of micro-batches on " + std::to_string(world) + " rank" +
+                          (world == 1 ? "" : "s") + ": train.batch_size " + std::to_string(batch_size) + " × " +
+                          std::to_string(world) + " = " + std::to_string(per_step) + " sequences per micro-step",
+                      "run on a number of GPUs that divides " + std::to_string(global_batch_size / batch_size) +
+                          ", or change train.batch_size");
+  return global_batch_size / per_step;
+}
+
 TrainConfig TrainConfig::from_json(const nlohmann::json& resolved, KeysRead* read) {
   Reader r(resolved, read);
   TrainConfig p;
@@ -95,6 +108,16 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& resolved, KeysRead* rea
   p.seed = uint64_t(r.whole("train.seed", 0, 9.0e15));
   p.batch_size = r.whole("train.batch_size", 1, 1e7);
   p.gradient_accumulation_steps = r.whole("train.gradient_accumulation_steps", 1, 1e6);
+  p.global_batch_size = r.whole_or("train.global_batch_size", 0, 1e9, 0);  // runs before it: absent
+  if (p.global_batch_size > 0 && p.gradient_accumulation_steps != 1)
+    throw ConfigError("config sets both 'train.global_batch_size' = " + std::to_string(p.global_batch_size) +
+                          " and 'train.gradient_accumulation_steps' = " + std::to_string(p.gradient_accumulation_steps),
+                      "set one: global_batch_size is the batch over all GPUs (the accumulation follows from it), "
+                      "gradient_accumulation_steps is per GPU");
+  if (p.global_batch_size % p.batch_size != 0)
+    throw ConfigError("config 'train.global_batch_size' = " + std::to_string(p.global_batch_size) +
+                          " is not a multiple of 'train.batch_size' = " + std::to_string(p.batch_size),
+                      "the global batch is whole micro-batches of batch_size sequences on every GPU");
   p.max_iters = r.whole("train.max_iters", 0);
   p.max_seconds = r.number_in("train.max_seconds", 0, 1e9);
   p.learning_rate = r.number_in("train.learning_rate", 0, 10);

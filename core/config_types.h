@@ -32,8 +32,11 @@ struct TrainConfig {
   std::string device = "auto";  // core/device.h select_device
   std::string dtype = "auto";   // auto = bf16 autocast on CUDA, fp32 elsewhere
   uint64_t seed = 1337;
-  int64_t batch_size = 8;  // sequences per micro-batch (per rank)
-  int64_t gradient_accumulation_steps = 1;
+  int64_t batch_size = 8;                   // sequences per micro-batch (per rank)
+  int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step, per rank
+  // Sequences per optimizer step over all ranks (nanoGPT's convention: its accumulation divided by the world
+  // size); 0 = batch_size × gradient_accumulation_steps × ranks. Fixes a recipe's batch on any number of GPUs.
+  int64_t global_batch_size = 0;
   int64_t max_iters = 1000;  // optimizer steps
   double max_seconds = 0;    // 0 = no time limit
   double learning_rate = 6e-4, min_lr = 6e-5;
@@ -48,6 +51,9 @@ struct TrainConfig {
   std::string nan_policy = "stop";  // stop | skip
   double ddp_bucket_mb = 50;        // data parallel: gradient all-reduce bucket size (harness/train/grad_buckets.h)
   static TrainConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
+  // The micro-batches each of `world` ranks accumulates per optimizer step; ConfigError when global_batch_size
+  // is not a whole number of micro-batches on that many ranks.
+  int64_t accumulation_steps(int world) const;
 };
 
 // eval: the likelihood protocol of `aobench eval` (metrics/likelihood.h).

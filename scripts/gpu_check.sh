@@ -151,23 +151,28 @@ cmd_multinode() {  # the same global batch three ways (ddp_scaling.json's seed-1
   (( $(nvidia-smi -L | wc -l) >= 2 )) || { echo "multinode: needs 2 GPUs"; return 1; }
   local tr=(torchrun); command -v torchrun > /dev/null || tr=(python3 -m torch.distributed.run)
   rm -rf "$d" runs/ddp_x2/curve_1gpu_seed1337
-  # 1 GPU, 2 accumulated micro-batches of 16; its resolved config is the other two runs' (accumulation 1 there).
-  $A run "$f" --set tier=x2 --jobs curve_1gpu_seed1337 > "$OUT/multinode_1gpu.log" 2>&1 || return 1
+  # 1 GPU, 2 accumulated micro-batches of 16; its resolved config is the torchrun runs' too.
+  $A run "$f" --set tier=x2 --jobs curve_1gpu_seed1337 > "$d.log" 2>&1 || return 1
   c=runs/ddp_x2/curve_1gpu_seed1337/config.resolved.json
   mkdir -p "$d" && cp -r runs/ddp_x2/curve_1gpu_seed1337 "$d/one_gpu"
-  "${tr[@]}" --standalone --nproc_per_node=2 --no-python "$A" train --config "$c" \
-    --set train.gradient_accumulation_steps=1 --set train.out_dir="$d/one_node" > "$OUT/multinode_one_node.log" 2>&1
+  # The torchrun runs state the global batch (train.global_batch_size 32: one micro-batch of 16 per rank); the same
+  # one-node launch twice measures the run-to-run noise of the GPU kernels themselves.
+  local global=(--set train.gradient_accumulation_steps=1 --set train.global_batch_size=32)
+  for r in one_node one_node_repeat; do
+    "${tr[@]}" --standalone --nproc_per_node=2 --no-python "$A" train --config "$c" "${global[@]}" \
+      --set train.out_dir="$d/$r" > "$d/$r.log" 2>&1 || return 1
+  done
   # Two agents, one per "node", each seeing its own GPU (LOCAL_RANK 0 on both), one rendezvous; global rank 0
   # writes the run (checkpoint at step 100 and 200).
   for node in 0 1; do
     CUDA_VISIBLE_DEVICES=$node "${tr[@]}" --nnodes=2 --node-rank="$node" --nproc-per-node=1 --rdzv-backend=c10d \
       --rdzv-endpoint=localhost:"$port" --rdzv-id=aobench_multinode --no-python "$A" train --config "$c" \
-      --set train.gradient_accumulation_steps=1 --set train.checkpoint_interval=100 --set train.out_dir="$d/two_nodes" \
-      > "$OUT/multinode_node$node.log" 2>&1 & pids+=($!)
+      "${global[@]}" --set train.checkpoint_interval=100 --set train.out_dir="$d/two_nodes" \
+      > "$d/node$node.log" 2>&1 & pids+=($!)
   done
   wait "${pids[0]}" && wait "${pids[1]}" || return 1
-  ls "$d/two_nodes/checkpoints" | tee "$OUT/multinode_checkpoints.txt"
-  tar czf "$OUT/multinode_runs.tgz" --exclude=checkpoints "$d"
+  ls "$d/two_nodes/checkpoints" | tee "$d/two_nodes_checkpoints.txt"
+  mv "$d.log" "$d/one_gpu.log"; tar czf "$OUT/multinode_runs.tgz" --exclude=checkpoints "$d"  # logs inside
   python3 scripts/multinode_table.py "$d" | tee "$OUT/multinode.md"
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 const char* kUsage =
     "aobench run EXPERIMENT.json [--set tier=T] [--set seeds=N] [--set runs_per_device=N] [--set key.path=value]... "
-    "[--jobs NAME[,NAME]...] [--force] [--plan [--gpu NAME]]";
+    "[--set paths.NAME=DIR] [--jobs NAME[,NAME]...] [--force] [--prepare-only] [--plan [--gpu NAME]]";
 
 int cmd_run(const std::vector<std::string>& args) {
   std::string origin;
@@ -34,6 +34,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "lane", po::bool_switch(&options.lane),
       "train and evaluate the --jobs runs only, without the experiment's lock, generation or report: how a run "
       "started with runs_per_device trains its runs in child processes")(
+      "prepare-only", po::bool_switch(&options.prepare_only),
+      "prepare the data, write each run's training config to <out_dir>/configs/<run>.json and stop (to train "
+      "them elsewhere, e.g. with torchrun on a cluster; a later run without it evaluates and reports)")(
       "plan", po::bool_switch(&plan),
       "print what the experiment will cost (parameters, tokens, FLOPs, peak memory, GPU-hours per job and in all) "
       "and stop: nothing is read, written or trained")(
@@ -43,8 +46,10 @@ int cmd_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_options(kUsage, desc, args, vm, &pos)) return 0;
   if (!gpu.empty() && !plan) throw ConfigError("--gpu belongs to --plan", "add --plan, or drop --gpu");
-  if (plan && (!options.jobs.empty() || options.force || options.lane))
-    throw ConfigError("--plan plans every job of the file and runs nothing", "drop --jobs, --force and --lane");
+  if (plan && (!options.jobs.empty() || options.force || options.lane || options.prepare_only))
+    throw ConfigError("--plan plans every job of the file and runs nothing",
+                      "drop --jobs, --force, --lane and --prepare-only");
+  if (options.prepare_only && options.lane) throw ConfigError("--prepare-only trains nothing", "drop --lane");
   const Experiment experiment = load_experiment(origin, options.sets);
   if (plan) {
     std::cout << plan_experiment(experiment, gpu).text();

@@ -74,15 +74,16 @@ Experiment load_experiment(const std::string& origin, std::vector<std::string> s
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
   const int seeds_set = take_seeds_setting(sets);          // --set seeds=N (seeds.h)
   exp = apply_tier(exp, take_tier_setting(sets), origin);  // --set tier=NAME (tiers.h)
+  apply_path_settings(exp, sets, origin);                  // --set paths.NAME=PATH (paths.h)
   exp = experiment_with_base(exp, origin);      // "base": out_dir, prepare, common, jobs, seeds of another file
   exp = resolve_experiment_paths(exp, origin);  // {data}, {out_dir}, {here}; relative to the file (paths.h)
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
-                               "generation", "tier", "findings", "deviations", "seeds", "runs_per_device"}
+                               "generation", "tier", "findings", "deviations", "seeds", "runs_per_device", "paths"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
-                        "valid keys: description, comment, expected, base, out_dir, prepare, common, jobs, eval, "
-                        "generation, tier, tiers, seeds, runs_per_device, findings, deviations");
+                        "valid keys: description, comment, expected, base, out_dir, paths, prepare, common, jobs, "
+                        "eval, generation, tier, tiers, seeds, runs_per_device, findings, deviations");
   e.seeds = experiment_seeds(exp, seeds_set, origin);
   e.runs_per_device = experiment_runs_per_device(exp, lanes_set, origin);
   exp["seeds"] = e.seeds;

@@ -1,6 +1,7 @@
 // Implements: the paths of an experiment file (harness/experiment/paths.h).
 #include "harness/experiment/paths.h"
 
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 
@@ -14,12 +15,41 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kHint = "paths start with {data}/, {out_dir}/ or {here}/, or are relative to the experiment file";
+const char* const kHint =
+    "paths start with {data}/, {out_dir}/, {here}/ or {NAME}/ of the file's \"paths\", or are relative to the "
+    "experiment file";
+
+bool is_path_name(const std::string& name) {
+  if (name.empty() || !(std::islower(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return name != "data" && name != "out_dir" && name != "here";
+}
+
+// The file's "paths", each resolved (they may start with {data} or {here}); ConfigError naming a bad one.
+std::map<std::string, std::string> named_paths(const json& exp, const std::string& origin) {
+  std::map<std::string, std::string> named;
+  if (!exp.contains("paths")) return named;
+  if (!exp["paths"].is_object())
+    throw ConfigError(origin + ": 'paths' must be an object {NAME: PATH}, got " + exp["paths"].dump(),
+                      "e.g. \"paths\": {\"openwebtext\": \"{data}/openwebtext\"}, used as {openwebtext}/…");
+  for (auto it = exp["paths"].begin(); it != exp["paths"].end(); ++it) {
+    const std::string key = "paths." + it.key();
+    if (!is_path_name(it.key()))
+      throw ConfigError(origin + ": " + key + ": a path name is lower case letters, digits and _",
+                        "data, out_dir and here are taken");
+    if (!it.value().is_string() || it.value().get<std::string>().empty())
+      throw ConfigError(origin + ": " + key + " must be a non-empty path, got " + it.value().dump(), kHint);
+    named[it.key()] = resolve_experiment_path(it.value().get<std::string>(), nullptr, origin, key);
+  }
+  return named;
+}
 
 }  // namespace
 
 std::string resolve_experiment_path(const std::string& path, const std::string* out_dir, const std::string& origin,
-                                    const std::string& key) {
+                                    const std::string& key, const std::map<std::string, std::string>* named) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
   const fs::path here = fs::path(origin).parent_path();
   std::string rest = path;
@@ -40,6 +70,8 @@ std::string resolve_experiment_path(const std::string& path, const std::string* 
       root = *out_dir;
     } else if (name == "{here}") {
       root = here;
+    } else if (named && named->count(name.substr(1, name.size() - 2))) {
+      root = named->at(name.substr(1, name.size() - 2));
     } else {
       throw ConfigError(origin + ": " + key + " = \"" + path + "\": unknown placeholder " + name, kHint);
     }
@@ -74,11 +106,13 @@ json resolve_experiment_paths(json exp, const std::string& origin, bool keep_out
     exp["out_dir"] = out_dir;
   }
   const std::string* out = keep_out_dir ? nullptr : &out_dir;
+  const std::map<std::string, std::string> named = named_paths(exp, origin);
+  if (!named.empty()) exp["paths"] = named;
   // A path or a list of them, in place; `key` names it in errors.
   auto resolve = [&](json& value, const std::string& key) {
     auto one = [&](json& v, const std::string& k) {
       if (!v.is_string()) throw ConfigError(origin + ": " + k + " must be a path (a string), got " + v.dump(), kHint);
-      v = resolve_experiment_path(v.get<std::string>(), out, origin, k);
+      v = resolve_experiment_path(v.get<std::string>(), out, origin, k, &named);
     };
     if (!value.is_array()) return one(value, key);
     for (size_t i = 0; i < value.size(); ++i) one(value[i], key + "[" + std::to_string(i) + "]");
@@ -110,6 +144,32 @@ json resolve_experiment_paths(json exp, const std::string& origin, bool keep_out
       exp["generation"]["judge"].get<std::string>().find('/') != std::string::npos)
     resolve(exp["generation"]["judge"], "generation.judge");
   return exp;
+}
+
+void apply_path_settings(json& exp, std::vector<std::string>& sets, const std::string& origin) {
+  for (auto it = sets.begin(); it != sets.end();) {
+    if (it->rfind("paths.", 0) != 0) {
+      ++it;
+      continue;
+    }
+    const size_t eq = it->find('=');
+    const std::string name = it->substr(6, eq == std::string::npos ? std::string::npos : eq - 6);
+    const std::string value = eq == std::string::npos ? "" : it->substr(eq + 1);
+    if (!exp.contains("paths") || !exp["paths"].is_object() || !exp["paths"].contains(name)) {
+      std::string names;
+      if (exp.contains("paths") && exp["paths"].is_object())
+        for (auto p = exp["paths"].begin(); p != exp["paths"].end(); ++p)
+          names += (names.empty() ? "" : ", ") + p.key();
+      throw ConfigError("--set " + *it + ": " + origin + " declares no path '" + name + "'",
+                        names.empty() ? "this file has no \"paths\"" : "its paths: " + names);
+    }
+    if (value.empty())
+      throw ConfigError("--set " + *it + ": the path is empty", "e.g. --set paths." + name + "=/scratch/" + name);
+    exp["paths"][name] = value;  // as written on the command line: relative to the working directory
+    if (!fs::path(value).is_absolute() && value[0] != '{')
+      exp["paths"][name] = fs::absolute(value).lexically_normal().string();
+    it = sets.erase(it);
+  }
 }
 
 }  // namespace aobench

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/progress.h"
+#include "core/safetensors.h"
 #include "harness/experiment/generation.h"
 #include "harness/experiment/lanes.h"
 #include "harness/experiment/paths.h"
@@ -122,6 +123,7 @@ class Runner {
     if (!o_.lane) write_experiment_record(exp_.out_dir.string(), exp_.record);
     if (!exp_.description.empty()) std::cout << "experiment: " << exp_.description << "\n";
     for (const auto& step : exp_.prepare) count(prepare_step(step, o_.force && !subset));
+    if (o_.prepare_only) return write_run_configs();
     // The data is there (with `jobs`, force leaves it: other runs may be reading it): others may go on beside us.
     if (subset) experiment_lock.reset();
     refuse_stale_judge();
@@ -250,6 +252,23 @@ class Runner {
     lane_trained_.insert(lanes.trained.begin(), lanes.trained.end());
     progress_.advance(trained_);
     redo_ = false;  // the lanes have redone what they trained
+    return 0;
+  }
+
+  // --prepare-only: each selected run's training config, for `aobench train --config` under torchrun on a
+  // cluster; a later `aobench run` finds the trained runs (it resumes each at its last step: nothing to train)
+  // and evaluates, generates and reports.
+  int write_run_configs() const {
+    const fs::path dir = exp_.out_dir / "configs";
+    fs::create_directories(dir);
+    for (const auto& r : exp_.runs) {
+      if (!is_selected(r.name)) continue;
+      const fs::path file = dir / (r.name + ".json");
+      write_file_atomic(file.string(), r.config.dump(1) + "\n");  // derived from the experiment: always current
+      std::cout << "run: job " << r.name << ": aobench train --config " << file.string() << "\n";
+    }
+    std::cout << "run: data prepared and configs written; train each (torchrun --no-python aobench train --config "
+                 "F for several GPUs or nodes), then run this command without --prepare-only to evaluate and report\n";
     return 0;
   }
 

@@ -23,6 +23,7 @@ struct RunOptions {
   std::vector<std::string> jobs;  // job or run names to work on; empty = every run
   bool force = false;             // redo prepared data (not with `jobs`), training and evals
   bool lane = false;              // a lane's child: train and evaluate `jobs` only (lanes.h)
+  bool prepare_only = false;      // prepare the data, write <out_dir>/configs/<run>.json per run, and stop
   std::vector<std::string> sets;  // the --set list as given: the lanes' children get it too
 };
 

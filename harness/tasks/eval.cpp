@@ -194,7 +194,8 @@ void run_eval(const EvalTask& task) {
   run.paradigm = to_string(model.info().paradigm);
   for (const auto& p : model.module().parameters()) run.params += p.numel();
   run.steps = loaded.step;
-  run.tokens = loaded.step * train.batch_size * train.gradient_accumulation_steps * model.block_size();
+  run.tokens = loaded.tokens >= 0 ? loaded.tokens  // over every rank; else the batch as on one GPU
+                                  : loaded.step * train.batch_size * train.accumulation_steps(1) * model.block_size();
   run.config = config;
 
   std::vector<LikelihoodResult> all;

@@ -244,6 +244,7 @@ LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch:
   LoadedModel out;
   out.config = data.state.at("config");
   out.step = data.state.value("step", int64_t(0));
+  out.tokens = data.state.value("tokens", int64_t(-1));
   out.model = PluginRegistry::instance().create(data.state.at("plugin").get<std::string>());
   out.model->configure(out.config.at("model"));
   out.config["model"] = out.model->resolved_model_config(out.config.at("model"));

@@ -52,6 +52,7 @@ struct LoadedModel {
   std::unique_ptr<ModelPlugin> model;
   nlohmann::json config;
   int64_t step = 0;
+  int64_t tokens = -1;  // training tokens over all ranks, as the checkpoint recorded them; -1: not recorded
   bool ema_weights = false;
 };
 LoadedModel load_model_for_eval(const std::string& run_or_checkpoint_dir, torch::Device device, bool prefer_ema = true);

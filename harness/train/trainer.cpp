@@ -207,9 +207,15 @@ class Trainer {
   bool stop_signal_ = false;       // agreed over ranks: every rank leaves the loop at the same step
 };
 
+// The run's hyper-parameters with the per-rank accumulation `world` ranks need for train.global_batch_size.
+TrainConfig for_world(TrainConfig hp, int world) {
+  hp.gradient_accumulation_steps = hp.accumulation_steps(world);
+  return hp;
+}
+
 Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow_config_changes)
     : config_(requested_config),
-      hp_(TrainConfig::from_json(config_)),
+      hp_(for_world(TrainConfig::from_json(config_), dist_env_from_environment().world)),
       data_(DataConfig::from_json(config_)),
       dist_(dist_env_from_environment()),
       main_rank_(dist_.is_main()),
@@ -240,8 +246,8 @@ Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow
     std::cout << "model " << plugin_name_ << "/" << flavour_ << " (" << to_string(info_.paradigm) << ") on "
               << device_name(device_) << (bf16_ ? " bf16 autocast" : " fp32") << "; run dir " << run_->path() << "\n";
     if (dp_.active())
-      std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), "
-                << B_ * T_ * hp_.gradient_accumulation_steps << " tokens per rank per step\n";
+      std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), " << hp_.gradient_accumulation_steps
+                << " × " << B_ << " × " << T_ << " tokens per rank per step\n";
     log_unigram_level();
   }
 }

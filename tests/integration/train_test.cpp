@@ -192,6 +192,30 @@ TEST_F(TrainTest, ShardedDataTrainsLikeTheSingleFileAndResumes) {
   EXPECT_NE(out.find("shards"), std::string::npos) << out;
 }
 
+// train.global_batch_size on one process is that many sequences per step as accumulated micro-batches:
+// global 16 at batch_size 8 trains bitwise as gradient_accumulation_steps 2, and the run's tokens count both.
+TEST_F(TrainTest, GlobalBatchSizeTrainsAsTheSameAccumulation) {
+  const std::string accum = dir_.file("accum"), global = dir_.file("global");
+  auto e_accum = experiment(accum, 3), e_global = experiment(global, 3);
+  e_accum["train"]["gradient_accumulation_steps"] = 2;
+  e_global["train"]["global_batch_size"] = 16;
+  std::string out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("a.json", e_accum), &out), 0) << out;
+  ASSERT_EQ(aobench::testing::run_aobench("train --config " + write_experiment("g.json", e_global), &out), 0) << out;
+  const auto a = train_losses(accum), g = train_losses(global);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a, g);
+  for (const std::string& run : {accum, global}) {  // tokens: 3 steps × 16 sequences × 32 positions
+    std::ifstream in(run + "/metrics.jsonl");
+    int64_t tokens = 0;
+    for (std::string line; std::getline(in, line);) tokens = nlohmann::json::parse(line).value("tokens", tokens);
+    EXPECT_EQ(tokens, 3 * 16 * 32) << run;
+  }
+  e_global["train"]["global_batch_size"] = 12;  // not whole micro-batches of 8: refused before training
+  EXPECT_NE(aobench::testing::run_aobench("train --config " + write_experiment("bad.json", e_global), &out), 0);
+  EXPECT_NE(out.find("train.global_batch_size"), std::string::npos) << out;
+}
+
 // The whole training step replayed from a CUDA graph (harness/train/graph.h) trains as the uncaptured steps
 // do: the same losses and gradient norms step by step up to bf16 rounding (the two paths may pick other
 // kernels), validation between replays included, for the GPT and the AO-GPT (whose random orders are copied

@@ -241,6 +241,33 @@ TEST(ConfigTypes, ErrorsNameTheKey) {
   expect_config_error([&] { TrainConfig::from_json(c); }, {"train.order.kind", "sideways"});
 }
 
+// train.global_batch_size fixes the sequences per optimizer step over all ranks: each rank accumulates
+// global / (batch_size × ranks) micro-batches; a count that does not divide, or both keys set, is refused.
+TEST(ConfigTypes, GlobalBatchSizeSetsTheAccumulationPerNumberOfRanks) {
+  json c = base_config();
+  EXPECT_EQ(TrainConfig::from_json(c).accumulation_steps(4), 1);  // unset: the per-rank accumulation as given
+  apply_set(c, "train.gradient_accumulation_steps=3");
+  EXPECT_EQ(TrainConfig::from_json(c).accumulation_steps(8), 3);
+  c = base_config();
+  apply_set(c, "train.batch_size=16");
+  apply_set(c, "train.global_batch_size=512");  // the paper's 0.5 M tokens at T = 1024
+  const TrainConfig t = TrainConfig::from_json(c);
+  EXPECT_EQ(t.accumulation_steps(1), 32);
+  EXPECT_EQ(t.accumulation_steps(2), 16);
+  EXPECT_EQ(t.accumulation_steps(16), 2);
+  EXPECT_EQ(t.accumulation_steps(32), 1);
+  expect_config_error([&] { t.accumulation_steps(3); },
+                      {"train.global_batch_size", "512", "3 ranks", "16 × 3 = 48", "divides 32"});
+  expect_config_error([&] { t.accumulation_steps(64); }, {"train.global_batch_size", "64 ranks"});
+  apply_set(c, "train.gradient_accumulation_steps=2");
+  expect_config_error([&] { TrainConfig::from_json(c); },
+                      {"train.global_batch_size", "train.gradient_accumulation_steps", "set one"});
+  c = base_config();
+  apply_set(c, "train.batch_size=12");
+  apply_set(c, "train.global_batch_size=512");
+  expect_config_error([&] { TrainConfig::from_json(c); }, {"train.global_batch_size", "512", "train.batch_size", "12"});
+}
+
 }  // namespace
 }  // namespace aobench
 

@@ -314,6 +314,48 @@ std::string error_of(F f) {
   return "no error";
 }
 
+// "paths": named folders as {NAME}/… placeholders, themselves resolved; --set paths.NAME=DIR moves one the file
+// declares (relative to the working directory) and refuses a name it does not declare.
+TEST(ExperimentPaths, NamedPathsAndTheirSettings) {
+  const ScopedDataDir data("/d");
+  const std::string origin = "/e/configs/x.json";
+  const json exp = json::parse(R"({"out_dir": "runs/x", "paths": {"owt": "{data}/openwebtext", "mine": "local"},
+    "prepare": [{"name": "t", "input": "{owt}/*.jsonl*", "output": "{out_dir}/../owt_gpt2/train"},
+                {"name": "m", "input": ["{mine}/a.txt"], "output": "{out_dir}/m.bin"}]})");
+  const json e = resolve_experiment_paths(exp, origin);
+  EXPECT_EQ(e["paths"]["owt"], "/d/openwebtext");
+  EXPECT_EQ(e["prepare"][0]["input"], "/d/openwebtext/*.jsonl*");
+  EXPECT_EQ(e["prepare"][0]["output"], "runs/owt_gpt2/train");
+  EXPECT_EQ(e["prepare"][1]["input"], json::array({"/e/configs/local/a.txt"}));
+
+  json moved = exp;
+  std::vector<std::string> sets = {"train.max_iters=3", "paths.owt=/scratch/owt", "tier=small"};
+  apply_path_settings(moved, sets, origin);
+  EXPECT_EQ(sets, (std::vector<std::string>{"train.max_iters=3", "tier=small"}));  // the others stay
+  EXPECT_EQ(resolve_experiment_paths(moved, origin)["prepare"][0]["input"], "/scratch/owt/*.jsonl*");
+  sets = {"paths.owt=rel/owt"};
+  apply_path_settings(moved, sets, origin);
+  EXPECT_EQ(moved["paths"]["owt"], (std::filesystem::current_path() / "rel/owt").lexically_normal().string());
+
+  sets = {"paths.ow=/x"};
+  EXPECT_NE(
+      error_of([&] { apply_path_settings(moved, sets, origin); }).find("declares no path 'ow' | its paths: mine, owt"),
+      std::string::npos);
+  sets = {"paths.owt="};
+  EXPECT_NE(error_of([&] { apply_path_settings(moved, sets, origin); }).find("the path is empty"), std::string::npos);
+  json bad = exp;
+  bad["paths"]["data"] = "/x";  // a placeholder of its own
+  EXPECT_NE(error_of([&] { resolve_experiment_paths(bad, origin); }).find("paths.data"), std::string::npos);
+  bad = exp;
+  bad["paths"]["owt"] = 3;
+  EXPECT_NE(error_of([&] { resolve_experiment_paths(bad, origin); }).find("paths.owt must be a non-empty path"),
+            std::string::npos);
+  bad = exp;
+  bad["prepare"][0]["input"] = "{other}/x";
+  EXPECT_NE(error_of([&] { resolve_experiment_paths(bad, origin); }).find("unknown placeholder {other}"),
+            std::string::npos);
+}
+
 TEST(ExperimentSeeds, TakeSeedsRemovesOnlyTheSeedsSettingAndRefusesBadValues) {
   std::vector<std::string> sets = {"train.max_iters=5", "seeds=3", "tier=debug"};
   EXPECT_EQ(take_seeds_setting(sets), 3);

@@ -69,10 +69,11 @@ double decoder_error(ModelPlugin& model, const TensorMap& g, const std::string& 
                      torch::Device device = torch::kCPU) {
   const auto ids = g.at("input_ids"), orders = g.at("orders");
   const auto x_sigma = ids.gather(1, orders);
-  const auto expected = torch::log_softmax(g.at(logits_key).narrow(1, 0, kT).narrow(2, 0, kVocab), -1);  // (B, T, V)
+  const auto expected = torch::log_softmax(g.at(logits_key).narrow(1, 0, kT).narrow(2, 0, kVocab), -1);     // (B, T, V)
   const auto ours = model.chain_log_probs(x_sigma.to(device), orders.to(device), orders.to(device)).cpu();  // (B, T, V)
   at::Generator gen = at::detail::createCPUGenerator(0);  // the trainer's kind, also for a CUDA model
-  const auto nll = model.log_prob(ids.to(device), orders.to(device), gen).nll.cpu();  // (B, T): −log p(x_σ(k) | x_σ(<k))
+  const auto nll =
+      model.log_prob(ids.to(device), orders.to(device), gen).nll.cpu();  // (B, T): −log p(x_σ(k) | x_σ(<k))
   const auto expected_nll = -expected.gather(2, x_sigma.unsqueeze(-1)).squeeze(-1);
   return std::max(max_abs(ours, expected), max_abs(nll, expected_nll));
 }
@@ -88,8 +89,8 @@ double encoder_error(ModelPlugin& model, const TensorMap& g, const std::string& 
     auto tokens = ids[o].unsqueeze(0).repeat({kT * kVocab, 1});  // row k·V + v: x with x[σ(k)] = v
     for (int64_t k = 0; k < kT; ++k)
       tokens.narrow(0, k * kVocab, kVocab).select(1, orders[o][k].item<int64_t>()).copy_(torch::arange(kVocab));
-    const auto nll = model.log_prob(tokens.to(device), orders[o].unsqueeze(0).repeat({kT * kVocab, 1}).to(device), gen)
-                         .nll.cpu();
+    const auto nll =
+        model.log_prob(tokens.to(device), orders[o].unsqueeze(0).repeat({kT * kVocab, 1}).to(device), gen).nll.cpu();
     const auto step = torch::arange(kT).repeat_interleave(kVocab);  // (T·V) the step each row reads
     const auto ours = -nll.gather(1, step.unsqueeze(1)).squeeze(1).view({kT, kVocab});  // (T, V) log p
     worst = std::max(worst, max_abs(ours, logp[o]));
@@ -168,13 +169,13 @@ TEST(ImportAuthorsCuda, EveryModelMatchesTheAuthorsForwardOnTheGpu) {
   const torch::Device cuda(torch::kCUDA);
   const std::vector<std::tuple<std::string, std::string, bool>> cases = {
       {"ao_gpt", "logits_ema", true}, {"ao_gpt", "logits_raw", false}, {"sigma_gpt", "logits", false},
-      {"sedd", "logp", false},        {"radd", "logp_ema", true},       {"radd", "logp_raw", false}};
+      {"sedd", "logp", false},        {"radd", "logp_ema", true},      {"radd", "logp_raw", false}};
   for (const auto& [model, key, ema] : cases) {
     Imported imp(model);
     LoadedModel m = load_model_for_eval(imp.run, cuda, ema);
     const bool decoder = model == "ao_gpt" || model == "sigma_gpt";
-    const double err = decoder ? decoder_error(*m.model, golden(model), key, cuda)
-                               : encoder_error(*m.model, golden(model), key, cuda);
+    const double err =
+        decoder ? decoder_error(*m.model, golden(model), key, cuda) : encoder_error(*m.model, golden(model), key, cuda);
     std::cout << model << " " << key << " on CUDA: max |Δ log p| " << err << "\n";
     EXPECT_LT(err, kTol) << model << " " << key;
   }
