@@ -1,7 +1,13 @@
 // Implements: core/sha256.h.
 #include "core/sha256.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -35,6 +41,26 @@ std::string sha256_hex(const void* p, size_t n, const std::string& what) {
   Sha256 h(what);
   h.update(p, n);
   return h.hex();
+}
+
+std::string sha256_file_hex(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  Sha256 h("'" + path + "'");
+  std::vector<char> buf(size_t(4) << 20);  // few system calls per GB, small beside the files hashed
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n == 0) return h.hex();
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), path);
+    }
+    h.update(buf.data(), size_t(n));
+  }
 }
 
 }  // namespace aobench

@@ -27,4 +27,8 @@ class Sha256 {
 // The digest of `n` bytes at `p`.
 std::string sha256_hex(const void* p, size_t n, const std::string& what);
 
+// The digest of the file at `path`, read in 4 MiB blocks (from the page cache when it was just written).
+// std::system_error with the OS's reason when it cannot be opened or read: callers name what the file is.
+std::string sha256_file_hex(const std::string& path);
+
 }  // namespace aobench

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -214,23 +215,13 @@ void ShardedTokenWriter::close_shard() {
   const std::string name = shard_name(shards_.size());
   const fs::path p = fs::path(tmp_) / name;
   // Hash what is on disk (from the page cache): the checksum then covers the header and every byte written.
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError("cannot read back " + p.string() + ": " + std::strerror(errno), "check the disk");
-  Sha256 h(p.string());
-  std::vector<char> buf(size_t(4) << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      throw DataError("cannot read back " + p.string() + ": " + why, "check the disk");
-    }
-    h.update(buf.data(), size_t(n));
+  std::string digest;
+  try {
+    digest = sha256_file_hex(p.string());
+  } catch (const std::system_error& e) {
+    throw DataError("cannot read back " + p.string() + ": " + e.code().message(), "check the disk");
   }
-  ::close(fd);
-  shards_.push_back({{"file", name}, {"tokens", open_->count()}, {"sha256", h.hex()}});
+  shards_.push_back({{"file", name}, {"tokens", open_->count()}, {"sha256", digest}});
   open_.reset();
 }
 

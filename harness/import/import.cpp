@@ -47,10 +47,19 @@ struct Located {
   json ema_info;                // {decay, num_updates} as the checkpoint states them
   int64_t step = 0;             // iter_num / step; 0 when the checkpoint does not say (a Hugging Face release)
   int64_t tokens_per_step = 0;  // global batch × length when the config says it; 0 = unknown
-  int64_t micro_batch = 0, accumulation = 0;  // for train.batch_size / gradient_accumulation_steps (one device)
+  int64_t micro_batch = 0, accumulation = 0;  // train.batch_size; global_batch_size = micro_batch × accumulation
   json authors_config;                        // recorded in state.json
   ModelMapping mapping;
 };
+
+// The checkpoint's EMA under `key` ({shadow_params, decay, num_updates}, torch_ema's state), when it has one.
+void take_ema(const AuthorsCheckpoint& ck, const std::string& key, Located& at) {
+  if (!ck.find({key, "shadow_params"})) return;
+  at.ema = ck.tensor_list({key, "shadow_params"});
+  at.ema_origin = ck.where({key, "shadow_params"});
+  const json e = plain(ck.find({key}));
+  at.ema_info = {{"decay", e.value("decay", json())}, {"num_updates", e.value("num_updates", json())}};
+}
 
 // nanoGPT's torch.compile wrapper prefixes every name with "_orig_mod."; their train script strips it on resume.
 void strip_compile_prefix(StateDict& sd, std::vector<std::string>& notes) {
@@ -85,12 +94,7 @@ Located locate_nanogpt(const AuthorsCheckpoint& ck, const std::string& plugin) {
   at.mapping = plugin == "ao_gpt" ? ao_gpt_mapping(args, ck.where({"model_args"}), at.weights)
                                   : sigma_gpt_mapping(args, ck.where({"model_args"}));
   at.mapping.notes.insert(at.mapping.notes.begin(), notes.begin(), notes.end());
-  if (ck.find({"ema_model", "shadow_params"})) {
-    at.ema = ck.tensor_list({"ema_model", "shadow_params"});
-    at.ema_origin = ck.where({"ema_model", "shadow_params"});
-    const json e = plain(ck.find({"ema_model"}));
-    at.ema_info = {{"decay", e.value("decay", json())}, {"num_updates", e.value("num_updates", json())}};
-  }
+  take_ema(ck, "ema_model", at);
   const json config = plain(ck.find({"config"}));
   const json iter = plain(ck.find({"iter_num"}));
   at.step = iter.is_number_integer() ? iter.get<int64_t>() : 0;
@@ -117,12 +121,7 @@ Located locate_encoder(const AuthorsCheckpoint& ck, const std::string& plugin) {
   const auto* model = ck.find({"model"});
   if (ck.kind == "converted torch checkpoint" && model && model->is_object() && !model->contains("__tensor__")) {
     at.weights = ck.state_dict({"model"});  // utils.save_checkpoint: {optimizer, model, ema, step}
-    if (ck.find({"ema", "shadow_params"})) {
-      at.ema = ck.tensor_list({"ema", "shadow_params"});
-      at.ema_origin = ck.where({"ema", "shadow_params"});
-      const json e = plain(ck.find({"ema"}));
-      at.ema_info = {{"decay", e.value("decay", json())}, {"num_updates", e.value("num_updates", json())}};
-    }
+    take_ema(ck, "ema", at);
     const json step = plain(ck.find({"step"}));
     at.step = step.is_number_integer() ? step.get<int64_t>() : 0;
   } else {
@@ -197,7 +196,7 @@ void run_import(const ImportTask& task) {
   json train = {{"out_dir", task.out}, {"ema", at.ema ? at.ema_info.value("decay", json(0.9999)) : json(0.0)}};
   if (!train["ema"].is_number()) train["ema"] = 0.9999;
   if (at.micro_batch > 0 && at.accumulation > 0)
-    train.update({{"batch_size", at.micro_batch}, {"gradient_accumulation_steps", at.accumulation}});
+    train.update({{"batch_size", at.micro_batch}, {"global_batch_size", at.micro_batch * at.accumulation}});
   if (at.step > 0) train["max_iters"] = at.step;
   json config = resolve_config({{"model", model}, {"data", {{"tokenizer", "gpt2"}}}, {"train", train}}, task.overrides,
                                "aobench import");

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <system_error>
 #include <vector>
 
 #include "core/config.h"
@@ -84,28 +85,12 @@ std::string sha256_hex(const std::string& bytes) {
 }
 
 std::string sha256_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw CheckpointError("cannot read '" + path + "': " + std::strerror(errno),
-                          "the checkpoint is incomplete; use an older one");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  Sha256 h("'" + path + "'");
-  // 4 MiB reads: few system calls per GB, still small beside the checkpoint being hashed.
-  std::vector<char> buf(size_t(4) << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw CheckpointError("cannot read '" + path + "': " + std::strerror(errno),
-                            "the disk or file system reported an error; check it, or use an older checkpoint");
-    }
-    h.update(buf.data(), size_t(n));
+  try {
+    return sha256_file_hex(path);
+  } catch (const std::system_error& e) {
+    throw CheckpointError("cannot read '" + path + "': " + e.code().message(),
+                          "the checkpoint is incomplete or the disk reported an error; use an older one");
   }
-  return h.hex();
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -123,6 +123,8 @@ TEST(ImportAuthors, AoGptMatchesTheAuthorsForwardWithEmaAndRawWeights) {
   const auto state = load_checkpoint(*latest_checkpoint(imp.run)).state;
   EXPECT_EQ(state["ema_updates"], 1);
   EXPECT_EQ(state["tokens"], 10000 * 2 * 16);
+  EXPECT_EQ(state["config"]["train"]["batch_size"], 2);
+  EXPECT_EQ(state["config"]["train"]["global_batch_size"], 2);  // their batch on any number of GPUs
   EXPECT_EQ(state["imported_from"]["source"]["file"], "ckpt_10000.pt");
   EXPECT_EQ(state["config"]["model"]["cond_dim"], 128);
 }
