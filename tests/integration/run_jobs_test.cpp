@@ -1,7 +1,8 @@
 // Implements: `aobench run --jobs` (harness/experiment/runner.cpp): an unknown job name is refused with the job list;
 // a job locked by another process is refused at once while a run of another job goes on; a later run without
 // --jobs trains only what is missing, and its report holds every job; --force with --jobs leaves the data.
-// Retraining the genppl judge alone is refused once other jobs were judged by it. Uses finding1_loss.json at
+// Retraining the genppl judge alone is refused once other jobs were judged by it. --prepare-only writes the configs
+// that train elsewhere, and a later run finishes them. Uses finding1_loss.json at
 // tier debug (two jobs, gpt and ao_gpt, 20 CPU steps each on the fortunes corpus).
 #include <filesystem>
 
@@ -60,6 +61,33 @@ TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   EXPECT_NE(out.find("run: dataset fortunes already prepared"), std::string::npos) << out;
   EXPECT_NE(out.find("1 trainings, 1 evals"), std::string::npos) << out;
   EXPECT_EQ(out.find("job ao_gpt"), std::string::npos) << out;
+}
+
+// --prepare-only (a cluster's route): the data and one training config per run, nothing trained; each config
+// trained by `aobench train --config` (as torchrun would, elsewhere); then `aobench run` finds the runs at their
+// last step, trains nothing, evaluates and reports.
+TEST(RunJobs, PrepareOnlyWritesTheConfigsThatTrainOutsideAndRunFinishesThem) {
+  AOBENCH_REQUIRE_FORTUNES();
+  testing::TempDir tmp;
+  const std::string run =
+      "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" + " --set tier=debug";
+  const fs::path out_dir = tmp.path / "runs/finding1_loss_debug";
+  std::string out;
+  EXPECT_NE(testing::run_aobench_in(tmp.path.string(), run + " --prepare-only --plan", &out), 0);
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run + " --prepare-only", &out), 0) << out;
+  EXPECT_TRUE(fs::exists(out_dir / "data/fortunes_train.bin"));
+  for (const char* job : {"gpt", "ao_gpt"}) {
+    const fs::path config = out_dir / "configs" / (std::string(job) + ".json");
+    ASSERT_TRUE(fs::exists(config)) << out;
+    EXPECT_FALSE(fs::exists(out_dir / job)) << "nothing trains with --prepare-only";
+    EXPECT_EQ(load_json_file(config.string())["train"]["out_dir"],
+              (fs::path("runs/finding1_loss_debug") / job).string());
+    ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), "train --config " + config.string(), &out), 0) << out;
+  }
+  ASSERT_EQ(testing::run_aobench_in(tmp.path.string(), run, &out), 0) << out;
+  EXPECT_NE(out.find("nothing to train"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 evals"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(out_dir / "report/results.json"));
 }
 
 // Retraining the genppl judge alone would leave other jobs' generation perplexities scored by the old judge.
