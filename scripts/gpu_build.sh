@@ -15,7 +15,14 @@ fi
 mkdir -p "$PREFIX"
 for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
 LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
-# The .pc files say prefix=/usr; point them at the private prefix.
+# The .pc files say prefix=/usr; point them at the private prefix. A .debs/ from before a package was added lacks
+# its .pc: say so here rather than let CMake find (or miss) the machine's own copy.
+for pc in libpcre2-8 liblzma libzstd; do
+  if [[ ! -f "$LIBDIR/pkgconfig/$pc.pc" ]]; then
+    echo "gpu_build: .debs/ has no $pc development package; re-run scripts/fetch_gpu_debs.sh and carry .debs again" >&2
+    return 1 2>/dev/null || exit 1
+  fi
+done
 sed -i -e "s|^prefix=.*|prefix=$PREFIX/usr|" -e "s|^\(exec_prefix\|libdir\|includedir\)=/usr|\1=$PREFIX/usr|" \
   "$LIBDIR/pkgconfig/libpcre2-8.pc" "$LIBDIR/pkgconfig/liblzma.pc" "$LIBDIR/pkgconfig/libzstd.pc"
 # liblzma-dev's liblzma.so links to one exact runtime version (/lib/.../liblzma.so.5.4.1), libzstd-dev's likewise;
