@@ -47,6 +47,13 @@ json experiment_with_base(json exp, const std::string& origin) {
   // own folder, its {out_dir} once merged (the out_dir both then share).
   json base = apply_tier(load_json_file(base_path), exp.value("tier", std::string()), base_path);
   if (!base.is_object()) throw ConfigError(base_path + " (the 'base' of " + origin + ") is not a JSON object");
+  // A folder this file names in "paths" replaces the base's of the same name (so --set paths.NAME=DIR given to
+  // this file moves the base's data too), resolved from this file.
+  if (exp.contains("paths") && exp["paths"].is_object() && base.contains("paths") && base["paths"].is_object())
+    for (auto it = exp["paths"].begin(); it != exp["paths"].end(); ++it)
+      if (base["paths"].contains(it.key()) && it.value().is_string())
+        base["paths"][it.key()] =
+            resolve_experiment_path(it.value().get<std::string>(), nullptr, origin, "paths." + it.key());
   base = resolve_experiment_paths(base, base_path, /*keep_out_dir=*/true);
   if (base.contains("base"))
     throw ConfigError(base_path + " (the 'base' of " + origin + ") has a 'base' itself", "one level only");

@@ -19,6 +19,7 @@
 #include "harness/experiment/seeds.h"
 #include "harness/experiment/tiers.h"
 #include "harness/resolve_config.h"
+#include "tests/test_util.h"
 
 namespace aobench {
 namespace {
@@ -354,6 +355,16 @@ TEST(ExperimentPaths, NamedPathsAndTheirSettings) {
   bad["prepare"][0]["input"] = "{other}/x";
   EXPECT_NE(error_of([&] { resolve_experiment_paths(bad, origin); }).find("unknown placeholder {other}"),
             std::string::npos);
+
+  // A file with a "base" names the base's folder too: its value (here from --set) reaches the base's prepare.
+  testing::TempDir dir;
+  testing::write_text(dir.file("base.json"), exp.dump());
+  json child = {{"base", "base.json"}, {"paths", {{"owt", "{data}/openwebtext"}}}};
+  sets = {"paths.owt=/big/owt"};
+  apply_path_settings(child, sets, dir.file("child.json"));
+  const json merged = experiment_with_base(child, dir.file("child.json"));
+  EXPECT_EQ(merged["prepare"][0]["input"], "/big/owt/*.jsonl*");
+  EXPECT_EQ(merged["prepare"][1]["input"], json::array({dir.file("local/a.txt")}));  // the base's own, from its folder
 }
 
 TEST(ExperimentSeeds, TakeSeedsRemovesOnlyTheSeedsSettingAndRefusesBadValues) {
