@@ -20,11 +20,14 @@ using nlohmann::json;
 
 namespace fs = std::filesystem;
 
+// finding1_loss.json at its debug tier, run in a test's own folder (its runs/ land there).
+const std::string kRun =
+    "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" + " --set tier=debug";
+
 TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
   AOBENCH_REQUIRE_FORTUNES();
   testing::TempDir tmp;
-  const std::string run =
-      "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" + " --set tier=debug";
+  const std::string run = kRun;
   const fs::path out_dir = tmp.path / "runs/finding1_loss_debug";
   std::string out;
 
@@ -69,8 +72,7 @@ TEST(RunJobs, SubsetsOfAnExperimentRunSeparatelyAndTheReportJoinsThem) {
 TEST(RunJobs, PrepareOnlyWritesTheConfigsThatTrainOutsideAndRunFinishesThem) {
   AOBENCH_REQUIRE_FORTUNES();
   testing::TempDir tmp;
-  const std::string run =
-      "run " + std::string(AOBENCH_SOURCE_DIR) + "/configs/experiments/finding1_loss.json" + " --set tier=debug";
+  const std::string run = kRun;
   const fs::path out_dir = tmp.path / "runs/finding1_loss_debug";
   std::string out;
   EXPECT_NE(testing::run_aobench_in(tmp.path.string(), run + " --prepare-only --plan", &out), 0);
