@@ -3,6 +3,7 @@
 #include "core/plugin_api.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/config.h"
 #include "core/errors.h"
@@ -19,24 +20,110 @@ std::vector<ParamGroup> ModelPlugin::param_groups() {
   return {decay, no_decay};
 }
 
-NllOutput ModelPlugin::elbo(const torch::Tensor&, int64_t, at::Generator&) {
-  throw PluginError("plugin '" + info().name + "' has no diffusion ELBO",
-                    "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
+void ModelPlugin::configure(const nlohmann::json& model_config) {
+  model_config_ = model_config;
+  configure_model(model_config);
 }
 
-torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
-  throw PluginError("plugin '" + info().name + "' cannot condition on arbitrary target positions",
+double ModelPlugin::flops_per_token(int64_t T) const {
+  auto& net = const_cast<ModelPlugin*>(this)->module();  // module() is not const; nothing is changed
+  double n = 0;
+  for (const auto& p : net.parameters()) n += double(p.numel());
+  for (const auto& m : net.modules(/*include_self=*/true))
+    if (const auto* e = m->as<torch::nn::Embedding>()) n -= double(e->weight.numel());
+  const auto size = [&](const char* key) { return model_config_.value(key, int64_t(0)); };
+  return 6.0 * n + 12.0 * double(size("n_layer")) * double(size("n_embd")) * double(T);
+}
+
+namespace {
+// model.<key> of a configured plugin, for the defaults of vocab_size() / block_size().
+int64_t model_size(const nlohmann::json& model, const char* key, const std::string& plugin) {
+  const bool whole = model.contains(key) && model[key].is_number() &&
+                     std::trunc(model[key].get<double>()) == model[key].get<double>();  // 2.0 from a --set is 2
+  if (!whole)
+    throw PluginError("plugin '" + plugin + "': model." + key + " is not set (or configure() was not called)",
+                      std::string("a plugin without that key overrides ") + key + "() itself");
+  return static_cast<int64_t>(model[key].get<double>());
+}
+}  // namespace
+
+int64_t ModelPlugin::vocab_size() const { return model_size(model_config_, "vocab_size", info().name); }
+
+int64_t ModelPlugin::block_size() const { return model_size(model_config_, "block_size", info().name); }
+
+Scoring& ModelPlugin::require_scoring(const char* call) {
+  Scoring* s = scoring();
+  if (!s)
+    throw PluginError("plugin '" + info().name + "' scores nothing (" + call + ")",
+                      "it implements training only; evaluate a plugin that implements Scoring");
+  return *s;
+}
+
+NllOutput ModelPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) {
+  Scoring& s = require_scoring("log_prob");
+  TORCH_CHECK(tokens.dim() == 2, info().name, ": log_prob tokens must be (B, T), got ", tokens.sizes());
+  if (order.defined()) {
+    TORCH_CHECK(order.sizes() == tokens.sizes(), info().name, ": order ", order.sizes(), " vs tokens ", tokens.sizes());
+    if (!info().capabilities.any_order &&
+        !torch::equal(order, torch::arange(tokens.size(1), order.options()).expand_as(order)))
+      throw PluginError(info().name + " is left-to-right only: the order must be the identity (l2r) in every row",
+                        "use eval.mode=l2r / train.order.kind=l2r for it, or an any-order plugin (sigma_gpt, ao_gpt)");
+  }
+  return s.log_prob(tokens, order, gen);
+}
+
+NllOutput ModelPlugin::elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) {
+  Scoring& s = require_scoring("elbo");
+  if (!info().capabilities.elbo)
+    throw PluginError("plugin '" + info().name + "' has no diffusion ELBO",
+                      "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
+  return s.elbo(tokens, mc_steps, gen);
+}
+
+namespace {
+[[noreturn]] void no_chain(const std::string& name) {
+  throw PluginError("plugin '" + name + "' cannot condition on arbitrary target positions",
                     "context-order ensembles need an any-order decoder (sigma_gpt, ao_gpt)");
+}
+}  // namespace
+
+torch::Tensor ModelPlugin::chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                           const torch::Tensor& targets) {
+  Scoring& s = require_scoring("chain_log_probs");
+  if (!info().capabilities.chain_log_probs) no_chain(info().name);
+  return s.chain_log_probs(ctx_tokens, ctx_positions, targets);
 }
 
 torch::Tensor ModelPlugin::chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                                 const torch::Tensor& targets) {
-  return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
+  Scoring& s = require_scoring("chain_log_probs_last");
+  if (!info().capabilities.chain_log_probs) no_chain(info().name);
+  return s.chain_log_probs_last(ctx_tokens, ctx_positions, targets);
 }
 
 SampleOutput ModelPlugin::sample(const SampleRequest& request) {
+  Sampling* s = sampling();
+  if (!s)
+    throw PluginError("plugin '" + info().name + "' does not sample",
+                      "it implements no Sampling; generate with a plugin that does");
   check_sample_request(info(), block_size(), request);
-  return generate(request);
+  return s->generate(request);
+}
+
+// The defaults of Scoring's optional calls: reached only when a plugin declares a capability it does not
+// implement (the entry points above refuse undeclared ones).
+NllOutput Scoring::elbo(const torch::Tensor&, int64_t, at::Generator&) {
+  throw PluginError("a plugin declares capabilities.elbo but implements no elbo()", "implement Scoring::elbo");
+}
+
+torch::Tensor Scoring::chain_log_probs(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  throw PluginError("a plugin declares capabilities.chain_log_probs but implements no chain_log_probs()",
+                    "implement Scoring::chain_log_probs");
+}
+
+torch::Tensor Scoring::chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                            const torch::Tensor& targets) {
+  return chain_log_probs(ctx_tokens, ctx_positions, targets).select(1, ctx_tokens.size(1) - 1);
 }
 
 void check_sample_request(const PluginInfo& info, int64_t block_size, const SampleRequest& request) {

@@ -7,6 +7,14 @@
 // version (read before anything else; a mismatch is refused), the build fingerprint, the factory and the
 // default config. Bump kPluginApiVersion on ANY change to the declarations in this file.
 //
+// The surface: ModelPlugin is the core every plugin implements (info, configure_model, build, module, loss;
+// flops_per_token, vocab_size and block_size have defaults). Scoring (log_prob, and elbo / chain_log_probs when
+// the capabilities say so) and Sampling (generate) are optional interfaces: a plugin that can score or sample
+// derives from them too and returns itself from scoring() / sampling(). The harness calls ModelPlugin's
+// log_prob / elbo / chain_log_probs / sample, which check the request against the capabilities (orders,
+// prompts, lengths) before the plugin sees it, so a plugin never refuses what it did not declare. (A call on the
+// plugin's own class reaches its Scoring / Sampling directly, unchecked: callers hold a ModelPlugin&.)
+//
 // Life of a plugin object: info() any time; configure(model section) once; build(device) once; then any
 // number of loss / log_prob / elbo / chain_log_probs / sample calls, in train() or eval() mode as the caller
 // sets on module(). Tensors come in on the model's device; the caller owns optimisers, autocast, orders,
@@ -29,7 +37,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 7;  // 7: generate() behind sample(); SpeedHints
+inline constexpr uint32_t kPluginApiVersion = 8;  // 8: Scoring / Sampling interfaces, configure_model
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -52,9 +60,9 @@ inline const char* to_string(Paradigm p) {
 }
 
 // What a plugin can do beyond loss / log_prob under the identity order / unprompted sample, declared up
-// front so callers check a flag instead of trying a call. A declared capability must work, an undeclared one
-// must be refused with PluginError (the defaults of elbo / chain_log_probs do; sample() does for prompts); the
-// conformance suite checks both for every plugin.
+// front so callers check a flag instead of trying a call. A declared capability must work; an undeclared one is
+// refused with PluginError by ModelPlugin's entry points before the plugin is called (orders, elbo,
+// chain_log_probs, prompts); the conformance suite checks both for every plugin.
 struct Capabilities {
   bool any_order = false;        // loss / log_prob under any permutation σ (else: the identity only)
   bool elbo = false;             // elbo(): a diffusion ELBO (eval.mode=elbo)
@@ -128,17 +136,52 @@ struct SampleOutput {
   torch::Tensor order;        // (B, L) int64 generation order σ (any-order samplers), else undefined
 };
 
+// Optional: likelihoods (aobench eval). Called through ModelPlugin's entry points of the same names, which have
+// checked the request; under NoGradGuard and eval().
+class Scoring {
+ public:
+  virtual ~Scoring() = default;
+  // Exact chain-rule NLL of `tokens` (B, T) under generation orders `order` (B, T): row k of the result is
+  // −log p(x_σ(k) | x_σ(<k)). Decoder-only plugins do one causal forward; encoder-only plugins mask σ(≥k) and
+  // make one network call per k (batched). Without capabilities.any_order the order is the identity (checked).
+  virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) = 0;
+  // capabilities.elbo: diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence: (B, T)
+  // float64 whose row sums are the per-sequence NLL bounds, is_bound = true.
+  virtual NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
+  // capabilities.chain_log_probs (context-order ensembles of any-order decoders). Slot layout:
+  //   ctx_tokens (N, S) int64  tokens in generation order; ctx_positions (N, S) their original positions;
+  //   targets (N, S) int64     target position of each slot: slot 0 (the start slot) predicts targets[:,0],
+  //                            slot k ≥ 1 (reading ctx token k−1) predicts targets[:,k].
+  // Returns (N, S, V) float32 log-probabilities. ctx_tokens[:, S−1] is never read.
+  virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                        const torch::Tensor& targets);
+  // The last slot's row of chain_log_probs only: (N, V) float32. Ensembles need nothing else, and the head over
+  // every slot would dominate their cost. Default: chain_log_probs(...)[:, S−1].
+  virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                             const torch::Tensor& targets);
+};
+
+// Optional: generation (aobench sample / genppl / speed), through ModelPlugin::sample.
+class Sampling {
+ public:
+  virtual ~Sampling() = default;
+  // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device; given
+  // prompt ids (≥ 0) appear unchanged in the output. The request is checked already: 1 ≤ length ≤ block_size(),
+  // batch_size ≥ 1, a prompt (when defined) of rank 2 that the capabilities cover. Runs in eval mode and
+  // restores the caller's.
+  virtual SampleOutput generate(const SampleRequest& request) = 0;
+};
+
 class ModelPlugin {
  public:
   virtual ~ModelPlugin() = default;
 
   // Name, semver version, paradigm, one-line summary and capabilities; constant, callable before configure().
   virtual PluginInfo info() const = 0;
-  // Receives the resolved `model` section: the flavour of default.json merged with the user's overrides plus
-  // "plugin" and "flavour" (the harness has already refused unknown keys and wrong JSON types). Read it with
-  // ModelConfig below and check the plugin's own rules (positive sizes, n_embd % n_head, enumerations),
-  // throwing ConfigError naming "model.<key>". Keep what was read; build nothing yet.
-  virtual void configure(const nlohmann::json& model_config) = 0;
+  // Keeps the resolved `model` section (the flavour of default.json merged with the user's overrides plus
+  // "plugin" and "flavour"; the harness has already refused unknown keys and wrong JSON types) for model_config()
+  // and the defaults below, then calls configure_model().
+  void configure(const nlohmann::json& model_config);
   // The model section as configure() resolved it, for config.resolved.json, checkpoints and results:
   // keys a plugin fills from elsewhere (gpt: the shape of an init_from_hf folder's config.json) hold the
   // values it built. Called after configure(); the default returns `model_config` unchanged.
@@ -149,41 +192,34 @@ class ModelPlugin {
   virtual torch::nn::Module& module() = 0;
   // Decay / no-decay groups. Default rule (nanoGPT): tensors with ≥ 2 dims decay.
   virtual std::vector<ParamGroup> param_groups();
-  // Forward+backward FLOPs per token at context T for MFU (6N + 12·L·d·T convention, N without lookups).
-  virtual double flops_per_token(int64_t T) const = 0;
-  virtual int64_t vocab_size() const = 0;  // ids a sample may contain: [0, vocab_size)
-  virtual int64_t block_size() const = 0;  // longest sequence loss / log_prob / sample accept
+  // Forward+backward FLOPs per token at context T for MFU (6N + 12·L·d·T convention). Default: N = every
+  // parameter of module() but the tables of its torch::nn::Embedding modules (lookups, no FLOPs), L and d the
+  // model section's n_layer and n_embd (0 when it has none). A tied output head is a matmul over an embedding
+  // table: such a plugin counts it itself.
+  virtual double flops_per_token(int64_t T) const;
+  // Ids a sample may contain, [0, vocab_size): default model.vocab_size.
+  virtual int64_t vocab_size() const;
+  // The longest sequence loss / log_prob / sample accept: default model.block_size.
+  virtual int64_t block_size() const;
 
   // Training loss under the harness's order (decoder-only) or the plugin's noise process (encoder): a
   // scalar mean per token the caller backpropagates. Draw all randomness from `gen` (CPU).
   virtual LossOutput loss(const TrainBatch& batch, at::Generator& gen) = 0;
 
-  // Exact chain-rule NLL of `tokens` (B, T) under generation orders `order` (B, T): row k of the
-  // result is −log p(x_σ(k) | x_σ(<k)). Decoder-only plugins do one causal forward; encoder-only
-  // plugins mask σ(≥k) and make one network call per k (batched). Without capabilities.any_order only
-  // the identity order is served (PluginError otherwise). Called under NoGradGuard and eval().
-  virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) = 0;
+  // The optional interfaces: the plugin itself when it implements them, else nullptr (the default).
+  virtual Scoring* scoring() { return nullptr; }
+  virtual Sampling* sampling() { return nullptr; }
 
-  // capabilities.elbo: diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence:
-  // (B, T) float64 whose row sums are the per-sequence NLL bounds, is_bound = true. Default: PluginError.
-  virtual NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
-
-  // capabilities.chain_log_probs (context-order ensembles of any-order decoders). Slot layout:
-  //   ctx_tokens (N, S) int64  tokens in generation order; ctx_positions (N, S) their original positions;
-  //   targets (N, S) int64     target position of each slot: slot 0 (the start slot) predicts targets[:,0],
-  //                            slot k ≥ 1 (reading ctx token k−1) predicts targets[:,k].
-  // Returns (N, S, V) float32 log-probabilities. ctx_tokens[:, S−1] is never read. Default: PluginError.
-  virtual torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
-                                        const torch::Tensor& targets);
-  // The last slot's row of chain_log_probs only: (N, V) float32. Ensembles need nothing else, and the
-  // head over every slot would dominate their cost. Default: chain_log_probs(...)[:, S−1].
-  virtual torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
-                                             const torch::Tensor& targets);
-
-  // request.batch_size rows of request.length ids, reproducible from request.seed, on request.device: the
-  // harness's entry point. It refuses what the plugin cannot serve (check_sample_request: sizes, the block size,
-  // prompts its capabilities do not cover), then calls generate(). Given prompt ids (≥ 0) appear unchanged in the
-  // output.
+  // The harness's entry points. Each refuses with PluginError, naming the plugin and what it lacks, what the
+  // plugin does not declare: scoring at all, an order other than the identity without capabilities.any_order,
+  // elbo / chain_log_probs without their capability, sampling at all, a prompt the capabilities do not cover
+  // (check_sample_request, which also checks sizes); then calls the plugin's Scoring / Sampling.
+  NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen);
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
+  torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                const torch::Tensor& targets);
+  torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
+                                     const torch::Tensor& targets);
   SampleOutput sample(const SampleRequest& request);
 
   // Named scalars describing the model's state (not a batch), e.g. ao_gpt's mean |adaLN gate| per block
@@ -197,10 +233,16 @@ class ModelPlugin {
   virtual void load_extra_state(const nlohmann::json&) {}
 
  protected:
-  // The plugin's sampler, called by sample() with a request already checked: 1 ≤ length ≤ block_size(),
-  // batch_size ≥ 1, a prompt (when defined) of rank 2 that the capabilities cover. Runs in eval mode and restores
-  // the caller's.
-  virtual SampleOutput generate(const SampleRequest& request) = 0;
+  // Reads the model section with ModelConfig below and checks the plugin's own rules (positive sizes,
+  // n_embd % n_head, enumerations), throwing ConfigError naming "model.<key>". Keep what was read; build
+  // nothing yet.
+  virtual void configure_model(const nlohmann::json& model_config) = 0;
+  // The section configure() received (an empty object before).
+  const nlohmann::json& model_config() const { return model_config_; }
+
+ private:
+  Scoring& require_scoring(const char* call);
+  nlohmann::json model_config_ = nlohmann::json::object();
 };
 
 // What sample() checks before generate(): ConfigError unless 1 ≤ request.length ≤ `block_size` and

@@ -27,8 +27,10 @@ Injection parse_injection(const std::string& s) {
   throw ConfigError("'model.injection' = '" + s + "' is unknown", "use adaln | input | every_block | per_block");
 }
 
-class AoGptPlugin : public ModelPlugin {
+class AoGptPlugin : public ModelPlugin, public Scoring, public Sampling {
  public:
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
@@ -38,7 +40,7 @@ class AoGptPlugin : public ModelPlugin {
     return info;
   }
 
-  void configure(const nlohmann::json& model) override {
+  void configure_model(const nlohmann::json& model) override {
     const ModelConfig m(model, plugin_default_config(), "ao_gpt");
     AoConfig c;
     c.n_layer = m.get<int64_t>("n_layer");
@@ -72,8 +74,6 @@ class AoGptPlugin : public ModelPlugin {
     // not per token.
     return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T, {"wte.", "adaLN"});
   }
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t block_size() const override { return cfg_.block_size; }
 
   // Logits over the REAL vocabulary (padded ids cut, so they are never scored or sampled).
   torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {

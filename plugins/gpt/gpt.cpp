@@ -239,7 +239,7 @@ void apply_hf_config(GptConfig& c) {
 
 }  // namespace
 
-void GptPlugin::configure(const nlohmann::json& model) {
+void GptPlugin::configure_model(const nlohmann::json& model) {
   const ModelConfig m(model, plugin_default_config(), "gpt");
   GptConfig c;
   c.n_layer = m.get<int64_t>("n_layer");
@@ -350,17 +350,6 @@ double GptPlugin::flops_per_token(int64_t T) const {
 
 // ---------------------------------------------------------------------------------------------- scoring
 
-namespace {
-void check_identity(const torch::Tensor& tokens, const torch::Tensor& order) {
-  if (!order.defined()) return;
-  TORCH_CHECK(order.sizes() == tokens.sizes(), "gpt: order ", order.sizes(), " vs tokens ", tokens.sizes());
-  auto id = torch::arange(tokens.size(1), order.options()).expand_as(order);
-  if (!torch::equal(order, id))
-    throw PluginError("gpt is left-to-right only: the order must be the identity (l2r) in every row",
-                      "use eval.mode=l2r / train.order.kind=l2r for gpt, or an any-order plugin (sigma_gpt, ao_gpt)");
-}
-}  // namespace
-
 LossOutput GptPlugin::loss(const TrainBatch& batch, at::Generator&) {
   const torch::Tensor& x = batch.tokens;  // (B, T)
   TORCH_CHECK(x.dim() == 2 && x.size(1) >= 2, "gpt: tokens must be (B, T≥2), got ", x.sizes());
@@ -378,8 +367,7 @@ LossOutput GptPlugin::loss(const TrainBatch& batch, at::Generator&) {
 }
 
 NllOutput GptPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) {
-  check_identity(tokens, order);
-  const int64_t B = tokens.size(0), T = tokens.size(1);
+  const int64_t B = tokens.size(0), T = tokens.size(1);  // the order is the identity (ModelPlugin::log_prob checks)
   TORCH_CHECK(T <= cfg_.block_size, "gpt: T=", T, " > block_size ", cfg_.block_size);
   auto opts = torch::TensorOptions().device(tokens.device());
   NllOutput out;

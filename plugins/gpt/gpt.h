@@ -87,10 +87,12 @@ struct GptImpl : torch::nn::Module {
 };
 TORCH_MODULE(Gpt);
 
-class GptPlugin : public ModelPlugin {
+class GptPlugin : public ModelPlugin, public Scoring, public Sampling {
  public:
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override;
-  void configure(const nlohmann::json& model_config) override;
+  void configure_model(const nlohmann::json& model_config) override;
   nlohmann::json resolved_model_config(const nlohmann::json& model_config) const override;
   void build(torch::Device device) override;
   torch::nn::Module& module() override;

@@ -15,8 +15,10 @@ namespace {
 using common::kNoiseEps;
 
 // Model-mode guard: likelihoods and samples always run without dropout, the caller's mode is restored.
-class RaddPlugin : public ModelPlugin {
+class RaddPlugin : public ModelPlugin, public Scoring, public Sampling {
  public:
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.elbo = caps.prefix_prompt = caps.infill = true;
@@ -24,7 +26,7 @@ class RaddPlugin : public ModelPlugin {
             "RADD: time-independent DDiT encoder, lambda-DCE / t-DCE loss, cached sampler (Ou et al. 2024)", caps};
   }
 
-  void configure(const nlohmann::json& model) override {
+  void configure_model(const nlohmann::json& model) override {
     const ModelConfig m(model, plugin_default_config(), "radd");
     common::read_ddit_config(m, "typical: 0.02 (RADD), 0.0 (debug)", cfg_, block_size_, chain_chunk_);
     lambda_dce_ = m.get_choice("loss", {"lambda_dce", "t_dce"}) == "lambda_dce";
@@ -44,9 +46,6 @@ class RaddPlugin : public ModelPlugin {
   torch::nn::Module& module() override { return *net_; }
 
   double flops_per_token(int64_t T) const override { return net_->flops_per_token(T); }
-
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t block_size() const override { return block_size_; }
 
   LossOutput loss(const TrainBatch& batch, at::Generator& gen) override {
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);

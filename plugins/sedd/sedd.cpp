@@ -26,8 +26,10 @@ torch::Tensor score_entropy(const torch::Tensor& lse, const torch::Tensor& z_a, 
   return pos - neg + r * (-torch::log(em1) - 1);      // + r(log r − 1)
 }
 
-class SeddPlugin : public ModelPlugin {
+class SeddPlugin : public ModelPlugin, public Scoring, public Sampling {
  public:
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.elbo = caps.prefix_prompt = caps.infill = true;
@@ -35,7 +37,7 @@ class SeddPlugin : public ModelPlugin {
             "SEDD-absorb: DDiT encoder on sigma(t), score entropy loss (Lou et al. 2024)", caps};
   }
 
-  void configure(const nlohmann::json& model) override {
+  void configure_model(const nlohmann::json& model) override {
     const ModelConfig m(model, plugin_default_config(), "sedd");
     common::read_ddit_config(m, "typical: 0.1 (SEDD), 0.0 (debug)", cfg_, block_size_, chain_chunk_);
     cfg_.cond_dim = m.get_int("cond_dim", 1);
@@ -54,9 +56,6 @@ class SeddPlugin : public ModelPlugin {
   torch::nn::Module& module() override { return *net_; }
 
   double flops_per_token(int64_t T) const override { return net_->flops_per_token(T); }
-
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t block_size() const override { return block_size_; }
 
   LossOutput loss(const TrainBatch& batch, at::Generator& gen) override {
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);

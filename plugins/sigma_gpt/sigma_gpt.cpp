@@ -125,8 +125,10 @@ struct SigmaGptImpl : torch::nn::Module {
 };
 TORCH_MODULE(SigmaGpt);
 
-class SigmaGptPlugin : public ModelPlugin {
+class SigmaGptPlugin : public ModelPlugin, public Scoring, public Sampling {
  public:
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override {
     Capabilities caps;
     caps.any_order = caps.chain_log_probs = caps.prefix_prompt = caps.infill = true;
@@ -138,7 +140,7 @@ class SigmaGptPlugin : public ModelPlugin {
     return info;
   }
 
-  void configure(const nlohmann::json& model) override {
+  void configure_model(const nlohmann::json& model) override {
     const ModelConfig m(model, plugin_default_config(), "sigma_gpt");
     SigmaConfig c;
     c.n_layer = m.get<int64_t>("n_layer");
@@ -172,8 +174,6 @@ class SigmaGptPlugin : public ModelPlugin {
   double flops_per_token(int64_t T) const override {  // the tied wte counts once
     return common::any_order_flops_per_token(*net_, cfg_.n_layer, cfg_.n_embd, T);
   }
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t block_size() const override { return cfg_.block_size; }
 
   torch::Tensor logits(const Slots& s, KVCache* cache, const std::optional<torch::Tensor>& mask, int64_t n_last) {
     return net_->forward(s, cache, mask, n_last).narrow(-1, 0, cfg_.vocab_size);  // real vocab only

@@ -24,11 +24,13 @@ std::unique_ptr<ModelPlugin> debug_ao_gpt() {
 }
 
 // Forwards everything to `inner` and records every chain_log_probs call.
-class Recorder : public ModelPlugin {
+class Recorder : public ModelPlugin, public Scoring, public Sampling {
  public:
   explicit Recorder(ModelPlugin& inner) : inner_(inner) {}
+  Scoring* scoring() override { return this; }
+  Sampling* sampling() override { return this; }
   PluginInfo info() const override { return inner_.info(); }
-  void configure(const nlohmann::json& j) override { inner_.configure(j); }
+  void configure_model(const nlohmann::json& j) override { inner_.configure(j); }
   void build(torch::Device d) override { inner_.build(d); }
   torch::nn::Module& module() override { return inner_.module(); }
   double flops_per_token(int64_t T) const override { return inner_.flops_per_token(T); }

@@ -85,15 +85,16 @@ TEST(LikelihoodTest, BitsPerByteProratesBytesToScoredTokens) {
 
 // A model with a fixed, position-free distribution: −log p(token) = 0.5 · (1 + token mod 3). It cannot
 // score generation index 0 (like a GPT without a start token).
-class FixedModel : public ModelPlugin {
+class FixedModel : public ModelPlugin, public Scoring {
  public:
+  Scoring* scoring() override { return this; }
   PluginInfo info() const override {
     Capabilities c;
     c.any_order = true;  // scored under the random orders of eval.mode=random
     c.elbo = true;
     return {"fixed", "0.0.0", Paradigm::kAutoregressive, "test model", c};
   }
-  void configure(const nlohmann::json&) override {}
+  void configure_model(const nlohmann::json&) override {}
   void build(torch::Device) override {}
   torch::nn::Module& module() override { return module_; }
   double flops_per_token(int64_t) const override { return 0; }
@@ -116,7 +117,6 @@ class FixedModel : public ModelPlugin {
     out.is_bound = true;
     return out;
   }
-  SampleOutput generate(const SampleRequest&) override { return {}; }
 
  private:
   torch::nn::Module module_;
