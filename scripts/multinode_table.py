@@ -17,7 +17,7 @@ recipe: its distance is printed as context, not judged (ddp_table.py judges one 
 import json
 import sys
 
-WINDOW = 20
+from ddp_table import WINDOW, windows  # beside this script
 
 
 def losses(run):
@@ -25,16 +25,11 @@ def losses(run):
         return {m["step"]: m["loss/train"] for m in map(json.loads, f) if "loss/train" in m}
 
 
-def window_means(loss):
-    ends = [e for e in range(WINDOW, max(loss) + 1, WINDOW) if all(s in loss for s in range(e - WINDOW + 1, e + 1))]
-    return {e: sum(loss[s] for s in range(e - WINDOW + 1, e + 1)) / WINDOW for e in ends}
-
-
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     d = sys.argv[1].rstrip("/")
-    two, one, rep, gpu = (losses(f"{d}/{r}") for r in ("two_nodes", "one_node", "one_node_repeat", "one_gpu"))
+    two, one, rep = (losses(f"{d}/{r}") for r in ("two_nodes", "one_node", "one_node_repeat"))
     steps = sorted(set(two) & set(one) & set(rep))
     if len(steps) < len(one) or not steps:
         sys.exit(f"multinode_table.py: two_nodes logged {len(two)} steps, one_node {len(one)}, its repeat "
@@ -46,7 +41,7 @@ def main():
 
     rel, same = apart(two, one)
     noise, noise_same = apart(rep, one)
-    wt, wo, wg = window_means(two), window_means(one), window_means(gpu)
+    wt, wo, wg = (windows(f"{d}/{r}", 0) for r in ("two_nodes", "one_node", "one_gpu"))
     print("Training loss, mean over steps e−19..e (global batch 32 × 1024 tokens, seed of the config):\n")
     print("| e | 2 nodes × 1 GPU | 1 node × 2 GPUs | 1 GPU, 2 × 16 accumulated |\n|---:|---:|---:|---:|")
     for e in sorted(set(wt) & set(wo) & set(wg)):

@@ -165,9 +165,9 @@ void apply_path_settings(json& exp, std::vector<std::string>& sets, const std::s
     }
     if (value.empty())
       throw ConfigError("--set " + *it + ": the path is empty", "e.g. --set paths." + name + "=/scratch/" + name);
-    exp["paths"][name] = value;  // as written on the command line: relative to the working directory
-    if (!fs::path(value).is_absolute() && value[0] != '{')
-      exp["paths"][name] = fs::absolute(value).lexically_normal().string();
+    // Relative to the working directory, as on any command line; "{name}/…" stays a placeholder.
+    const bool keep = fs::path(value).is_absolute() || value[0] == '{';
+    exp["paths"][name] = keep ? value : fs::absolute(value).lexically_normal().string();
     it = sets.erase(it);
   }
 }

@@ -181,8 +181,7 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
     p.model = model.at("plugin").get<std::string>() + "/" + model.at("flavour").get<std::string>();
     const std::string plugin = model.at("plugin"), flavour = model.at("flavour");
     p.T = model.at("block_size").get<int64_t>();
-    p.batch = train.global_batch_size > 0 ? train.global_batch_size  // the same on any number of GPUs
-                                          : train.batch_size * train.gradient_accumulation_steps;
+    p.batch = train.batch_size * train.accumulation_steps(1);  // sequences per step, on any number of GPUs
     p.steps = train.max_iters;
     p.tokens = p.steps * p.batch * p.T;
     const ModelCost cost = costs.of(model, p.T);

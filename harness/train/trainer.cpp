@@ -179,9 +179,9 @@ class Trainer {
   torch::nn::Module& net() { return model_->module(); }
 
   nlohmann::json config_;  // model section replaced by the plugin's resolved one
+  const DistEnv dist_;     // before hp_: the accumulation steps depend on the world size
   const TrainConfig hp_;
   const DataConfig data_;
-  const DistEnv dist_;
   const bool main_rank_;
   const torch::Device device_;  // cuda:LOCAL_RANK when world > 1
   DataParallel dp_;             // inactive (no-op) when world == 1
@@ -215,9 +215,9 @@ TrainConfig for_world(TrainConfig hp, int world) {
 
 Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow_config_changes)
     : config_(requested_config),
-      hp_(for_world(TrainConfig::from_json(config_), dist_env_from_environment().world)),
-      data_(DataConfig::from_json(config_)),
       dist_(dist_env_from_environment()),
+      hp_(for_world(TrainConfig::from_json(config_), dist_.world)),
+      data_(DataConfig::from_json(config_)),
       main_rank_(dist_.is_main()),
       device_(rank_device(hp_.device, dist_)),
       dp_(dist_, device_, int64_t(hp_.ddp_bucket_mb * (1 << 20))),
