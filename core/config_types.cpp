@@ -157,9 +157,9 @@ EvalConfig EvalConfig::from_json(const nlohmann::json& resolved, KeysRead* read)
   Reader r(resolved, read);
   EvalConfig o;
   o.mode = r.string("eval.mode");
-  if (o.mode != "l2r" && o.mode != "random" && o.mode != "ensemble" && o.mode != "elbo")
+  if (o.mode != "l2r" && o.mode != "random" && o.mode != "ensemble" && o.mode != "elbo" && o.mode != "infill")
     throw ConfigError("config 'eval.mode' = \"" + o.mode + "\" is not a known mode",
-                      "use one of: l2r, random, ensemble, elbo");
+                      "use one of: l2r, random, ensemble, elbo, infill");
   // Cost knobs are bounded, so a typo (orders=1e6, ensemble [1e9]) is an error, not a job that never ends;
   // the bounds sit far past the protocols in use (spec-ao-gpt: ensembles M ≤ 64, about (M−1)·T²/2
   // token-forwards per sequence; configs/: K ≤ 4 orders, ≤ 128 MC steps).
@@ -185,6 +185,31 @@ EvalConfig EvalConfig::from_json(const nlohmann::json& resolved, KeysRead* read)
                       "skip drops generation index 0 for every model; score needs a model that can score it");
   o.skip_first = first == "skip";
   o.seed = static_cast<uint64_t>(r.number_in("eval.seed", 0, 9.2e18));
+  const auto& places = r.node("eval.infill.places");
+  const std::vector<std::string> known = {"start", "middle", "end", "spans", "random"};
+  if (!places.is_array() || places.empty())
+    throw ConfigError("config 'eval.infill.places' must be a non-empty list, got " + brief(places),
+                      "example: --set 'eval.infill.places=[\"middle\",\"random\"]'");
+  o.infill.places.clear();
+  for (const auto& p : places) {
+    if (!p.is_string() || std::find(known.begin(), known.end(), p.get<std::string>()) == known.end())
+      throw ConfigError("config 'eval.infill.places' entry " + brief(p) + " is not a place",
+                        "use start, middle, end (one span there), spans (eval.infill.spans at random places) or "
+                        "random (a uniformly random subset)");
+    o.infill.places.push_back(p.get<std::string>());
+  }
+  const auto& ratios = r.node("eval.infill.ratios");
+  if (!ratios.is_array() || ratios.empty())
+    throw ConfigError("config 'eval.infill.ratios' must be a non-empty list, got " + brief(ratios),
+                      "example: --set 'eval.infill.ratios=[0.1,0.5,0.9]'");
+  o.infill.ratios.clear();
+  for (const auto& x : ratios) {
+    if (!x.is_number() || !(x.get<double>() > 0 && x.get<double>() < 1))
+      throw ConfigError("config 'eval.infill.ratios' entry " + brief(x) + " must be a number in (0, 1)",
+                        "the hidden fraction of each window: 0.1 hides 10 % of its tokens");
+    o.infill.ratios.push_back(x.get<double>());
+  }
+  o.infill.spans = r.integer_in("eval.infill.spans", 1, 1e6);
   return o;
 }
 

@@ -57,8 +57,15 @@ struct TrainConfig {
 };
 
 // eval: the likelihood protocol of `aobench eval` (metrics/likelihood.h).
+// eval.mode=infill: which tokens of a window are hidden (metrics/infill.h).
+struct InfillConfig {
+  std::vector<std::string> places = {"start", "middle", "end", "spans", "random"};
+  std::vector<double> ratios = {0.1, 0.5, 0.9};  // hidden fraction of each window, in (0, 1)
+  int64_t spans = 4;                             // place "spans": this many disjoint spans
+};
+
 struct EvalConfig {
-  std::string mode = "l2r";             // l2r | random | ensemble | elbo
+  std::string mode = "l2r";             // l2r | random | ensemble | elbo | infill
   int64_t batch_size = 8;               // windows per model call
   int64_t max_batches = 0;              // 0 = the whole file; else at most this many batches
   int64_t orders = 1;                   // random: K uniform orders per sequence
@@ -67,7 +74,8 @@ struct EvalConfig {
   int64_t mc_steps = 128;               // elbo: Monte-Carlo timesteps per sequence
   bool skip_first = true;               // first_token: "skip" (true) | "score" (false); not for bound
                                         // (elbo) rows, which always score all T tokens of a window
-  uint64_t seed = 1234;                 // orders, ensemble members, ELBO noise
+  uint64_t seed = 1234;                 // orders, ensemble members, ELBO noise, hidden positions
+  InfillConfig infill;                  // infill: hidden places and ratios (orders / ensemble / mc_steps apply)
   static EvalConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
 };
 

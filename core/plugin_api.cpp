@@ -72,12 +72,16 @@ NllOutput ModelPlugin::log_prob(const torch::Tensor& tokens, const torch::Tensor
   return s.log_prob(tokens, order, gen);
 }
 
-NllOutput ModelPlugin::elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) {
+NllOutput ModelPlugin::elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen,
+                            const torch::Tensor& keep) {
   Scoring& s = require_scoring("elbo");
   if (!info().capabilities.elbo)
     throw PluginError("plugin '" + info().name + "' has no diffusion ELBO",
                       "eval.mode=elbo applies to masked-diffusion encoders; use eval.mode=l2r or random");
-  return s.elbo(tokens, mc_steps, gen);
+  TORCH_CHECK(!keep.defined() || (keep.sizes() == tokens.sizes() && keep.scalar_type() == torch::kBool &&
+                                  keep.device() == tokens.device()),
+              "elbo: keep must be (B, T) bool on the tokens' device, got ", keep.sizes());
+  return s.elbo(tokens, mc_steps, gen, keep);
 }
 
 namespace {
@@ -112,7 +116,7 @@ SampleOutput ModelPlugin::sample(const SampleRequest& request) {
 
 // The defaults of Scoring's optional calls: reached only when a plugin declares a capability it does not
 // implement (the entry points above refuse undeclared ones).
-NllOutput Scoring::elbo(const torch::Tensor&, int64_t, at::Generator&) {
+NllOutput Scoring::elbo(const torch::Tensor&, int64_t, at::Generator&, const torch::Tensor&) {
   throw PluginError("a plugin declares capabilities.elbo but implements no elbo()", "implement Scoring::elbo");
 }
 

@@ -37,7 +37,7 @@
 
 namespace aobench {
 
-inline constexpr uint32_t kPluginApiVersion = 8;  // 8: Scoring / Sampling interfaces, configure_model
+inline constexpr uint32_t kPluginApiVersion = 9;  // 9: elbo(…, keep); 8: Scoring / Sampling, configure_model
 
 // Build fingerprint: Boost.DLL gives no ABI promise, so plugin and harness must agree on these too.
 inline std::string build_fingerprint() {
@@ -146,8 +146,10 @@ class Scoring {
   // make one network call per k (batched). Without capabilities.any_order the order is the identity (checked).
   virtual NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen) = 0;
   // capabilities.elbo: diffusion ELBO per token with `mc_steps` Monte-Carlo timesteps per sequence: (B, T)
-  // float64 whose row sums are the per-sequence NLL bounds, is_bound = true.
-  virtual NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
+  // float64 whose row sums are the per-sequence NLL bounds, is_bound = true. `keep` (B, T) bool, when
+  // defined, marks positions the forward process never masks (their terms are 0): the row sums then bound
+  // −log p(x_masked-able | x_keep), the conditional ELBO of infilling.
+  virtual NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen, const torch::Tensor& keep);
   // capabilities.chain_log_probs (context-order ensembles of any-order decoders). Slot layout:
   //   ctx_tokens (N, S) int64  tokens in generation order; ctx_positions (N, S) their original positions;
   //   targets (N, S) int64     target position of each slot: slot 0 (the start slot) predicts targets[:,0],
@@ -215,7 +217,8 @@ class ModelPlugin {
   // elbo / chain_log_probs without their capability, sampling at all, a prompt the capabilities do not cover
   // (check_sample_request, which also checks sizes); then calls the plugin's Scoring / Sampling.
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator& gen);
-  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen);
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen,
+                 const torch::Tensor& keep = torch::Tensor());
   torch::Tensor chain_log_probs(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,
                                 const torch::Tensor& targets);
   torch::Tensor chain_log_probs_last(const torch::Tensor& ctx_tokens, const torch::Tensor& ctx_positions,

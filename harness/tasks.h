@@ -16,7 +16,7 @@ namespace aobench {
 // The usage line of each command, also quoted by its library function's errors.
 inline constexpr const char* kEvalUsage =
     "aobench eval (--run RUN_DIR [--checkpoint DIR] | --hf HF_GPT2_FOLDER) [--data NAME=PATH.bin ...] "
-    "[--set eval.mode=random --set eval.orders=4 ...] [--out results.json] [--throughput]";
+    "[--set eval.mode=random|ensemble|elbo|infill --set eval.orders=4 ...] [--out results.json] [--throughput]";
 inline constexpr const char* kSampleUsage =
     "aobench sample --run RUN_DIR [--checkpoint DIR] [--set sample.key=value]... [--prompt-file F.jsonl] "
     "[--out F.jsonl] [--print]";

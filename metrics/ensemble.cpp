@@ -48,7 +48,10 @@ EnsembleResult context_order_ensemble(ModelPlugin& model, const torch::Tensor& t
 
   // Steps evaluated per sequence: all, or a seeded subsample of `positions` steps.
   auto evaluated = torch::zeros({N, T}, torch::kBool);
-  if (options.positions == 0) {
+  if (options.steps.defined()) {
+    TORCH_CHECK(options.steps.sizes() == tokens.sizes(), "ensemble: steps ", options.steps.sizes(), " must be (N, T)");
+    evaluated.copy_(options.steps.to(torch::kCPU, torch::kBool));
+  } else if (options.positions == 0) {
     evaluated.fill_(true);
   } else {
     for (int64_t n = 0; n < N; ++n)

@@ -14,6 +14,7 @@ class ModelPlugin;
 struct EnsembleOptions {
   std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32, 64};  // M values; members are nested (first M of max M)
   int64_t positions = 0;               // 0 = every step k; else a seeded subsample of this many steps per sequence
+  torch::Tensor steps;                 // (N, T) bool: evaluate exactly these steps (overrides positions)
   int64_t max_batch_tokens = 1 << 18;  // slots per network call (memory bound)
 };
 

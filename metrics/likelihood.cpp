@@ -29,14 +29,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// (B, T) int64 windows [starts[i], starts[i] + T) on `device`.
-torch::Tensor load_batch(const TokenFile& file, const std::vector<int64_t>& starts, size_t first, size_t count,
-                         int64_t T, torch::Device device) {
-  std::vector<torch::Tensor> rows;
-  for (size_t i = first; i < first + count; ++i) rows.push_back(file.slice(starts[i], T));
-  return torch::stack(rows).to(device);
-}
-
 std::string describe_protocol(const EvalOptions& o, int64_t T, const DatasetInfo& info, int64_t M) {
   std::ostringstream p;
   if (o.mode == "l2r") p << "l2r exact";
@@ -56,6 +48,25 @@ std::string describe_protocol(const EvalOptions& o, int64_t T, const DatasetInfo
 }
 
 }  // namespace
+
+torch::Tensor load_windows(const TokenFile& file, const std::vector<int64_t>& starts, size_t first, size_t count,
+                           int64_t T, torch::Device device) {
+  std::vector<torch::Tensor> rows;
+  for (size_t i = first; i < first + count; ++i) rows.push_back(file.slice(starts[i], T));
+  return torch::stack(rows).to(device);
+}
+
+EvalWindows eval_windows(const TokenFile& file, int64_t T, const EvalOptions& o) {
+  EvalWindows w;
+  w.starts = eval_window_starts(file, T);
+  if (w.starts.empty())
+    throw DataError("'" + file.path() + "' has " + std::to_string(file.size()) + " tokens, fewer than one " +
+                        std::to_string(T) + "-token window",
+                    "prepare the dataset with a matching window");
+  w.used = w.starts.size();
+  if (o.max_batches > 0) w.used = std::min<size_t>(w.used, static_cast<size_t>(o.max_batches * o.batch_size));
+  return w;
+}
 
 DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_path) {
   DatasetInfo info;
@@ -172,13 +183,9 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
   if (o.mode == "random" && !plugin.capabilities.any_order)
     throw PluginError("plugin '" + plugin.name + "' scores left to right only (eval.mode=random)",
                       "use eval.mode=l2r for " + plugin.name + ", or an any-order plugin (sigma_gpt, ao_gpt)");
-  const auto starts = eval_window_starts(file, T);
-  if (starts.empty())
-    throw DataError("'" + file.path() + "' has " + std::to_string(file.size()) + " tokens, fewer than one " +
-                        std::to_string(T) + "-token window",
-                    "prepare the dataset with a matching window");
-  size_t n_windows = starts.size();
-  if (o.max_batches > 0) n_windows = std::min<size_t>(n_windows, static_cast<size_t>(o.max_batches * o.batch_size));
+  const EvalWindows windows = eval_windows(file, T, o);
+  const auto& starts = windows.starts;
+  const size_t n_windows = windows.used;
   const bool is_ensemble = o.mode == "ensemble";
   const size_t n_results = is_ensemble ? o.ensemble.size() : 1;
   std::vector<NllTotals> totals(n_results);
@@ -199,7 +206,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t first = 0; first < n_windows; first += static_cast<size_t>(o.batch_size)) {
     const size_t count = std::min<size_t>(static_cast<size_t>(o.batch_size), n_windows - first);
-    auto tokens = load_batch(file, starts, first, count, T, device);  // (B, T)
+    auto tokens = load_windows(file, starts, first, count, T, device);  // (B, T)
     const int64_t B = tokens.size(0);
     if (o.mode == "l2r") {
       auto order = torch::arange(T, torch::dtype(torch::kInt64).device(device)).expand({B, T}).contiguous();
@@ -271,7 +278,7 @@ double l2r_throughput(ModelPlugin& model, const TokenFile& file, const EvalOptio
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
   // Reuse the first batch: throughput of the forward, not of the data loader.
   const size_t count = std::min<size_t>(static_cast<size_t>(o.batch_size), starts.size());
-  auto tokens = load_batch(file, starts, 0, count, T, device);  // (B, T)
+  auto tokens = load_windows(file, starts, 0, count, T, device);  // (B, T)
   const int64_t B = tokens.size(0);
   auto order = torch::arange(T, torch::dtype(torch::kInt64).device(device)).expand({B, T}).contiguous();
   for (int64_t i = 0; i < warmup; ++i) model.log_prob(tokens, order, gen);

@@ -39,8 +39,10 @@ DatasetInfo read_dataset_info(const std::string& name, const std::string& bin_pa
 // One reported likelihood number.
 struct LikelihoodResult {
   std::string dataset;
-  std::string metric = "nll";  // "nll" (l2r/random), "nll_M<m>" (ensemble), "nelbo" (elbo)
+  std::string metric = "nll";  // "nll" (l2r/random), "nll_M<m>" (ensemble), "nelbo" (elbo); infill: the
+                               // protocol, "k<K>", "mix<K>", "m<M>", "elbo" or "prefix" (metrics/infill.h)
   std::string mode;
+  std::string infill;         // eval.mode=infill: "<place>_r<percent hidden>", e.g. "middle_r50"
   double nll = 0;             // nats per scored token (total nats / tokens)
   double stderr_ = 0;         // standard error over sequences of the per-sequence mean NLL
   double ppl = 0;             // exp(nll)
@@ -78,6 +80,17 @@ struct NllTotals {
 // nll, ppl, stderr, bits per byte from totals: bytes_per_token = file bytes / file tokens (0 = unknown).
 void finish_result(const NllTotals& totals, int64_t orders, int64_t file_tokens, int64_t file_bytes,
                    LikelihoodResult& out);
+
+// The evaluation windows of `file` for a model of context T: their starts (every one) and how many of them
+// eval.max_batches keeps (the first ones). DataError when the file holds no whole window.
+struct EvalWindows {
+  std::vector<int64_t> starts;
+  size_t used = 0;
+};
+EvalWindows eval_windows(const TokenFile& file, int64_t T, const EvalOptions& options);
+// (count, T) int64 windows starts[first … first + count) of `file` on `device`.
+torch::Tensor load_windows(const TokenFile& file, const std::vector<int64_t>& starts, size_t first, size_t count,
+                           int64_t T, torch::Device device);
 
 // Evaluates `model` (already in eval mode on `device`) on `file` in non-overlapping windows of
 // model.block_size(). One result for l2r/random/elbo, one per ensemble size for ensemble.

@@ -22,6 +22,7 @@
 #include "harness/tasks.h"
 #include "harness/train/checkpoint.h"
 #include "metrics/generation.h"
+#include "metrics/infill.h"
 #include "metrics/likelihood.h"
 #include "reports/results.h"
 
@@ -30,8 +31,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// "_k4" / "_m16_p256" / "_elbo" so modes evaluated on one dataset do not overwrite each other.
+// "_k4" / "_m16_p256" / "_elbo" / "_infill_middle_r50_k4" so modes evaluated on one dataset do not overwrite
+// each other.
 std::string metric_suffix(const LikelihoodResult& r) {
+  if (r.mode == "infill") return "_infill_" + r.infill + "_" + r.metric;
   if (r.mode == "random") return "_k" + std::to_string(r.orders);
   if (r.mode == "ensemble")
     return "_m" + std::to_string(r.ensemble_size) + (r.positions > 0 ? "_p" + std::to_string(r.positions) : "");
@@ -45,10 +48,10 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
   // What was measured, as fields; the suffixed names stay the keys.
   auto params = [&](const char* family) {
     MetricParams p;
-    p.family = family;
+    p.family = (r.mode == "infill" ? "infill_" : "") + std::string(family);  // infilling: tables of its own
     p.mode = r.mode;
-    if (r.mode == "random") p.orders = r.orders;
-    if (r.mode == "ensemble") p.ensemble = r.ensemble_size, p.positions = r.positions;
+    if (r.mode == "random" || r.mode == "infill") p.orders = r.orders;
+    if (r.mode == "ensemble" || r.mode == "infill") p.ensemble = r.ensemble_size, p.positions = r.positions;
     return p;
   };
   MetricValue nll{r.nll, r.stderr_, r.sequences, r.is_bound, false, r.protocol, params("nll")};
@@ -65,6 +68,7 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
     run.metrics[prefix + "bpb" + suf] = bpb;
   }
   // The wall time is tokens / throughput: the console prints it; the protocol stays the same in every cell.
+  if (r.mode == "infill") return;  // its speed is the fillings' (time per filled token), not the scoring's
   MetricValue tps{r.tok_per_s, std::nullopt, r.sequences, false, true, r.protocol, params("eval_tok_s")};
   run.metrics[prefix + "eval_tok_s" + suf] = tps;
 }
@@ -157,7 +161,7 @@ void run_eval(const EvalTask& task) {
   const torch::Device device = select_device(TrainConfig::from_json(saved).device);
   LoadedModel loaded = hf ? load_hf_gpt2(hf_folder, device) : load_model_for_eval(ckpt, device, /*prefer_ema=*/true);
   nlohmann::json config = loaded.config;
-  complete_from_base(config, {"perf"});  // a run saved before the section existed
+  complete_from_base(config, {"perf", "eval"});  // a run saved before the section (or eval.infill) existed
   task.overrides.apply_to(config);
   PerfConfig::from_json(config).apply();
   const TrainConfig train = TrainConfig::from_json(config);
@@ -207,7 +211,9 @@ void run_eval(const EvalTask& task) {
                           " but the model has vocab " + std::to_string(model.vocab_size()),
                       "prepare the dataset with the tokenizer the run was trained with (data.tokenizer)");
     check_token_ids(file, model.vocab_size(), "model " + run.plugin + "/" + run.flavour);
-    for (auto& r : evaluate_likelihood(model, file, read_dataset_info(name, path), options, device)) {
+    const DatasetInfo info = read_dataset_info(name, path);
+    for (auto& r : options.mode == "infill" ? evaluate_infill(model, file, info, options, device)
+                                            : evaluate_likelihood(model, file, info, options, device)) {
       add_metrics(r, run);
       all.push_back(r);
     }

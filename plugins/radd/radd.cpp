@@ -67,13 +67,15 @@ class RaddPlugin : public ModelPlugin, public Scoring, public Sampling {
                                     });
   }
 
-  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen,
+                 const torch::Tensor& keep) override {
     TORCH_CHECK(mc_steps >= 1, "elbo: mc_steps must be ≥ 1, got ", mc_steps);
     common::EvalMode em(*net_);
     torch::NoGradGuard ng;
     const int64_t B = tokens.size(0);
     auto acc = torch::zeros(tokens.sizes(), tokens.options().dtype(torch::kFloat64));
-    for (int64_t i = 0; i < mc_steps; ++i) acc += dce(tokens, common::draw_uniform(B, stratified_, gen), gen).first;
+    for (int64_t i = 0; i < mc_steps; ++i)
+      acc += dce(tokens, common::draw_uniform(B, stratified_, gen), gen, keep).first;
     NllOutput out;
     out.nll = acc / double(mc_steps);
     out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));
@@ -105,7 +107,9 @@ class RaddPlugin : public ModelPlugin, public Scoring, public Sampling {
   // One draw of the training estimator (§2.4), per-token float64 terms (B, T):
   //   λ-DCE: mask w.p. λ = u, term −log p / λ;   t-DCE: t = (1−ε)u + ε, mask w.p. (1−ε)t, term −log p / t
   //   (σ'(t)/(e^σ−1) = 1/t), plus (1/t)·log(e^σ−1) when tdce_extra_term. Unmasked positions give 0.
-  std::pair<torch::Tensor, double> dce(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
+  // keep (B, T) bool, when defined: positions never masked (the conditional ELBO of elbo()).
+  std::pair<torch::Tensor, double> dce(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen,
+                                       const torch::Tensor& keep = torch::Tensor()) {
     const int64_t B = tokens.size(0), T = tokens.size(1);
     auto dev = tokens.device();
     torch::Tensor p_mask, weight, extra;  // (B) float64, CPU
@@ -121,6 +125,7 @@ class RaddPlugin : public ModelPlugin, public Scoring, public Sampling {
     }
     auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) < p_mask.unsqueeze(1))
                       .to(dev);  // (B, T)
+    if (keep.defined()) masked = masked & ~keep;
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
     auto logits = forward(x, p_mask);  // (B, T, V+1)
     auto idx = masked.nonzero();

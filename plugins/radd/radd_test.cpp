@@ -101,13 +101,15 @@ TEST(RaddLikelihood, LambdaDceExpectationEqualsOrderAveragedChainNll) {
 }
 
 // MC ELBO of many independent draws vs the closed form, within 4.5 standard errors.
-void check_elbo_unbiased(ModelPlugin& p, const std::vector<int64_t>& x, double expected) {
+// keep (3) bool, when defined: positions never masked (the conditional ELBO).
+void check_elbo_unbiased(ModelPlugin& p, const std::vector<int64_t>& x, double expected,
+                         const torch::Tensor& keep = torch::Tensor()) {
   const int64_t rows = 4000, steps = 5;
   auto tokens = torch::tensor(x).view({1, 3}).repeat({rows, 1});
   at::Generator gen = at::detail::createCPUGenerator(3);
   std::vector<double> draws;
   for (int64_t s = 0; s < steps; ++s) {
-    auto out = p.elbo(tokens, 1, gen);
+    auto out = p.elbo(tokens, 1, gen, keep.defined() ? keep.view({1, 3}).repeat({rows, 1}) : keep);
     EXPECT_TRUE(out.is_bound);
     auto per_seq = out.nll.sum(1);
     for (int64_t r = 0; r < rows; ++r) draws.push_back(per_seq[r].item<double>());
@@ -119,6 +121,20 @@ void check_elbo_unbiased(ModelPlugin& p, const std::vector<int64_t>& x, double e
   const double se = std::sqrt(var / (draws.size() - 1) / draws.size());
   EXPECT_NEAR(mean, expected, 4.5 * se) << "se " << se;
   EXPECT_LT(se, 0.05 * expected);  // the test has power
+}
+
+TEST(RaddLikelihood, ConditionalLambdaDceIsUnbiasedForTheOrdersThatSeeTheKeptTokenFirst) {
+  // Infilling: position 0 kept, 1 and 2 hidden. E_λ[λ-DCE over the hidden ones] = the mean over their 2!
+  // orders of the exact chain NLL of x_1, x_2 given x_0 (Thm 2 with the kept token always unmasked).
+  auto p = tiny_radd();
+  std::vector<int64_t> x = {2, 1, 0};
+  at::Generator gen = at::detail::createCPUGenerator(4);
+  double sum = 0;
+  for (const auto& order : {std::vector<int64_t>{0, 1, 2}, std::vector<int64_t>{0, 2, 1}}) {
+    auto nll = p->log_prob(torch::tensor(x).view({1, 3}), torch::tensor(order).view({1, 3}), gen).nll;
+    sum += nll[0][1].item<double>() + nll[0][2].item<double>();
+  }
+  check_elbo_unbiased(*p, x, sum / 2, torch::tensor({true, false, false}));
 }
 
 TEST(RaddLikelihood, LambdaDceElboIsUnbiased) {

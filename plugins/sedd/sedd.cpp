@@ -81,14 +81,15 @@ class SeddPlugin : public ModelPlugin, public Scoring, public Sampling {
                                     });
   }
 
-  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen) override {
+  NllOutput elbo(const torch::Tensor& tokens, int64_t mc_steps, at::Generator& gen,
+                 const torch::Tensor& keep) override {
     TORCH_CHECK(mc_steps >= 1, "elbo: mc_steps must be ≥ 1, got ", mc_steps);
     common::EvalMode em(*net_);
     torch::NoGradGuard ng;
     const int64_t B = tokens.size(0);
     auto acc = torch::zeros(tokens.sizes(), tokens.options().dtype(torch::kFloat64));
     for (int64_t i = 0; i < mc_steps; ++i)
-      acc += dwdse(tokens, common::draw_uniform(B, stratified_, gen), gen).first.to(torch::kFloat64);
+      acc += dwdse(tokens, common::draw_uniform(B, stratified_, gen), gen, keep).first.to(torch::kFloat64);
     NllOutput out;
     out.nll = acc / double(mc_steps);
     out.scored = torch::ones(tokens.sizes(), tokens.options().dtype(torch::kBool));
@@ -112,7 +113,9 @@ class SeddPlugin : public ModelPlugin, public Scoring, public Sampling {
  private:
   // One DWDSE draw: t = (1−ε)u + ε per sequence, mask each token w.p. (1−ε)t, per-token terms
   // σ'(t)·SE_i at masked positions and 0 elsewhere. Returns (B, T) fp32 and the realised mask rate.
-  std::pair<torch::Tensor, double> dwdse(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen) {
+  // keep (B, T) bool, when defined: positions never masked (the conditional ELBO of elbo()).
+  std::pair<torch::Tensor, double> dwdse(const torch::Tensor& tokens, const torch::Tensor& u, at::Generator& gen,
+                                         const torch::Tensor& keep = torch::Tensor()) {
     const int64_t B = tokens.size(0), T = tokens.size(1);
     auto dev = tokens.device();
     auto t = (1 - kNoiseEps) * u + kNoiseEps;  // (B) float64, CPU
@@ -120,6 +123,7 @@ class SeddPlugin : public ModelPlugin, public Scoring, public Sampling {
     auto masked = (torch::rand({B, T}, gen, torch::TensorOptions().dtype(torch::kFloat64)) <
                    (1 - torch::exp(-sigma)).unsqueeze(1))
                       .to(dev);  // (B, T)
+    if (keep.defined()) masked = masked & ~keep;
     auto x = torch::where(masked, torch::full({1}, cfg_.vocab_size, tokens.options()), tokens);
     auto sigma_d = sigma.to(dev, torch::kFloat32), dsigma_d = dsigma.to(dev, torch::kFloat32);
     const int64_t V = cfg_.vocab_size;

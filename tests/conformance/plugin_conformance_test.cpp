@@ -18,7 +18,10 @@
 
 #include "core/errors.h"
 #include "core/safetensors.h"
+#include "datasets/token_file.h"
 #include "harness/registry.h"
+#include "metrics/infill.h"
+#include "tests/test_util.h"
 
 namespace aobench {
 namespace {
@@ -261,6 +264,56 @@ TEST_P(PluginConformance, ElboCapability) {
   // (a missing weight halves it).
   const double lnV = std::log(static_cast<double>(p->vocab_size()));
   EXPECT_GT(out.nll.mean().item<double>(), 0.75 * lnV);
+  // keep: the kept positions score exactly 0, the others still bound their tokens.
+  auto keep = torch::zeros(x.sizes(), torch::kBool);
+  keep.narrow(1, 0, x.size(1) / 2).fill_(true);
+  NllOutput cond = p->elbo(x, 16, g, keep);
+  EXPECT_TRUE(torch::equal(cond.nll.masked_select(keep), torch::zeros({keep.sum().item<int64_t>()}, torch::kFloat64)));
+  EXPECT_GT(cond.nll.masked_select(~keep).mean().item<double>(), 0.75 * lnV);
+}
+
+// Infilling (metrics/infill.h) conditions each paradigm on what it can see: a visible token right of the hidden
+// span moves the hidden tokens' NLL of every any-order model (exact rows and bounds) and leaves a left-to-right
+// model's prefix-only row exactly as it was; a visible token left of the span moves that one.
+TEST_P(PluginConformance, InfillSeesWhatItsParadigmCan) {
+  auto p = make();
+  const int64_t T = p->block_size(), V = p->vocab_size();
+  testing::TempDir tmp;
+  auto g = at::make_generator<at::CPUGeneratorImpl>(5);
+  {  // Zero-initialised output layers (the encoders' adaLN-zero) would predict uniformly whatever they see.
+    torch::NoGradGuard ng;
+    for (auto& w : p->module().parameters()) w.add_(0.05 * torch::randn(w.sizes(), g, w.options()));
+  }
+  auto ids = torch::randint(0, V, {2 * T}, g, torch::kLong);
+  EvalOptions o;
+  o.batch_size = 2;
+  o.mc_steps = 2;
+  o.infill.places = {"middle"};
+  o.infill.ratios = {0.25};  // positions ≈ T/2 ± T/8
+  auto eval = [&](const torch::Tensor& t, const std::string& name) {
+    std::vector<uint32_t> v(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    write_token_file(tmp.file(name), v, static_cast<int32_t>(V), static_cast<int32_t>(T));
+    TokenFile file(tmp.file(name));
+    std::vector<double> nll;
+    for (const auto& r : evaluate_infill(*p, file, read_dataset_info(name, tmp.file(name)), o, torch::kCPU))
+      nll.push_back(r.nll);
+    return nll;
+  };
+  auto changed = [&](int64_t pos) {  // the token at `pos` of both windows replaced
+    auto t = ids.clone();
+    for (int64_t w = 0; w < 2; ++w) t[w * T + pos] = (t[w * T + pos].item<int64_t>() + 1) % V;
+    return t;
+  };
+  const auto base = eval(ids, "base.bin"), right = eval(changed(T - 1), "right.bin"),
+             left = eval(changed(1), "left.bin");
+  ASSERT_EQ(base.size(), encoder(*p) ? 2u : 1u);  // k1 (+ elbo); a decoder's: k1 or prefix
+  for (size_t i = 0; i < base.size(); ++i) {
+    EXPECT_NE(base[i], left[i]) << "row " << i;
+    if (p->info().capabilities.any_order)
+      EXPECT_NE(base[i], right[i]) << "row " << i << ": the visible token after the span is part of the condition";
+    else
+      EXPECT_EQ(base[i], right[i]) << "prefix-only: a visible token after every hidden one is never read";
+  }
 }
 
 // speed.capturable_loss: the loss is the same whatever generator it is given and returns no host

@@ -12,6 +12,7 @@
 #include "datasets/token_file.h"
 #include "metrics/likelihood.h"
 #include "tests/test_util.h"
+#include "tests/unit/no_network_scorer.h"
 
 namespace aobench {
 namespace {
@@ -85,22 +86,14 @@ TEST(LikelihoodTest, BitsPerByteProratesBytesToScoredTokens) {
 
 // A model with a fixed, position-free distribution: −log p(token) = 0.5 · (1 + token mod 3). It cannot
 // score generation index 0 (like a GPT without a start token).
-class FixedModel : public ModelPlugin, public Scoring {
+class FixedModel : public testing::NoNetworkScorer {
  public:
-  Scoring* scoring() override { return this; }
   PluginInfo info() const override {
     Capabilities c;
     c.any_order = true;  // scored under the random orders of eval.mode=random
     c.elbo = true;
     return {"fixed", "0.0.0", Paradigm::kAutoregressive, "test model", c};
   }
-  void configure_model(const nlohmann::json&) override {}
-  void build(torch::Device) override {}
-  torch::nn::Module& module() override { return module_; }
-  double flops_per_token(int64_t) const override { return 0; }
-  int64_t vocab_size() const override { return 10; }
-  int64_t block_size() const override { return 8; }
-  LossOutput loss(const TrainBatch&, at::Generator&) override { return {}; }
   NllOutput log_prob(const torch::Tensor& tokens, const torch::Tensor& order, at::Generator&) override {
     auto in_order = tokens.gather(1, order);  // (B, T) generation order
     NllOutput out;
@@ -110,16 +103,13 @@ class FixedModel : public ModelPlugin, public Scoring {
     return out;
   }
   // A bound 0.25 nats above log_prob's value at every position, all positions scored.
-  NllOutput elbo(const torch::Tensor& tokens, int64_t, at::Generator&) override {
+  NllOutput elbo(const torch::Tensor& tokens, int64_t, at::Generator&, const torch::Tensor&) override {
     NllOutput out;
     out.nll = 0.5 * (1 + (tokens % 3)).to(torch::kFloat64) + 0.25;  // (B, T)
     out.scored = torch::ones_like(tokens, torch::kBool);
     out.is_bound = true;
     return out;
   }
-
- private:
-  torch::nn::Module module_;
 };
 
 TEST(LikelihoodTest, EvaluateMatchesTheClosedFormOnATokenFile) {
