@@ -43,29 +43,27 @@ std::vector<std::pair<double, int64_t>> sum_taken(const NllOutput& out, const to
     throw ConfigError("eval.mode=infill: plugin '" + plugin + "' cannot score a hidden token (generation index 0)",
                       "a left-to-right model scores position 0 only with model.start_token=true; leave out "
                       "eval.infill.places \"start\" for it");
-  auto nll = out.nll.to(torch::kCPU, torch::kFloat64);
-  auto sums = torch::where(t, nll, torch::zeros_like(nll)).sum(1);  // (B)
-  auto counts = t.sum(1);
-  TORCH_CHECK(torch::isfinite(sums).all().item<bool>(), "non-finite NLL among the hidden tokens");
-  std::vector<std::pair<double, int64_t>> rows;
-  for (int64_t b = 0; b < sums.size(0); ++b) rows.emplace_back(sums[b].item<double>(), counts[b].item<int64_t>());
-  return rows;
+  return nll_row_sums(out.nll, t, /*skip_first=*/false, /*require_first=*/false);
 }
 
 // One protocol's accumulator and its labels.
 struct Row {
-  Row(std::string key, std::string protocol, int64_t orders = 1, int64_t ensemble = 0, int64_t mc_steps = 0,
-      bool bound = false)
-      : key(std::move(key)),
+  enum Kind { kOrders, kMixture, kEnsemble, kBound, kPrefix };
+  Row(Kind kind, std::string key, std::string protocol, int64_t orders = 1, size_t member = 0, int64_t ensemble = 0,
+      int64_t mc_steps = 0)
+      : kind(kind),
+        key(std::move(key)),
         protocol(std::move(protocol)),
         orders(orders),
+        member(member),
         ensemble(ensemble),
-        mc_steps(mc_steps),
-        bound(bound) {}
+        mc_steps(mc_steps) {}
+  Kind kind;
   std::string key;       // "k4", "mix4", "m8", "elbo", "prefix"
   std::string protocol;  // in words
-  int64_t orders, ensemble, mc_steps;
-  bool bound;
+  int64_t orders;
+  size_t member;  // kEnsemble: the index of its size in eval.ensemble
+  int64_t ensemble, mc_steps;
   NllTotals totals;
 };
 
@@ -156,22 +154,25 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
       std::vector<Row> rows;
       const std::string orders = "visible tokens first, K=" + std::to_string(K) + " random orders of the hidden ones";
       if (caps.any_order) {
-        rows.emplace_back("k" + std::to_string(K), (encoder ? "exact encoder chain, " : "exact, ") + orders, K);
+        rows.emplace_back(Row::kOrders, "k" + std::to_string(K),
+                          (encoder ? "exact encoder chain, " : "exact, ") + orders, K);
         if (K > 1)
-          rows.emplace_back("mix" + std::to_string(K), "exact, the mixture of those K=" + std::to_string(K) + " orders",
-                            K);
+          rows.emplace_back(Row::kMixture, "mix" + std::to_string(K),
+                            "exact, the mixture of those K=" + std::to_string(K) + " orders", K);
         if (caps.chain_log_probs && M > 1)
-          for (int64_t m : o.ensemble)
-            rows.emplace_back("m" + std::to_string(m),
-                              "exact, context-order ensemble M=" + std::to_string(m) + " over a visible-first order", 1,
-                              m);
+          for (size_t m = 0; m < o.ensemble.size(); ++m)
+            rows.emplace_back(
+                Row::kEnsemble, "m" + std::to_string(o.ensemble[m]),
+                "exact, context-order ensemble M=" + std::to_string(o.ensemble[m]) + " over a visible-first order", 1,
+                m, o.ensemble[m]);
         if (caps.elbo)
           rows.emplace_back(
-              "elbo", "conditional ELBO with " + std::to_string(o.mc_steps) + " MC steps (visible tokens never masked)",
-              1, 0, o.mc_steps, true);
+              Row::kBound, "elbo",
+              "conditional ELBO with " + std::to_string(o.mc_steps) + " MC steps (visible tokens never masked)", 1, 0,
+              0, o.mc_steps);
       } else {
         rows.emplace_back(
-            "prefix",
+            Row::kPrefix, "prefix",
             "prefix-only, exact: each hidden token given the tokens left of it (the visible ones to its right "
             "unseen)");
       }
@@ -195,31 +196,40 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
             if (k == 0) first_order = order;
             per_order.push_back(sum_taken(model.log_prob(tokens, order, gen), tail, plugin.name));
           }
-          for (auto& row : rows) {
-            if (row.key[0] == 'k') row.totals.add_sequences(per_order);
-            if (row.key.rfind("mix", 0) == 0) {  // −log((1/K) Σ_k p_k(x_H | x_V)), per window
-              std::vector<std::pair<double, int64_t>> mix;
-              for (int64_t b = 0; b < B; ++b) {
-                auto nats = torch::empty({K}, torch::kFloat64);
-                for (int64_t k = 0; k < K; ++k) nats[k] = per_order[k][b].first;
-                mix.emplace_back(std::log(static_cast<double>(K)) - torch::logsumexp(-nats, 0).item<double>(), n);
-              }
-              row.totals.add_sequences({mix});
-            }
-          }
+          EnsembleResult members;  // the context-order ensembles over the first order, hidden steps only
           if (caps.chain_log_probs && M > 1) {
             EnsembleOptions ens;
             ens.sizes = o.ensemble;
             ens.steps = tail;
-            EnsembleResult r = context_order_ensemble(model, tokens, first_order, ens, gen);
-            for (size_t m = 0; m < o.ensemble.size(); ++m)
-              for (auto& row : rows)
-                if (row.key == "m" + std::to_string(o.ensemble[m]))
-                  row.totals.add_sequences({sum_taken({r.nll[m], r.evaluated, false}, tail, plugin.name)});
+            members = context_order_ensemble(model, tokens, first_order, ens, gen);
           }
-          if (caps.elbo) {
-            NllOutput out = model.elbo(tokens, o.mc_steps, gen, (~hidden).to(device));
-            rows.back().totals.add_sequences({sum_taken(out, hidden, plugin.name)});
+          NllOutput bound;  // visible positions kept: the conditional ELBO
+          if (caps.elbo) bound = model.elbo(tokens, o.mc_steps, gen, (~hidden).to(device));
+          for (auto& row : rows) {
+            switch (row.kind) {
+              case Row::kOrders:
+                row.totals.add_sequences(per_order);
+                break;
+              case Row::kMixture: {  // −log((1/K) Σ_k p_k(x_H | x_V)), per window
+                std::vector<std::pair<double, int64_t>> mix;
+                for (int64_t b = 0; b < B; ++b) {
+                  auto neg = torch::empty({K}, torch::kFloat64);  // (K) −nats of each order
+                  for (int64_t k = 0; k < K; ++k) neg[k] = -per_order[k][b].first;
+                  mix.emplace_back(std::log(static_cast<double>(K)) - torch::logsumexp(neg, 0).item<double>(), n);
+                }
+                row.totals.add_sequences({mix});
+                break;
+              }
+              case Row::kEnsemble:
+                row.totals.add_sequences(
+                    {sum_taken({members.nll[row.member], members.evaluated, false}, tail, plugin.name)});
+                break;
+              case Row::kBound:
+                row.totals.add_sequences({sum_taken(bound, hidden, plugin.name)});
+                break;
+              case Row::kPrefix:
+                break;  // left-to-right models only, above
+            }
           }
         }
         progress.advance(B);
@@ -237,11 +247,11 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
         r.windows_used = static_cast<int64_t>(n_windows);
         r.windows_total = static_cast<int64_t>(starts.size());
         // The K orders of "k" are K measurements of each window; every other row measures it once.
-        finish_result(row.totals, row.key[0] == 'k' ? row.orders : 1, /*file_tokens=*/0, /*file_bytes=*/0, r);
+        finish_result(row.totals, row.kind == Row::kOrders ? row.orders : 1, /*file_tokens=*/0, /*file_bytes=*/0, r);
         r.orders = row.orders;
         r.ensemble_size = row.ensemble;
         r.mc_steps = row.mc_steps;
-        r.is_bound = row.bound;
+        r.is_bound = row.kind == Row::kBound;
         r.protocol = what.str() + ": " + row.protocol + "; " + std::to_string(T) + "-token windows; " +
                      (info.packing.empty() ? "unknown" : info.packing) + " packing";
         if (n_windows < starts.size())
