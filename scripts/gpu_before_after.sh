@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A build of this tree against a build of an earlier tree (runs/prev: `git archive REV | tar -x -C runs/prev`,
 # carried to the GPU machine), side by side on one GPU: the small GPT and AO-GPT full training step
-# (aobench_bench, CUDA events), `aobench train` tok/s and `aobench eval --throughput`, alternating
-# before/after so clock drift hits both. Proves a refactor is no slower. Output: $OUT/before_after.md.
+# (aobench_bench, CUDA events), `aobench train` tok/s, `aobench eval --throughput` and one whole sample() of
+# 32 × 1024 (`aobench speed`, GPT and AO-GPT small, 1024 steps), alternating before/after so clock drift hits both. Proves a refactor is no slower. Output: $OUT/before_after.md.
 set -eo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
@@ -35,6 +35,12 @@ for rep in 1 2; do
     $B/aobench eval --run $W/${side}_$rep --data random=$W/tokens.bin --set eval.batch_size=32 \
       --throughput 2>&1 | grep -iE "tok/s|rror" | sed "s/^/$side rep$rep eval: /" \
       | tee -a "$OUT/before_after.md"
+    for m in gpt ao_gpt; do
+      $B/aobench speed --set model.plugin=$m --set model.flavour=small --set "speed.steps=[1024]" \
+        --set speed.batch_size=32 --set speed.length=1024 --set speed.repeats=3 --set speed.warmup=1 \
+        --out $W/speed_${side}_${rep}_$m.json 2>&1 | grep -E "^ +1024 |rror" | sed "s/^/$side rep$rep sample $m: /" \
+        | tee -a "$OUT/before_after.md"
+    done
   done
 done
 tar czf "$OUT/before_after_logs.tgz" $W/*.log "$OUT"/build_*.log
