@@ -210,6 +210,24 @@ EvalConfig EvalConfig::from_json(const nlohmann::json& resolved, KeysRead* read)
     o.infill.ratios.push_back(x.get<double>());
   }
   o.infill.spans = r.integer_in("eval.infill.spans", 1, 1e6);
+  const auto& fill = r.node("eval.infill.fill");
+  if (!fill.is_array())
+    throw ConfigError("config 'eval.infill.fill' must be a list, got " + brief(fill),
+                      "example: --set 'eval.infill.fill=[\"greedy\",\"sampled\"]' ([] = no fillings)");
+  for (const auto& f : fill) {
+    if (!f.is_string() || (f.get<std::string>() != "greedy" && f.get<std::string>() != "sampled"))
+      throw ConfigError("config 'eval.infill.fill' entry " + brief(f) + " is not a filling",
+                        "use greedy (the most probable token at each draw) or sampled (eval.infill.temperature, "
+                        "eval.infill.top_p)");
+    o.infill.fill.push_back(f.get<std::string>());
+  }
+  o.infill.fill_windows = r.integer_in("eval.infill.fill_windows", 1, 1e9);
+  o.infill.fill_steps = r.integer_in("eval.infill.fill_steps", 0, 1e9);
+  o.infill.temperature = r.number_in("eval.infill.temperature", 1e-6, 1e6);
+  o.infill.top_p = r.number_in("eval.infill.top_p", 0, 1);
+  if (!(o.infill.top_p > 0))
+    throw ConfigError("config 'eval.infill.top_p' must lie in (0, 1], got 0", "1 keeps every token");
+  o.infill.judge = r.string("eval.infill.judge");
   return o;
 }
 

@@ -62,6 +62,13 @@ struct InfillConfig {
   std::vector<std::string> places = {"start", "middle", "end", "spans", "random"};
   std::vector<double> ratios = {0.1, 0.5, 0.9};  // hidden fraction of each window, in (0, 1)
   int64_t spans = 4;                             // place "spans": this many disjoint spans
+  // Fillings: each model fills the hidden positions with sample() (metrics/infill.h evaluate_fillings).
+  std::vector<std::string> fill;  // "greedy" (the most probable token at each draw) and/or "sampled"; none = off
+  int64_t fill_windows = 32;      // windows filled per place and ratio: the first ones of the scored windows
+  int64_t fill_steps = 0;         // network calls of an any-order or diffusion filling; 0 = one per hidden token
+  double temperature = 1.0;       // sampled fillings
+  double top_p = 1.0;
+  std::string judge;  // an aobench gpt run or a Hugging Face GPT-2 folder scoring the fillings; "" = no judge
 };
 
 struct EvalConfig {

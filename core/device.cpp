@@ -57,16 +57,23 @@ std::string device_name(torch::Device device) {
   return device.str();
 }
 
+namespace {
+// The positive number in environment variable `var`, 0 when unset; ConfigError naming it for anything else.
+double positive_from_env(const char* var, const char* example) {
+  const char* env = std::getenv(var);
+  if (env == nullptr) return 0;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || !std::isfinite(v) || v <= 0)
+    throw ConfigError(std::string(var) + "='" + env + "' is not a positive number",
+                      std::string("example: ") + var + "=" + example);
+  return v;
+}
+}  // namespace
+
 double peak_bf16_flops(const std::string& name) {
-  if (const char* env = std::getenv("AOBENCH_PEAK_FLOPS")) {
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    if (end == env || !std::isfinite(v) || v <= 0)
-      throw ConfigError(std::string("AOBENCH_PEAK_FLOPS='") + env + "' is not a positive number",
-                        "example: AOBENCH_PEAK_FLOPS=989e12");
-    return v;
-  }
-  return known_peak_bf16_flops(name);
+  const double set = positive_from_env("AOBENCH_PEAK_FLOPS", "989e12");
+  return set > 0 ? set : known_peak_bf16_flops(name);
 }
 
 double known_peak_bf16_flops(const std::string& name) {
@@ -75,6 +82,19 @@ double known_peak_bf16_flops(const std::string& name) {
   if (has("H100")) return has("PCIe") ? 756e12 : 989e12;
   if (has("A100")) return 312e12;
   return 0.0;
+}
+
+double hbm_bandwidth(const std::string& name) {
+  if (const double set = positive_from_env("AOBENCH_HBM_BANDWIDTH", "4.8e12"); set > 0) return set;
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("H200")) return 4.8e12;
+  if (has("H100")) return has("NVL") ? 3.9e12 : has("PCIe") ? 2.0e12 : 3.35e12;
+  if (has("A100")) return has("40GB") ? 1.555e12 : has("PCIe") ? 1.935e12 : 2.039e12;
+  return 0.0;
+}
+
+void synchronize_device(torch::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
 }
 
 double max_memory_gib(torch::Device device) {

@@ -21,6 +21,10 @@ std::string device_name(torch::Device device);  // "NVIDIA H100 80GB HBM3", "cpu
 double peak_bf16_flops(const std::string& name);
 // The same from the table alone, whatever AOBENCH_PEAK_FLOPS says: the peak of a GPU something was measured on.
 double known_peak_bf16_flops(const std::string& name);
+// Memory bandwidth in bytes/s from the vendors' data sheets (H200 4.8e12, H100 SXM 3.35e12, H100 NVL 3.9e12,
+// H100 PCIe 2.0e12, A100 80GB 2.039e12 (PCIe 1.935e12), A100 40GB 1.555e12); 0 when unknown (the CPU).
+// AOBENCH_HBM_BANDWIDTH (bytes/s) overrides.
+double hbm_bandwidth(const std::string& name);
 
 // The speed switches, each a fast path on by default that can be turned off for comparison or to rule a kernel
 // out: the config's "perf" section (PerfConfig, core/config_types.h) sets them per run, and the environment
@@ -51,6 +55,9 @@ class EnvSwitch {
   // together; −1 = not read yet. A value stored for an older generation is read again at the next on().
   std::atomic<int64_t> state_{-1};
 };
+
+// Waits for the device's queued work (a CUDA device; nothing on the CPU): around a wall-clock timing.
+void synchronize_device(torch::Device device);
 
 // Peak memory since the last reset, GiB: CUDA max allocated; on CPU the process's max RSS.
 double max_memory_gib(torch::Device device);

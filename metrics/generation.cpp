@@ -5,6 +5,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,19 +14,12 @@
 #include <map>
 
 #include "core/config.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "datasets/tokenizer.h"
 #include "metrics/likelihood.h"
 
 namespace aobench {
-
-namespace {
-
-void sync(torch::Device device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
-}
-
-}  // namespace
 
 SampleRequest SampleOptions::request(int64_t rows, uint64_t batch_seed, torch::Device device) const {
   SampleRequest r;
@@ -224,14 +218,11 @@ GenPplSummary summarize_scores(const std::vector<SampleScore>& scores) {
   return s;
 }
 
-namespace {
-// "0.95", "1", "0.7": shortest round-trip form, so names stay stable and readable.
 std::string short_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
-}  // namespace
 
 int64_t generation_length(int64_t length, int64_t block_size, const std::string& key, const std::string& hint_tail) {
   if (length == 0) return block_size;  // the default: as long as the model reads
@@ -297,7 +288,7 @@ GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& reques
   const torch::Device dev = request.device;
   for (int64_t i = 0; i < warmup; ++i) model.sample(request);
   for (int64_t i = 0; i < repeats; ++i) {
-    sync(dev);
+    synchronize_device(dev);
     if (dev.is_cuda()) {
       // CUDA events on the current stream: the GPU's own clock, from the first kernel to the last.
       c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
@@ -314,12 +305,36 @@ GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& reques
       t.network_calls = model.sample(request).network_calls;
       t.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    sync(dev);
+    synchronize_device(dev);
   }
   const auto ms = mean_stderr(t.seconds);
   t.mean = ms.mean;
   t.sd = ms.stderr_ * std::sqrt(static_cast<double>(t.seconds.size()));
   return t;
+}
+
+GenerationFloor generation_floor(const GenerationShape& s, double bandwidth, double peak_flops) {
+  GenerationFloor f;
+  const int64_t calls = std::max<int64_t>(1, s.calls);
+  const double B = static_cast<double>(s.batch), L = static_cast<double>(s.length);
+  const double attention = 4.0 * static_cast<double>(s.n_layer * s.n_embd);  // FLOPs per token per context token
+  const double kv_per_token = 2.0 * static_cast<double>(s.n_layer * s.n_embd) * s.activation_bytes;
+  for (int64_t c = 0; c < calls; ++c) {
+    // Tokens placed before this call and by it.
+    const double before = static_cast<double>(s.length * c / calls);
+    const double placed = static_cast<double>(s.length * (c + 1) / calls) - before;
+    double bytes = s.matmul_params * s.weight_bytes, flops = 0;
+    if (s.kv_cache) {
+      bytes += B * before * kv_per_token;
+      flops = B * placed * (2.0 * s.matmul_params + attention * (before + placed / 2));
+    } else {
+      flops = B * L * (2.0 * s.matmul_params + attention * L);
+    }
+    f.bytes += bytes;
+    f.flops += flops;
+    if (bandwidth > 0 && peak_flops > 0) f.seconds += std::max(bytes / bandwidth, flops / peak_flops);
+  }
+  return f;
 }
 
 }  // namespace aobench

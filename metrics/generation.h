@@ -113,6 +113,8 @@ struct GenPplSummary {
 };
 GenPplSummary summarize_scores(const std::vector<SampleScore>& scores);
 
+// "0.95", "1", "0.7": the shortest round-trip form (%.6g), so names stay stable and readable.
+std::string short_number(double v);
 // Results-file names of a protocol: "gen_p0.95_t0.9_s256" (genppl metrics) and "speed_s256" (speed),
 // so reports sort them (top-p, temperature) then steps and `aobench compare` matches them by name.
 std::string genppl_dataset(int64_t steps, double top_p, double temperature);
@@ -128,5 +130,26 @@ struct GenerationTiming {
   int64_t network_calls = 0;
 };
 GenerationTiming time_generation(ModelPlugin& model, const SampleRequest& request, int64_t warmup, int64_t repeats);
+
+// The hardware floor of one generation: the time no implementation can beat on a device of `bandwidth` bytes/s
+// and `peak_flops` FLOP/s, summed over its network calls, each bounded by the larger of its bytes / bandwidth and
+// its FLOPs / peak. A call reads every matmul weight once (embedding lookups excluded) and, for a decoder with a
+// KV cache (autoregressive, any-order), the keys and values of the tokens already placed; it computes the forward
+// of the tokens it places (2 FLOPs per weight, 4 · layers · width per token of context for attention). An encoder
+// (masked diffusion) runs every call over all `length` positions, without a cache. The sampler's schedule spreads
+// the `length` tokens evenly over the calls.
+struct GenerationShape {
+  bool kv_cache = true;  // decoders; false for encoders
+  int64_t batch = 1, length = 1, calls = 1;
+  double matmul_params = 0;  // from flops_per_token: (flops_per_token(T) − 12 · layers · width · T) / 6
+  int64_t n_layer = 0, n_embd = 0;
+  double weight_bytes = 2;      // per parameter: 2 under bf16, 4 in fp32
+  double activation_bytes = 2;  // per cached key or value element
+};
+struct GenerationFloor {
+  double seconds = 0;           // 0 when the bandwidth or the peak is unknown
+  double bytes = 0, flops = 0;  // summed over the calls
+};
+GenerationFloor generation_floor(const GenerationShape& shape, double bandwidth, double peak_flops);
 
 }  // namespace aobench

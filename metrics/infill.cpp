@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "datasets/token_file.h"
 #include "metrics/ensemble.h"
+#include "metrics/generation.h"
 
 namespace aobench {
 namespace {
@@ -32,6 +33,32 @@ std::string infill_name(const std::string& place, double ratio) {
 // Spans the "spans" place can fit: each span ≥ 1 token, one visible token between neighbours.
 int64_t fitting_spans(int64_t spans, int64_t n, int64_t T) {
   return std::max<int64_t>(1, std::min({spans, n, T - n + 1}));
+}
+
+// The hidden positions of (place, ratio) in the first N evaluation windows, from eval.seed, the place and the
+// ratio only: (N, T) bool with n true per row; the first rows do not depend on N (rows are drawn in turn).
+// eval.first_token=skip keeps position 0 visible for every model (a GPT without a start token cannot score it):
+// the places and ratios then apply to positions 1 … T−1.
+struct HiddenSet {
+  torch::Tensor hidden;  // (N, T) bool, CPU
+  int64_t n = 0;         // hidden per row
+  std::string what;      // "infill middle, 64 of 128 tokens hidden (position 0 always visible)"
+};
+
+HiddenSet hidden_set(const std::string& place, double ratio, const EvalOptions& o, int64_t N, int64_t T) {
+  const int64_t first_hidable = o.skip_first ? 1 : 0, hidable = T - first_hidable;
+  HiddenSet hs;
+  hs.n = hidden_count(ratio, hidable);
+  at::Generator mask_gen = at::detail::createCPUGenerator(mask_seed(o.seed, infill_name(place, ratio)));
+  hs.hidden = torch::cat({torch::zeros({N, first_hidable}, torch::kBool),
+                          hide_positions(place, ratio, o.infill.spans, N, hidable, mask_gen)},
+                         1);
+  std::ostringstream what;
+  what << "infill " << place;
+  if (place == "spans") what << " (" << fitting_spans(o.infill.spans, hs.n, hidable) << " spans)";
+  what << ", " << hs.n << " of " << T << " tokens hidden" << (first_hidable ? " (position 0 always visible)" : "");
+  hs.what = what.str();
+  return hs;
 }
 
 // Σ of nll (B, T) where `take` (B, T) bool, per row, float64 on the CPU. Every taken entry must be scored.
@@ -136,21 +163,11 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
   for (const std::string& place : o.infill.places) {
     for (double ratio : o.infill.ratios) {
       const std::string name = infill_name(place, ratio);
-      // eval.first_token=skip keeps position 0 visible for every model (a GPT without a start token cannot
-      // score it): the places and ratios apply to positions 1 … T−1.
-      const int64_t first_hidable = o.skip_first ? 1 : 0, hidable = T - first_hidable;
-      const int64_t n = hidden_count(ratio, hidable), V = T - n;
-      at::Generator mask_gen = at::detail::createCPUGenerator(mask_seed(o.seed, name));
+      const HiddenSet hs = hidden_set(place, ratio, o, static_cast<int64_t>(n_windows), T);
+      const auto& hidden_all = hs.hidden;  // (N, T)
+      const int64_t n = hs.n, V = T - n;
       at::Generator gen = at::detail::createCPUGenerator(o.seed);  // orders, members, ELBO noise
-      const auto N = static_cast<int64_t>(n_windows);
-      const auto hidden_all = torch::cat({torch::zeros({N, first_hidable}, torch::kBool),
-                                          hide_positions(place, ratio, o.infill.spans, N, hidable, mask_gen)},
-                                         1);  // (N, T)
-
-      std::ostringstream what;
-      what << "infill " << place;
-      if (place == "spans") what << " (" << fitting_spans(o.infill.spans, n, hidable) << " spans)";
-      what << ", " << n << " of " << T << " tokens hidden" << (first_hidable ? " (position 0 always visible)" : "");
+      const std::string& what = hs.what;
       std::vector<Row> rows;
       const std::string orders = "visible tokens first, K=" + std::to_string(K) + " random orders of the hidden ones";
       if (caps.any_order) {
@@ -234,7 +251,7 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
         }
         progress.advance(B);
       }
-      if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
+      synchronize_device(device);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       progress.finish();
 
@@ -252,12 +269,149 @@ std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFil
         r.ensemble_size = row.ensemble;
         r.mc_steps = row.mc_steps;
         r.is_bound = row.kind == Row::kBound;
-        r.protocol = what.str() + ": " + row.protocol + "; " + std::to_string(T) + "-token windows; " +
+        r.protocol = what + "; " + row.protocol + "; " + std::to_string(T) + "-token windows; " +
                      (info.packing.empty() ? "unknown" : info.packing) + " packing";
         if (n_windows < starts.size())
           r.protocol += "; " + std::to_string(n_windows) + "/" + std::to_string(starts.size()) + " windows";
         r.wall_s = wall;
         r.tok_per_s = wall > 0 ? static_cast<double>(n_windows) * static_cast<double>(n) / wall : 0;
+        results.push_back(r);
+      }
+    }
+  }
+  return results;
+}
+
+namespace {
+
+// The nucleus keeps the tokens whose preceding probability mass is below top-p: at 1e-6 only the most probable
+// one, whose probability is at least 1/V > 1e-6 for any vocabulary under a million tokens — a greedy draw.
+constexpr double kGreedyTopP = 1e-6;
+
+// Per window of `rows` (B, T) ids: the positions where `given` (B, T) bool is true, as the given lists of
+// score_samples.
+std::vector<std::vector<int64_t>> positions_where(const torch::Tensor& given) {
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(given.size(0)));
+  auto g = given.accessor<bool, 2>();
+  for (int64_t b = 0; b < given.size(0); ++b)
+    for (int64_t t = 0; t < given.size(1); ++t)
+      if (g[b][t]) out[static_cast<size_t>(b)].push_back(t);
+  return out;
+}
+
+std::vector<std::vector<int64_t>> rows_of(const torch::Tensor& ids) {  // (B, T) int64 CPU → B vectors
+  std::vector<std::vector<int64_t>> out;
+  auto c = ids.contiguous();
+  for (int64_t b = 0; b < c.size(0); ++b)
+    out.emplace_back(c[b].data_ptr<int64_t>(), c[b].data_ptr<int64_t>() + c.size(1));
+  return out;
+}
+
+}  // namespace
+
+std::vector<FillResult> evaluate_fillings(ModelPlugin& model, const TokenFile& file, const DatasetInfo& info,
+                                          const EvalOptions& o, torch::Device device, ModelPlugin* judge) {
+  std::vector<FillResult> results;
+  if (o.infill.fill.empty()) return results;
+  const int64_t T = model.block_size();
+  const PluginInfo plugin = model.info();
+  const bool anywhere = plugin.capabilities.infill;  // else forced tokens: each draw sees only its left
+  if (!anywhere && !plugin.capabilities.forced_tokens)
+    throw ConfigError(
+        "eval.infill.fill: plugin '" + plugin.name + "' cannot sample with given ids after free ones",
+        "it declares neither the infill nor the forced_tokens capability; set eval.infill.fill=[] for it");
+  if (judge != nullptr && (judge->block_size() < T || judge->vocab_size() < model.vocab_size()))
+    throw ConfigError("eval.infill.judge reads " + std::to_string(judge->block_size()) + " tokens of a vocabulary of " +
+                          std::to_string(judge->vocab_size()) + "; the fillings are " + std::to_string(T) +
+                          "-token windows of a vocabulary of " + std::to_string(model.vocab_size()),
+                      "judge with a gpt run (or GPT-2 folder) of the same tokenizer and at least this context");
+  const EvalWindows windows = eval_windows(file, T, o);
+  const auto N = static_cast<int64_t>(windows.used);
+  const int64_t F = std::min<int64_t>(o.infill.fill_windows, N);
+  const auto truth = load_windows(file, windows.starts, 0, static_cast<size_t>(F), T, torch::kCPU);  // (F, T)
+
+  torch::NoGradGuard no_grad;
+  model.module().eval();
+  for (const std::string& place : o.infill.places) {
+    for (double ratio : o.infill.ratios) {
+      const std::string name = infill_name(place, ratio);
+      const HiddenSet hs = hidden_set(place, ratio, o, N, T);
+      const auto hidden = hs.hidden.narrow(0, 0, F);  // (F, T) bool
+      const int64_t n = hs.n;
+      const int64_t steps = anywhere ? (o.infill.fill_steps > 0 ? std::min(o.infill.fill_steps, n) : n) : n;
+      const auto visible = positions_where(~hidden);
+      GenPplSummary truth_judged;  // the judge on the true hidden tokens: once per (place, ratio)
+      if (judge != nullptr)
+        truth_judged = summarize_scores(score_samples(*judge, rows_of(truth), o.batch_size, device, visible));
+      for (const std::string& fill : o.infill.fill) {
+        std::vector<double> accuracy, exact;
+        std::vector<std::vector<int64_t>> filled;
+        double seconds = 0;
+        int64_t calls = 0;
+        Progress progress("fill " + info.name + " " + name + " " + fill, F, "windows");
+        for (int64_t first = 0; first < F; first += o.batch_size) {
+          const int64_t B = std::min(o.batch_size, F - first);
+          const auto tokens = truth.narrow(0, first, B);  // (B, T)
+          const auto h = hidden.narrow(0, first, B);      // (B, T) bool
+          SampleRequest request;
+          request.batch_size = B;
+          request.length = T;
+          request.steps = steps;
+          request.temperature = fill == "greedy" ? 1.0 : o.infill.temperature;
+          request.top_p = fill == "greedy" ? kGreedyTopP : o.infill.top_p;
+          request.seed = mask_seed(o.seed, name + "/" + fill + "/" + std::to_string(first));
+          request.prompt = tokens.masked_fill(h, -1).to(device);
+          request.device = device;
+          torch::Tensor got;
+          {
+            AutocastScope autocast(o.autocast_bf16);
+            synchronize_device(device);
+            const auto t0 = std::chrono::steady_clock::now();
+            SampleOutput out = model.sample(request);
+            synchronize_device(device);
+            seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            calls = out.network_calls;
+            got = out.tokens.to(torch::kCPU, torch::kLong);  // (B, T)
+          }
+          if (!got.masked_select(~h).equal(tokens.masked_select(~h)))
+            throw PluginError("plugin '" + plugin.name + "' changed a given (visible) token while filling " + name,
+                              "sample() must return the prompt's ids unchanged (core/plugin_api.h)");
+          const auto correct = (got == tokens).logical_and(h).sum(1).to(torch::kFloat64);  // (B)
+          for (int64_t b = 0; b < B; ++b) {
+            const double c = correct[b].item<double>();
+            accuracy.push_back(c / static_cast<double>(n));
+            exact.push_back(c == static_cast<double>(n) ? 1.0 : 0.0);
+          }
+          for (auto& row : rows_of(got)) filled.push_back(std::move(row));
+          progress.advance(B);
+        }
+        progress.finish();
+        FillResult r;
+        r.dataset = info.name;
+        r.infill = name;
+        r.fill = fill;
+        r.accuracy = mean_stderr(accuracy);
+        r.exact = mean_stderr(exact);
+        if (judge != nullptr) {
+          r.judged = true;
+          r.judge = summarize_scores(score_samples(*judge, filled, o.batch_size, device, visible));
+          r.truth = truth_judged;
+        }
+        r.windows = F;
+        r.hidden = n;
+        r.steps = steps;
+        r.network_calls = calls;
+        r.ms_per_token = 1e3 * seconds / static_cast<double>(F * n);
+        std::ostringstream how;
+        how << hs.what << "; " << fill
+            << (fill == "greedy" ? " (the most probable token at each draw)"
+                                 : " (temperature " + short_number(o.infill.temperature) + ", top-p " +
+                                       short_number(o.infill.top_p) + ")")
+            << (anywhere ? ", every draw given all visible tokens, " + std::to_string(steps) + " steps"
+                         : ", prefix-only: each hidden token drawn given the tokens left of it (the visible ones to "
+                           "its right unseen)")
+            << "; " << T << "-token windows, the first " << F << " of " << windows.starts.size();
+        r.protocol = how.str();
         results.push_back(r);
       }
     }

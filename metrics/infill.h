@@ -19,7 +19,9 @@
 
 #include <torch/torch.h>
 
+#include "metrics/generation.h"
 #include "metrics/likelihood.h"
+#include "metrics/stats.h"
 
 namespace aobench {
 
@@ -44,5 +46,29 @@ torch::Tensor visible_first_order(const torch::Tensor& hidden, at::Generator& ge
 // "nll_mix4", "nll_M8", "nelbo", "nll_prefix") and `infill` ("middle_r50").
 std::vector<LikelihoodResult> evaluate_infill(ModelPlugin& model, const TokenFile& file, const DatasetInfo& info,
                                               const EvalOptions& options, torch::Device device);
+
+// Fillings (eval.infill.fill): the hidden positions of evaluate_infill's windows — the same positions, the first
+// eval.infill.fill_windows windows — filled by model.sample() with the visible tokens as the prompt. Any-order
+// decoders and encoders condition every draw on all visible tokens (capability infill); a left-to-right model
+// draws each hidden token given the tokens left of it (forced_tokens: the visible ones to its right are kept in
+// place but unseen). "greedy" takes the most probable token at each draw (the order or unmasking schedule is
+// still the sampler's), "sampled" draws at eval.infill.temperature / top_p.
+struct FillResult {
+  std::string dataset;
+  std::string infill;       // "middle_r50"
+  std::string fill;         // "greedy" | "sampled"
+  MeanStderr accuracy;      // per window: the fraction of its hidden tokens equal to the truth
+  MeanStderr exact;         // per window: 1 when every hidden token equals the truth, else 0
+  bool judged = false;      // eval.infill.judge set: the two below hold
+  GenPplSummary judge;      // the judge's perplexity of the filled tokens (the visible ones are context, unscored)
+  GenPplSummary truth;      // the same for the true hidden tokens: the level a perfect filling would reach
+  double ms_per_token = 0;  // wall time of the sample() calls per filled token
+  int64_t windows = 0, hidden = 0, steps = 0, network_calls = 0;  // hidden per window; calls per sample()
+  std::string protocol;
+};
+
+// `judge` (nullptr = none): a left-to-right model of the same tokens whose block size covers the window.
+std::vector<FillResult> evaluate_fillings(ModelPlugin& model, const TokenFile& file, const DatasetInfo& info,
+                                          const EvalOptions& options, torch::Device device, ModelPlugin* judge);
 
 }  // namespace aobench

@@ -21,10 +21,6 @@
 namespace aobench {
 namespace {
 
-void sync(torch::Device device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -202,7 +198,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
 
   int64_t network_tokens = 0;
   Progress progress("eval " + info.name + " " + o.mode, static_cast<int64_t>(n_windows), "windows");
-  sync(device);
+  synchronize_device(device);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t first = 0; first < n_windows; first += static_cast<size_t>(o.batch_size)) {
     const size_t count = std::min<size_t>(static_cast<size_t>(o.batch_size), n_windows - first);
@@ -238,7 +234,7 @@ std::vector<LikelihoodResult> evaluate_likelihood(ModelPlugin& model, const Toke
     }
     progress.advance(B);
   }
-  sync(device);
+  synchronize_device(device);
   const double wall = seconds_since(t0);
   progress.finish();
 
@@ -282,10 +278,10 @@ double l2r_throughput(ModelPlugin& model, const TokenFile& file, const EvalOptio
   const int64_t B = tokens.size(0);
   auto order = torch::arange(T, torch::dtype(torch::kInt64).device(device)).expand({B, T}).contiguous();
   for (int64_t i = 0; i < warmup; ++i) model.log_prob(tokens, order, gen);
-  sync(device);
+  synchronize_device(device);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) model.log_prob(tokens, order, gen);
-  sync(device);
+  synchronize_device(device);
   const double wall = seconds_since(t0);
   return wall > 0 ? static_cast<double>(B * T * iters) / wall : 0;
 }

@@ -89,8 +89,21 @@ struct Family {
 
 // Report order of the families: likelihoods, generation quality, timing, the rest by name.
 int family_rank(const std::string& family) {
-  static const std::vector<std::string> order = {"ppl",     "nll",   "bpb",       "genppl",    "genppl_corpus",
-                                                 "entropy", "gen_s", "gen_tok_s", "eval_tok_s"};
+  static const std::vector<std::string> order = {"ppl",
+                                                 "nll",
+                                                 "bpb",
+                                                 "genppl",
+                                                 "genppl_corpus",
+                                                 "entropy",
+                                                 "gen_s",
+                                                 "gen_tok_s",
+                                                 "eval_tok_s",
+                                                 "infill_ppl",
+                                                 "infill_nll",
+                                                 "infill_fill_acc",
+                                                 "infill_fill_exact",
+                                                 "infill_fill_judge_ppl",
+                                                 "infill_fill_ms"};
   const auto it = std::find(order.begin(), order.end(), family);
   return static_cast<int>(it - order.begin());
 }
@@ -103,8 +116,16 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// A row of a table: a group, and the tail its cells' keys end with ("" for a plain family; an infilling route such
+// as "k4", "prefix" or "greedy", whose columns' metrics end with "_").
+struct RowSpec {
+  std::string label;
+  const RunGroup* group;
+  std::string tail;
+};
+
 // One family's table: cells pooled over each group's seeds, protocol parts attached where they hold.
-MetricTable family_table(const std::string& name, const Family& fam, const std::vector<RunGroup>& groups) {
+MetricTable family_table(const std::string& name, const Family& fam, const std::vector<RowSpec>& specs) {
   MetricTable t;
   t.family = name;
   t.higher_is_better = fam.higher_is_better;
@@ -125,12 +146,13 @@ MetricTable family_table(const std::string& name, const Family& fam, const std::
   };
   std::vector<std::vector<Pending>> pending;
   bool pooled = false;
-  for (const RunGroup& g : groups) {
-    MetricTable::Row row{seeds_label(g), {}};
+  for (const RowSpec& spec : specs) {
+    const RunGroup& g = *spec.group;
+    MetricTable::Row row{spec.label, {}};
     std::vector<Pending> cells;
     bool any = false;
     for (const Column& c : columns) {
-      const std::string key = c.dataset.empty() ? c.metric : c.dataset + "/" + c.metric;
+      const std::string key = (c.dataset.empty() ? c.metric : c.dataset + "/" + c.metric) + spec.tail;
       std::string missing;
       const PooledCell pc = pooled_cell(g, key, &missing);
       Pending p;
@@ -204,12 +226,44 @@ MetricTable family_table(const std::string& name, const Family& fam, const std::
 
 }  // namespace
 
+bool parse_infill(const std::string& metric, const std::string& family, InfillKey& k) {
+  // family "infill_ppl" → metrics "ppl_infill_…"; "infill_fill_acc" → "fill_acc_…"
+  if (family.rfind("infill_", 0) != 0) return false;
+  const std::string quantity = family.substr(7);
+  const std::string head = quantity.rfind("fill_", 0) == 0 ? quantity + "_" : quantity + "_infill_";
+  if (metric.rfind(head, 0) != 0) return false;
+  const std::string rest = metric.substr(head.size());  // "middle_r50_k4"
+  const size_t a = rest.find("_r"), b = a == std::string::npos ? a : rest.find('_', a + 2);
+  if (b == std::string::npos) return false;
+  k.place = rest.substr(0, a);
+  k.percent = std::atoll(rest.substr(a + 2, b - a - 2).c_str());
+  k.route = rest.substr(b + 1);
+  k.column = metric.substr(0, head.size() + b + 1);
+  return true;
+}
+
+int place_rank(const std::string& place) {
+  static const std::vector<std::string> order = {"start", "middle", "end", "spans", "random"};
+  return static_cast<int>(std::find(order.begin(), order.end(), place) - order.begin());
+}
+
 std::vector<MetricTable> metric_tables(const Results& r) {
   std::map<std::string, Family> families;
+  std::map<std::string, std::set<std::string, NaturalLess>> routes;  // infilling family → its routes
   for (const auto& [run, rr] : r.runs)
     for (const auto& [key, m] : rr.metrics) {
       const auto [dataset, metric] = split_metric_key(key);
       const std::string name = m.params.family.empty() ? metric : m.params.family;
+      InfillKey ik;
+      if (parse_infill(metric, name, ik)) {  // columns place × ratio, a row per group and route
+        Family& f = families[name];
+        f.higher_is_better = m.higher_is_better;
+        f.columns.insert({dataset,
+                          ik.column,
+                          {place_rank(ik.place), ik.percent, 0, ik.place + " " + std::to_string(ik.percent) + "%"}});
+        routes[name].insert(ik.route);
+        continue;
+      }
       Family& f = families[name];
       f.higher_is_better = m.higher_is_better;
       f.columns.insert({dataset, metric, measure_of(name, metric, m.params), m.params.top_p.value_or(0),
@@ -222,7 +276,18 @@ std::vector<MetricTable> metric_tables(const Results& r) {
   const auto groups = replicate_groups(r);
   std::vector<MetricTable> tables;
   for (const auto& [name, f] : ordered) {
-    MetricTable t = family_table(name, *f, groups);
+    std::vector<RowSpec> specs;
+    const auto it = routes.find(name);
+    for (const RunGroup& g : groups)
+      if (it == routes.end())
+        specs.push_back({seeds_label(g), &g, ""});
+      else
+        for (const std::string& route : it->second)
+          if (route != "truth")
+            specs.push_back({seeds_label(g) + " · " + route, &g, route});
+          else if (&g == &groups.front())  // the judge on the true hidden tokens: the same for every run
+            specs.push_back({"the true tokens", &g, route});
+    MetricTable t = family_table(name, *f, specs);
     if (!t.rows.empty()) tables.push_back(std::move(t));
   }
   return tables;

@@ -43,6 +43,17 @@ std::vector<std::string> protocol_parts(const std::string& protocol);
 // "16/86 windows" → "16 of 86": a window subset named in a protocol part; "" for any other part.
 std::string window_subset(const std::string& part);
 
+// An infilling metric of `family` (MetricParams::family "infill_ppl", "infill_fill_acc", …) by its parts:
+// "ppl_infill_middle_r50_k4" → column "ppl_infill_middle_r50_", place "middle", percent 50, route "k4" (the
+// scoring protocol, or greedy / sampled / truth for fillings); false for any other metric.
+struct InfillKey {
+  std::string column, place, route;
+  int64_t percent = 0;
+};
+bool parse_infill(const std::string& metric, const std::string& family, InfillKey& out);
+// Places in the order the README lists them (start, middle, end, spans, random); an unknown one after them.
+int place_rank(const std::string& place);
+
 // Every metric table of `r`, likelihood families first (ppl, nll, bpb), then generation quality, then timing,
 // then any other family by name.
 std::vector<MetricTable> metric_tables(const Results& r);

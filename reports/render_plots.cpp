@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "core/subprocess.h"
+#include "reports/metric_tables.h"
 #include "reports/replicates.h"
 #include "reports/results.h"
 
@@ -235,6 +236,46 @@ void ensemble_plot(const Results& r, const std::string& out_dir, bool have_gnupl
                    images);
 }
 
+// Infilling: perplexity per hidden token against the share of the window hidden, one figure per dataset and place
+// ("infill_<dataset>_<place>"), a line per replicate group (its mean over seeds) and route — each paradigm's exact
+// route (prefix, k<K>, an encoder's chain) and the encoders' bound; the mixtures and ensembles stay in the tables.
+void infill_plot(const Results& r, const std::string& out_dir, bool have_gnuplot, std::vector<std::string>& images) {
+  // (dataset, place) → line label → (percent, perplexity)
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::map<int64_t, double>>> figures;
+  for (const RunGroup& g : replicate_groups(r))
+    for (const auto& [key, m] : g.members.front()->metrics) {
+      const auto [dataset, metric] = split_metric_key(key);
+      InfillKey k;
+      if (!parse_infill(metric, m.params.family, k) || m.params.family != "infill_ppl") continue;
+      if (k.route.rfind("mix", 0) == 0 || (k.route[0] == 'm' && k.route.size() > 1 && std::isdigit(k.route[1])))
+        continue;
+      const PooledCell cell = pooled_cell(g, key);
+      if (cell.have > 0)
+        figures[{dataset, k.place}][seeds_label(g) + " · " + k.route + (cell.is_bound ? " (bound)" : "")][k.percent] =
+            cell.value;
+    }
+  for (const auto& [where, lines] : figures) {
+    const auto& [dataset, place] = where;
+    std::string name = "infill_" + dataset + "_" + place;  // a file name inside a gnuplot "…" string: plain characters
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+    std::vector<PlotEntry> entries;
+    std::ofstream dat(fs::path(out_dir) / (name + ".dat"));
+    for (const auto& [label, points] : lines) {
+      dat << "# " << label << ": percent hidden, perplexity per hidden token\n";
+      for (const auto& [percent, ppl] : points) dat << percent << " " << ppl << "\n";
+      dat << "\n\n";
+      entries.push_back({label});
+    }
+    dat.close();
+    write_block_plot(out_dir, name,
+                     "Infilling on " + dataset + ", hidden at " + place + ": perplexity of the hidden tokens",
+                     "set logscale y\nset xlabel \"hidden share of the window (%)\"\n"
+                     "set ylabel \"perplexity per hidden token\"\n",
+                     entries, have_gnuplot, images);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> render_plots(const Results& r, const std::string& out_dir) {
@@ -270,6 +311,7 @@ std::vector<std::string> render_plots(const Results& r, const std::string& out_d
   speed_plot(r, out_dir, have_gnuplot, images);
   tokens_plot(r, out_dir, have_gnuplot, images);
   ensemble_plot(r, out_dir, have_gnuplot, images);
+  infill_plot(r, out_dir, have_gnuplot, images);
   return images;
 }
 

@@ -391,7 +391,7 @@ bool is_timing_metric(const std::string& key) {
   };
   return metric.find("tok_s") != std::string::npos || metric.rfind("throughput", 0) == 0 ||
          key.rfind("throughput/", 0) == 0 || metric == "mfu" || ends_with("_mfu") || ends_with("_s") ||
-         ends_with("_ms");
+         ends_with("_ms") || metric.rfind("fill_ms_", 0) == 0 || metric.find("floor") != std::string::npos;
 }
 
 bool metric_matches(const std::string& key, const std::string& pattern) {

@@ -173,7 +173,7 @@ struct Comparison {
 Comparison compare_results(const Results& base, const Results& current, double threshold,
                            const std::vector<std::string>& metrics = {});
 // Throughput and durations: "*tok_s*", "throughput*", "mfu", "*_s" (gen_s), "*_ms" (Google Benchmark time_ms,
-// cpu_ms, step_ms).
+// cpu_ms, step_ms), "fill_ms_*" (infilling's time per filled token), "*floor*" (a timing against the hardware floor).
 bool is_timing_metric(const std::string& key);
 // Does `key` ("dataset/metric") match one --metrics pattern (see compare_results)?
 bool metric_matches(const std::string& key, const std::string& pattern);

@@ -47,6 +47,10 @@ EvalMode eval_mode(const json& entry, const json& datasets, const std::string& w
   m.patch.erase("datasets");
   m.every_job = !entry.contains("jobs");
   for (const auto& j : entry.value("jobs", json::array())) m.jobs.push_back(j.get<std::string>());
+  const json judge =
+      m.patch.contains("infill") && m.patch["infill"].is_object() ? m.patch["infill"].value("judge", json()) : json();
+  if (judge.is_string() && !judge.get<std::string>().empty() && judge.get<std::string>().find('/') == std::string::npos)
+    m.judge_job = judge.get<std::string>();
   const json keep = entry.value("datasets", json());
   for (auto d = datasets.begin(); d != datasets.end(); ++d)
     if (keep.is_null() || std::find(keep.begin(), keep.end(), json(d.key())) != keep.end())
@@ -121,6 +125,18 @@ Experiment load_experiment(const std::string& origin, std::vector<std::string> s
   for (size_t i = 0; i < modes.size(); ++i) {
     e.modes.push_back(eval_mode(modes[i], datasets, origin + ": eval.modes[" + std::to_string(i) + "]"));
     const EvalMode& m = e.modes.back();
+    if (!m.judge_job.empty()) {  // a job name: a gpt job of this file
+      const auto judge =
+          std::find_if(e.runs.begin(), e.runs.end(), [&](const auto& r) { return r.job == m.judge_job; });
+      if (judge == e.runs.end())
+        throw ConfigError(
+            m.where + ": infill.judge = \"" + m.judge_job + "\" is not a job of this experiment",
+            "name a gpt job of the file, or give a gpt run folder or Hugging Face GPT-2 folder as a path");
+      if (get_string(judge->config, "model.plugin") != "gpt")
+        throw ConfigError(m.where + ": infill.judge = \"" + m.judge_job + "\" is a " +
+                              get_string(judge->config, "model.plugin") + " job; the judge must be a gpt job",
+                          "name a left-to-right gpt job of the file");
+    }
     for (const auto& r : e.runs)  // a typo in a mode fails now, not after the training before it
       if (r.seed == 0 && m.applies_to(r.job)) {
         json config = r.config;

@@ -31,8 +31,10 @@ struct EvalMode {
   bool every_job = true;          // no "jobs" filter
   std::vector<std::string> jobs;  // the "jobs" filter
   std::vector<std::pair<std::string, std::string>> datasets;  // (name, path) it evaluates, in name order
-  bool applies_to(const std::string& job) const;              // a filter naming a job covers its every seed
-  std::string done_key() const;                               // {"mode": entry, "datasets": {name: path}}
+  std::string judge_job;  // eval.infill.judge naming a gpt job of this experiment (its seed-0 run judges the
+                          // fillings): the mode runs once every training has ended; "" = with the run's training
+  bool applies_to(const std::string& job) const;  // a filter naming a job covers its every seed
+  std::string done_key() const;                   // {"mode": entry, "datasets": {name: path}}
 };
 
 struct Experiment {

@@ -139,6 +139,15 @@ json resolve_experiment_paths(json exp, const std::string& origin, bool keep_out
     for (auto it = exp["eval"]["datasets"].begin(); it != exp["eval"]["datasets"].end(); ++it)
       resolve(it.value(), "eval.datasets." + it.key());
   // A judge is a job of the experiment (a name) or a run folder / Hugging Face model (a path).
+  if (exp.contains("eval") && exp["eval"].is_object() && exp["eval"].contains("modes") &&
+      exp["eval"]["modes"].is_array())
+    for (size_t i = 0; i < exp["eval"]["modes"].size(); ++i) {
+      json& mode = exp["eval"]["modes"][i];
+      if (mode.is_object() && mode.contains("infill") && mode["infill"].is_object() &&
+          mode["infill"].contains("judge") && mode["infill"]["judge"].is_string() &&
+          mode["infill"]["judge"].get<std::string>().find('/') != std::string::npos)
+        resolve(mode["infill"]["judge"], "eval.modes[" + std::to_string(i) + "].infill.judge");
+    }
   if (exp.contains("generation") && exp["generation"].is_object() && exp["generation"].contains("judge") &&
       exp["generation"]["judge"].is_string() &&
       exp["generation"]["judge"].get<std::string>().find('/') != std::string::npos)

@@ -137,6 +137,7 @@ class Runner {
       std::cout << "run: lane done: " << trained_ << " trainings, " << evaluated_ << " evals\n";
       return 0;
     }
+    judged_evals();
     generate();
     report();
     return 0;
@@ -300,33 +301,57 @@ class Runner {
       count(true);
       ++trained_;
     }
+    for (const auto& mode : exp_.modes)
+      if (mode.applies_to(r.job) && mode.judge_job.empty()) evaluate(r, mode, run_dir, done);
+    return 0;
+  }
+
+  // One eval mode of one run, unless DONE.json has it.
+  void evaluate(const SeedRun& r, const EvalMode& mode, const fs::path& run_dir, json& done) {
+    const std::string key = mode.done_key();
+    if (has_item(done["evals"], key)) {
+      if (lane_trained_.count(r.name)) {  // by the lane that trained it
+        count(true);
+        ++evaluated_;
+        return;
+      }
+      std::cout << "run: job " << r.name << ": eval " << key << " done earlier, skipped\n";
+      count(false);
+      return;
+    }
+    step_line("job " + r.name + ": eval " + mode.entry.dump());
+    EvalTask task;
+    task.run_dir = run_dir.string();
+    task.datasets = mode.datasets;
+    json patch = mode.patch;
+    if (!mode.judge_job.empty()) patch["infill"]["judge"] = (exp_.out_dir / mode.judge_job).string();  // its seed 0
+    task.overrides.add({{"eval", patch}}, mode.where).add({{"perf", r.config.at("perf")}}, exp_.origin + ": perf");
+    announce_task("eval", task);
+    run_eval(task);
+    done["evals"].push_back(key);
+    write_done(run_dir, done);
+    count(true);
+    ++evaluated_;
+  }
+
+  // The eval modes whose fillings a job of this experiment judges, once every run is trained (as generation).
+  void judged_evals() {
     for (const auto& mode : exp_.modes) {
-      if (!mode.applies_to(r.job)) continue;
-      const std::string key = mode.done_key();
-      if (has_item(done["evals"], key)) {
-        if (lane_trained_.count(r.name)) {  // by the lane that trained it
-          count(true);
-          ++evaluated_;
-          continue;
-        }
-        std::cout << "run: job " << r.name << ": eval " << key << " done earlier, skipped\n";
-        count(false);
+      if (mode.judge_job.empty()) continue;
+      if (!read_done(exp_.out_dir / mode.judge_job).value("train", false)) {
+        std::cout << "run: " << mode.where << " skipped: its judge, job " << mode.judge_job
+                  << ", is not trained yet; run the same command again once it is\n";
         continue;
       }
-      step_line("job " + r.name + ": eval " + mode.entry.dump());
-      EvalTask task;
-      task.run_dir = run_dir.string();
-      task.datasets = mode.datasets;
-      task.overrides.add({{"eval", mode.patch}}, mode.where)
-          .add({{"perf", r.config.at("perf")}}, exp_.origin + ": perf");
-      announce_task("eval", task);
-      run_eval(task);
-      done["evals"].push_back(key);
-      write_done(run_dir, done);
-      count(true);
-      ++evaluated_;
+      for (const auto& r : exp_.runs) {
+        if (!is_selected(r.name) || !mode.applies_to(r.job)) continue;
+        const DirLock run_lock(lock_path(r.name), holder_, /*wait=*/false);
+        const fs::path run_dir = exp_.out_dir / r.name;
+        json done = read_done(run_dir);
+        if (!done.value("train", false)) continue;  // stopped before the end of its training
+        evaluate(r, mode, run_dir, done);
+      }
     }
-    return 0;
   }
 
   // Generation after every run is trained: a job of this experiment may be the genppl judge. Under `jobs` the

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/config.h"
@@ -20,6 +21,7 @@
 #include "harness/run_dir.h"
 #include "harness/run_record.h"
 #include "harness/tasks.h"
+#include "harness/tasks/judge.h"
 #include "harness/train/checkpoint.h"
 #include "metrics/generation.h"
 #include "metrics/infill.h"
@@ -71,6 +73,50 @@ void add_metrics(const LikelihoodResult& r, RunResults& run) {
   if (r.mode == "infill") return;  // its speed is the fillings' (time per filled token), not the scoring's
   MetricValue tps{r.tok_per_s, std::nullopt, r.sequences, false, true, r.protocol, params("eval_tok_s")};
   run.metrics[prefix + "eval_tok_s" + suf] = tps;
+}
+
+// A filling's numbers: "<dataset>/fill_acc_<place>_r<pct>_<greedy|sampled>" (token accuracy), fill_exact
+// (windows filled exactly), fill_judge_ppl (the judge's perplexity of the filled tokens, and "…_truth" of the
+// true ones), fill_ms (milliseconds per filled token); families of their own ("infill_fill_acc", …).
+void add_fill_metrics(const FillResult& r, RunResults& run) {
+  const std::string key = r.infill + "_" + r.fill;
+  auto params = [&](const std::string& family) {
+    MetricParams p;
+    p.family = "infill_" + family;
+    p.mode = "infill";
+    p.steps = r.steps;
+    return p;
+  };
+  auto put = [&](const std::string& family, const std::string& k, double value, std::optional<double> se, int64_t n,
+                 bool higher_is_better) {
+    run.metrics[r.dataset + "/" + family + "_" + k] =
+        MetricValue{value, se, n, false, higher_is_better, r.protocol, params(family)};
+  };
+  put("fill_acc", key, r.accuracy.mean, r.accuracy.stderr_, r.accuracy.n, true);
+  put("fill_exact", key, r.exact.mean, r.exact.stderr_, r.exact.n, true);
+  put("fill_ms", key, r.ms_per_token, std::nullopt, r.windows, false);
+  if (r.judged) {
+    put("fill_judge_ppl", key, r.judge.ppl.mean, r.judge.ppl.stderr_, r.judge.ppl.n, false);
+    put("fill_judge_ppl", r.infill + "_truth", r.truth.ppl.mean, r.truth.ppl.stderr_, r.truth.ppl.n, false);
+  }
+}
+
+void print_fill_table(const std::vector<FillResult>& rows) {
+  std::ostringstream table;
+  table << std::left << std::setw(14) << "dataset" << std::setw(22) << "filling" << std::right << std::setw(10)
+        << "accuracy" << std::setw(9) << "±" << std::setw(8) << "exact" << std::setw(12) << "judge ppl" << std::setw(12)
+        << "truth ppl" << std::setw(10) << "ms/token" << std::setw(9) << "windows"
+        << "\n";
+  for (const auto& r : rows) {
+    table << std::left << std::setw(14) << r.dataset << std::setw(22) << (r.infill + "_" + r.fill) << std::right
+          << std::fixed << std::setprecision(4) << std::setw(10) << r.accuracy.mean << std::setw(9)
+          << r.accuracy.stderr_ << std::setprecision(3) << std::setw(8) << r.exact.mean << std::setprecision(2)
+          << std::setw(12) << (r.judged ? r.judge.ppl.mean : std::nan("")) << std::setw(12)
+          << (r.judged ? r.truth.ppl.mean : std::nan("")) << std::setprecision(3) << std::setw(10) << r.ms_per_token
+          << std::setw(9) << r.windows << "\n"
+          << "    " << r.protocol << "\n";
+  }
+  std::cout << table.str();
 }
 
 // Formats into its own stream: manipulators set on std::cout would outlive the table (a later "top-p 0.95"
@@ -202,7 +248,17 @@ void run_eval(const EvalTask& task) {
                                   : loaded.step * train.batch_size * train.accumulation_steps(1) * model.block_size();
   run.config = config;
 
+  // Fillings judged by eval.infill.judge, a left-to-right model of the run's tokens.
+  std::optional<Judge> judge;
+  if (options.mode == "infill" && !options.infill.fill.empty() && !options.infill.judge.empty()) {
+    judge = load_judge(options.infill.judge, device, "eval.infill.judge");
+    if (judge->tokenizer != model_tokenizer)
+      throw ConfigError("eval.infill.judge " + judge->description + " reads '" + judge->tokenizer + "' tokens but " +
+                            owner + " reads '" + model_tokenizer + "' tokens",
+                        "judge the fillings with a model of the run's tokenizer");
+  }
   std::vector<LikelihoodResult> all;
+  std::vector<FillResult> fills;
   for (const auto& [name, path] : datasets) {
     TokenFile file(path);
     check_tokenizer(file, model_tokenizer, owner);
@@ -217,8 +273,14 @@ void run_eval(const EvalTask& task) {
       add_metrics(r, run);
       all.push_back(r);
     }
+    if (options.mode == "infill")
+      for (auto& r : evaluate_fillings(model, file, info, options, device, judge ? judge->model.get() : nullptr)) {
+        add_fill_metrics(r, run);
+        fills.push_back(r);
+      }
   }
   print_table(all);
+  if (!fills.empty()) print_fill_table(fills);
 
   const std::string out = !task.out.empty() ? task.out : (fs::path(run_dir) / "results.json").string();
   if (hf && task.out.empty()) {

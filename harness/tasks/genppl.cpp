@@ -26,10 +26,8 @@
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "harness/cli.h"
-#include "harness/registry.h"
-#include "harness/resolve_config.h"
 #include "harness/tasks.h"
-#include "harness/train/checkpoint.h"
+#include "harness/tasks/judge.h"
 #include "metrics/generation.h"
 #include "reports/results.h"
 
@@ -37,49 +35,6 @@ namespace aobench {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Judge {
-  std::unique_ptr<ModelPlugin> model;
-  std::string description;  // "gpt2-large (Hugging Face folder /x/gpt2-large)"
-  std::string tokenizer;    // the tokens it reads: "gpt2" for a Hugging Face GPT-2, a run's data.tokenizer
-};
-
-// An aobench run (config.resolved.json or checkpoints/) of the gpt plugin, or a Hugging Face GPT-2 folder.
-Judge load_judge(const std::string& path, torch::Device device) {
-  const fs::path p(path);
-  Judge j;
-  if (fs::exists(p / "config.resolved.json") || fs::exists(p / "checkpoints") || fs::exists(p / "state.json")) {
-    LoadedModel loaded = load_model_for_eval(path, device, /*prefer_ema=*/true);
-    if (loaded.model->info().name != "gpt")
-      throw ConfigError("--judge '" + path + "' is a " + loaded.model->info().name +
-                            " run; the judge must be a "
-                            "left-to-right gpt model",
-                        "pass a gpt run or a Hugging Face GPT-2 folder");
-    j.model = std::move(loaded.model);
-    j.tokenizer = DataConfig::from_json(loaded.config).tokenizer;
-    j.description =
-        "aobench gpt run " + path + " step " + std::to_string(loaded.step) + (loaded.ema_weights ? " (EMA)" : "");
-  } else if (fs::exists(p / "config.json")) {
-    if (!fs::exists(p / "model.safetensors"))
-      throw ConfigError("--judge '" + path + "' has config.json but no model.safetensors",
-                        "download the safetensors weights of the GPT-2 model into the folder");
-    nlohmann::json patch = {
-        {"model",
-         {{"plugin", "gpt"}, {"flavour", "small"}, {"init_from_hf", path}, {"bias", true}, {"start_token", false}}}};
-    const nlohmann::json config = resolve_config(patch, {}, "--judge " + path);
-    j.model = PluginRegistry::instance().create("gpt");
-    j.model->configure(config.at("model"));
-    j.model->build(device);
-    j.description = "Hugging Face " + p.lexically_normal().filename().string() + " (" + path + ")";
-    j.tokenizer = "gpt2";
-  } else {
-    throw ConfigError("--judge '" + path + "' is neither an aobench run nor a Hugging Face GPT-2 folder",
-                      "a run has config.resolved.json and checkpoints/; an HF folder has config.json and "
-                      "model.safetensors");
-  }
-  j.model->module().eval();
-  return j;
-}
 
 struct Group {
   std::vector<std::vector<int64_t>> samples;
@@ -173,7 +128,7 @@ void run_genppl(const GenpplTask& task) {
   }
   if (n == 0) throw DataError("samples file '" + samples_path + "' holds no sample", "write it with `aobench sample`");
 
-  Judge judge = load_judge(task.judge, device);
+  Judge judge = load_judge(task.judge, device, "--judge");
   ModelPlugin& model = *judge.model;
   for (const auto& [name, line] : tokenizers)
     if (name != judge.tokenizer)

@@ -81,7 +81,29 @@ void run_speed(const SpeedTask& task) {
             << speed.length << " tokens, top-p " << sample.top_p << ", temperature " << sample.temperature
             << (sample.float64 ? ", float64 draws" : ", float32 draws") << ", " << speed.warmup << " warm-up + "
             << speed.repeats << " timed call(s) per steps value\n";
-  std::fprintf(table, "%8s %12s %10s %14s %8s\n", "steps", "mean s", "sd s", "tokens/s", "calls");
+  // The hardware floor beside every timing (metrics/generation.h): bf16 on a GPU of known bandwidth and peak.
+  GenerationShape shape;
+  shape.kv_cache = model.info().paradigm != Paradigm::kMaskedDiffusionEncoder;
+  shape.batch = speed.batch_size;
+  shape.length = speed.length;
+  shape.n_layer = config["model"].value("n_layer", int64_t{0});
+  shape.n_embd = config["model"].value("n_embd", int64_t{0});
+  shape.matmul_params =
+      (model.flops_per_token(speed.length) - 12.0 * static_cast<double>(shape.n_layer * shape.n_embd * speed.length)) /
+      6.0;
+  const double bandwidth = bf16 ? hbm_bandwidth(dev_name) : 0, peak = bf16 ? peak_bf16_flops(dev_name) : 0;
+  const bool floor_known = bandwidth > 0 && peak > 0 && shape.n_layer > 0 && shape.matmul_params > 0;
+  if (floor_known)
+    std::cout << "speed: hardware floor from " << bandwidth / 1e12 << " TB/s and " << peak / 1e12
+              << " TFLOP/s (bf16): every matmul weight (" << shape.matmul_params / 1e6
+              << " M) read once per network call"
+              << (shape.kv_cache ? ", the KV cache of the placed tokens read by each call" : ", no cache")
+              << "; the larger of bytes / bandwidth and FLOPs / peak per call\n";
+  else
+    std::cout << "speed: no hardware floor (it needs bf16 on a GPU whose bandwidth and peak aobench knows: "
+                 "AOBENCH_HBM_BANDWIDTH, AOBENCH_PEAK_FLOPS)\n";
+  std::fprintf(table, "%8s %12s %10s %14s %8s %10s %9s\n", "steps", "mean s", "sd s", "tokens/s", "calls", "floor s",
+               "× floor");  // "×" is two bytes: %9s pads it to 8 columns
 
   RunResults run;
   run.plugin = model.info().name;
@@ -98,8 +120,14 @@ void run_speed(const SpeedTask& task) {
     const SampleRequest req = o.request(speed.batch_size, sample.seed, device);
     const GenerationTiming t = time_generation(model, req, speed.warmup, speed.repeats);
     const double tok_s = speed.batch_size * speed.length / t.mean;
-    std::fprintf(table, "%8lld %12.4f %10.4f %14.0f %8lld\n", static_cast<long long>(steps), t.mean, t.sd, tok_s,
+    shape.calls = t.network_calls;
+    const GenerationFloor floor = generation_floor(shape, bandwidth, peak);
+    std::fprintf(table, "%8lld %12.4f %10.4f %14.0f %8lld", static_cast<long long>(steps), t.mean, t.sd, tok_s,
                  static_cast<long long>(t.network_calls));
+    if (floor_known)
+      std::fprintf(table, " %10.4f %8.2f\n", floor.seconds, t.mean / floor.seconds);
+    else
+      std::fprintf(table, " %10s %8s\n", "n/a", "n/a");
     std::fflush(table);
     char protocol[512];
     std::snprintf(protocol, sizeof(protocol),
@@ -119,6 +147,23 @@ void run_speed(const SpeedTask& task) {
     params.family = "gen_tok_s";
     run.metrics[speed_dataset(steps) + "/gen_tok_s"] = {
         tok_s, tok_s * se / t.mean, static_cast<int64_t>(t.seconds.size()), false, true, protocol, params};
+    if (floor_known) {
+      const std::string basis = std::string(protocol) + "; hardware floor " + std::to_string(floor.seconds) +
+                                " s: " + std::to_string(floor.bytes / 1e9) + " GB at " +
+                                std::to_string(bandwidth / 1e12) + " TB/s, " + std::to_string(floor.flops / 1e12) +
+                                " TFLOP at " + std::to_string(peak / 1e12) + " TFLOP/s";
+      params.family = "gen_floor_s";
+      run.metrics[speed_dataset(steps) + "/gen_floor_s"] = {floor.seconds, std::nullopt, 1,     false,
+                                                            false,         basis,        params};
+      params.family = "gen_floor_x";  // the timing over its floor: 1 would be the hardware's limit
+      run.metrics[speed_dataset(steps) + "/gen_floor_x"] = {t.mean / floor.seconds,
+                                                            se / floor.seconds,
+                                                            static_cast<int64_t>(t.seconds.size()),
+                                                            false,
+                                                            false,
+                                                            basis,
+                                                            params};
+    }
   }
 
   const std::string out = !task.out.empty()       ? task.out

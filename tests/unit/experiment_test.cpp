@@ -124,11 +124,12 @@ TEST(PrepareSpec, FromJsonReadsTheCommandsOptionsWithEitherSpelling) {
       {"p.input must be a string"});
 }
 
-bool have_gpt() {
+bool have_plugin(const std::string& name) {
   for (const auto& p : PluginRegistry::instance().plugins())
-    if (p.name == "gpt") return true;
+    if (p.name == name) return true;
   return false;
 }
+bool have_gpt() { return have_plugin("gpt"); }
 
 // A small experiment file of two gpt jobs, two seeds and two eval modes.
 json small_experiment() {
@@ -188,6 +189,14 @@ TEST(Experiment, EveryEntryIsCheckedBeforeAnyWork) {
   json bad_prepare = small_experiment();
   bad_prepare["prepare"][0]["packng"] = "none";
   expect_config_error([&] { load(bad_prepare); }, {"prepare[0]", "unknown key 'packng'"});
+  json judge = small_experiment();  // an infilling judge named by job: a gpt job of the file
+  judge["eval"]["modes"][0] = {{"mode", "infill"}, {"infill", {{"fill", {"greedy"}}, {"judge", "c"}}}};
+  expect_config_error([&] { load(judge); }, {"eval.modes[0]", "\"c\" is not a job of this experiment"});
+  judge["eval"]["modes"][0]["infill"]["judge"] = "a";
+  EXPECT_EQ(load(judge).modes[0].judge_job, "a");  // it runs after every training
+  judge["jobs"][0]["config"] = {{"model", {{"plugin", "sigma_gpt"}}}};
+  if (have_plugin("sigma_gpt"))
+    expect_config_error([&] { load(judge); }, {"is a sigma_gpt job; the judge must be a gpt job"});
   testing::write_text(file, small_experiment().dump());
   expect_config_error([&] { load_experiment(file, {"train.learnin_rate=1"}); }, {"learning_rate"});
   EXPECT_FALSE(std::filesystem::exists("runs/exp_test"));  // nothing was created

@@ -2,7 +2,9 @@
 // every place (counts, spans, separation, reproducibility), the visible-first orders, and whole evaluate_infill
 // passes over a token file with context-free models whose hidden-token NLL is known in closed form: the exact
 // rows of an any-order model (K orders, their mixture), the conditional bound of an encoder (kept positions
-// score nothing), the prefix-only row of a left-to-right model, and position 0's rules.
+// score nothing), the prefix-only row of a left-to-right model, and position 0's rules; and the fillings
+// (evaluate_fillings) of a model that fills every hidden position with one token, whose accuracy, exact-match
+// rate and judge perplexity under a context-free judge are known in closed form.
 #include <cmath>
 #include <map>
 #include <set>
@@ -232,6 +234,134 @@ TEST_F(InfillEval, TheHiddenPositionsDependOnTheSeedAndThePlaceNotOnTheBatchSize
   bool moved = false;
   for (int i = 0; i < 5 && !moved; ++i, ++o.seed) moved = run(model)[1].nll != a;
   EXPECT_TRUE(moved);
+}
+
+// Fills every free position with the token `fill` and keeps the given ones (or, with `tamper`, changes position
+// 0); remembers the last request. `anywhere`: the infill capability, else forced_tokens (a left-to-right model's).
+class ConstantFiller : public ContextFree, public Sampling {
+ public:
+  ConstantFiller(int64_t fill, bool anywhere)
+      : ContextFree(Paradigm::kAnyOrder, true), fill_(fill), anywhere_(anywhere) {}
+  PluginInfo info() const override {
+    PluginInfo i = ContextFree::info();
+    i.capabilities.any_order = anywhere_;
+    i.capabilities.infill = anywhere_;
+    i.capabilities.forced_tokens = !anywhere_;
+    return i;
+  }
+  Sampling* sampling() override { return this; }
+  SampleOutput generate(const SampleRequest& r) override {
+    requests.push_back(r);
+    SampleOutput out;
+    out.tokens = r.prompt.masked_fill(r.prompt.lt(0), fill_);
+    if (tamper) out.tokens.select(1, 0).add_(1).remainder_(10);
+    out.network_calls = r.steps;
+    return out;
+  }
+  std::vector<SampleRequest> requests;
+  bool tamper = false;
+
+ private:
+  int64_t fill_;
+  bool anywhere_;
+};
+
+class Fillings : public InfillEval {
+ protected:
+  std::vector<FillResult> fill(ModelPlugin& model, ModelPlugin* judge = nullptr) {
+    TokenFile file(tmp.file("d.bin"));
+    return evaluate_fillings(model, file, read_dataset_info("toy", tmp.file("d.bin")), o, torch::kCPU, judge);
+  }
+  // "end" at 0.5 hides positions 4…7 of each 8-token window (position 0 visible): per window w, how many of
+  // them are `token`.
+  int64_t hits(size_t w, int64_t token) const {
+    int64_t c = 0;
+    for (size_t i = 4; i < 8; ++i) c += ids[w * 8 + i] == token;
+    return c;
+  }
+};
+
+TEST_F(Fillings, AccuracyAndExactMatchCountTheHiddenTokensFilledRight) {
+  // Windows whose hidden tokens are all 3: the exact-match rate has something to count.
+  for (size_t i = 4; i < 8; ++i) ids[8 + i] = ids[24 + i] = 3;
+  write_token_file(tmp.file("d.bin"), ids, 10, 8);
+  o.infill.fill = {"greedy", "sampled"};
+  o.infill.fill_windows = 5;  // of the 6 windows
+  o.infill.temperature = 0.7;
+  o.infill.top_p = 0.9;
+  ConstantFiller model(/*fill=*/3, /*anywhere=*/true);
+  auto r = fill(model);
+  ASSERT_EQ(r.size(), 2u);
+  std::vector<double> acc;
+  for (size_t w = 0; w < 5; ++w) acc.push_back(static_cast<double>(hits(w, 3)) / 4);
+  const MeanStderr want = mean_stderr(acc);
+  for (const auto& x : r) {
+    EXPECT_EQ(x.infill, "end_r50");
+    EXPECT_EQ(x.windows, 5);
+    EXPECT_EQ(x.hidden, 4);
+    EXPECT_EQ(x.steps, 4);  // fill_steps 0: one network call per hidden token
+    EXPECT_NEAR(x.accuracy.mean, want.mean, 1e-12);
+    EXPECT_NEAR(x.accuracy.stderr_, want.stderr_, 1e-12);
+    EXPECT_NEAR(x.exact.mean, 2.0 / 5, 1e-12);  // windows 1 and 3
+    EXPECT_FALSE(x.judged);
+    EXPECT_GE(x.ms_per_token, 0);
+  }
+  EXPECT_EQ(r[0].fill, "greedy");
+  EXPECT_EQ(r[1].fill, "sampled");
+  // Two batches per filling (4 + 1 windows). The prompt: the truth with −1 exactly at positions 4…7.
+  ASSERT_EQ(model.requests.size(), 4u);
+  TokenFile file(tmp.file("d.bin"));
+  const auto& first = model.requests[0];
+  EXPECT_EQ(first.batch_size, 4);
+  EXPECT_EQ(first.length, 8);
+  for (int64_t b = 0; b < 4; ++b)
+    for (int64_t t = 0; t < 8; ++t)
+      EXPECT_EQ(first.prompt[b][t].item<int64_t>(), t >= 4 ? -1 : static_cast<int64_t>(ids[b * 8 + t]));
+  EXPECT_DOUBLE_EQ(model.requests[0].top_p, 1e-6);  // greedy: only the most probable token survives the nucleus
+  EXPECT_DOUBLE_EQ(model.requests[2].top_p, 0.9);
+  EXPECT_DOUBLE_EQ(model.requests[2].temperature, 0.7);
+  EXPECT_NE(model.requests[0].seed, model.requests[2].seed);
+  EXPECT_NE(model.requests[0].seed, model.requests[1].seed);
+  o.infill.fill_steps = 2;
+  EXPECT_EQ(fill(model)[0].steps, 2);
+}
+
+TEST_F(Fillings, TheJudgeScoresTheFilledTokensAndTheTruthGivenTheVisibleOnes) {
+  o.infill.fill = {"greedy"};
+  ConstantFiller model(/*fill=*/2, /*anywhere=*/true);
+  ContextFree judge(Paradigm::kAutoregressive, /*start_token=*/false);  // −log p(token) = f(token)
+  auto r = fill(model, &judge);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_TRUE(r[0].judged);
+  // Filled: four 2s per window, each f(2) = 1.5 nats: every window's perplexity is e^1.5.
+  EXPECT_NEAR(r[0].judge.ppl.mean, std::exp(1.5), 1e-9);
+  EXPECT_EQ(r[0].judge.tokens, 24);  // 6 windows × the 4 hidden tokens; visible ones are context
+  std::vector<double> truth;
+  for (size_t w = 0; w < 6; ++w) {
+    double nats = 0;
+    for (size_t i = 4; i < 8; ++i) nats += f(ids[w * 8 + i]);
+    truth.push_back(std::exp(nats / 4));
+  }
+  EXPECT_NEAR(r[0].truth.ppl.mean, mean_stderr(truth).mean, 1e-9);
+}
+
+TEST_F(Fillings, ALeftToRightFillerIsLabelledPrefixOnlyAndATamperedPromptIsCaught) {
+  o.infill.fill = {"sampled"};
+  ConstantFiller gpt(/*fill=*/1, /*anywhere=*/false);
+  auto r = fill(gpt);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].protocol.find("prefix-only"), std::string::npos) << r[0].protocol;
+  gpt.tamper = true;
+  EXPECT_THROW(fill(gpt), PluginError);
+  ContextFree scorer(Paradigm::kAnyOrder, /*start_token=*/true);  // scores, cannot sample
+  try {
+    fill(scorer);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("eval.infill.fill"), std::string::npos) << e.what();
+  }
+  o.infill.fill.clear();  // no fillings asked: nothing is sampled
+  EXPECT_TRUE(fill(scorer).empty());
 }
 
 }  // namespace

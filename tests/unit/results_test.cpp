@@ -183,6 +183,56 @@ TEST(ResultsTest, MetricTablesAttachProtocolPartsWhereTheyHold) {
   EXPECT_EQ(tables[1].title(), "bpb on wikitext2 (lower is better)");
 }
 
+// Infilling metrics: a table per family with columns place × percent hidden (places in the README's order) and a
+// row per run and route; the judge's score of the true tokens once, whichever run carries it.
+TEST(ResultsTest, InfillTablesHaveColumnsPlaceByRatioAndARowPerRoute) {
+  InfillKey k;
+  ASSERT_TRUE(parse_infill("ppl_infill_middle_r50_mix4", "infill_ppl", k));
+  EXPECT_EQ(k.column, "ppl_infill_middle_r50_");
+  EXPECT_EQ(k.place, "middle");
+  EXPECT_EQ(k.percent, 50);
+  EXPECT_EQ(k.route, "mix4");
+  ASSERT_TRUE(parse_infill("fill_judge_ppl_spans_r10_truth", "infill_fill_judge_ppl", k));
+  EXPECT_EQ(k.column, "fill_judge_ppl_spans_r10_");
+  EXPECT_EQ(k.route, "truth");
+  EXPECT_FALSE(parse_infill("ppl_k4", "ppl", k));
+  EXPECT_FALSE(parse_infill("ppl_infill_middle", "infill_ppl", k));
+
+  Results r;
+  auto put = [&](const std::string& run, const std::string& family, const std::string& metric, double v) {
+    MetricParams p;
+    p.family = family;
+    p.mode = "infill";
+    r.runs[run].metrics["wiki/" + metric] = {v, 0.5, 8, false, family == "infill_fill_acc", "infill", p};
+  };
+  put("gpt", "infill_ppl", "ppl_infill_random_r50_prefix", 40);
+  put("gpt", "infill_ppl", "ppl_infill_middle_r50_prefix", 30);
+  put("gpt", "infill_ppl", "ppl_infill_middle_r10_prefix", 20);
+  put("ao", "infill_ppl", "ppl_infill_middle_r50_k4", 25);
+  put("ao", "infill_ppl", "ppl_infill_middle_r50_mix4", 24);
+  put("ao", "infill_fill_acc", "fill_acc_middle_r50_greedy", 0.3);
+  put("ao", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_greedy", 9);
+  put("ao", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_truth", 12);
+  put("gpt", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_greedy", 11);
+  put("gpt", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_truth", 12);
+  const auto tables = metric_tables(r);
+  ASSERT_EQ(tables.size(), 3u);  // infill_ppl, infill_fill_acc, infill_fill_judge_ppl
+  const MetricTable& ppl = tables[0];
+  EXPECT_EQ(ppl.title(), "infill_ppl on wiki (lower is better)");
+  std::vector<std::string> headers, labels;
+  for (const auto& c : ppl.columns) headers.push_back(c.text);
+  for (const auto& row : ppl.rows) labels.push_back(row.label);
+  EXPECT_EQ(headers, (std::vector<std::string>{"middle 10%", "middle 50%", "random 50%"}));
+  EXPECT_EQ(labels, (std::vector<std::string>{"ao · k4", "ao · mix4", "gpt · prefix"}));
+  EXPECT_EQ(ppl.rows[2].cells[0].text, "20.0 ± 0.5");
+  EXPECT_EQ(ppl.rows[0].cells[1].text, "25.0 ± 0.5");
+  EXPECT_EQ(ppl.rows[0].cells[0].text, "");
+  EXPECT_EQ(tables[1].title(), "infill_fill_acc on wiki (higher is better)");
+  labels.clear();
+  for (const auto& row : tables[2].rows) labels.push_back(row.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"ao · greedy", "the true tokens", "gpt · greedy"}));
+}
+
 TEST(ResultsTest, SaveLoadAndMergeOverwriteMetricsKeyByKey) {
   testing::TempDir tmp;
   Results a = sample_results();
