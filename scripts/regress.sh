@@ -79,31 +79,33 @@ done
 if [[ $quality_only == 0 ]]; then
   [[ -x $B ]] || { echo "regress: $B missing (AOBENCH_BUILD_BENCH=ON)" >&2; exit 2; }
   reps=${AOBENCH_REGRESS_REPS:-5}
-  # Data loader, and per plugin at debug size: one training step, one evaluation forward, one generation
-  # (bench/cpu_regress_bench.cpp).
-  # One thread: the gate compares the CPU time of the benchmark thread (cpu_ms), which other processes on
-  # a shared machine move far less than wall time (README: measured spreads).
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$B" --benchmark_filter='BM_Cpu' --benchmark_repetitions="$reps" \
-    --benchmark_out="$OUT/bench_cpu.json" --benchmark_out_format=json > "$OUT/bench_cpu.log"
-  # GPT-2 tokenizer and WikiText detokenizer (prepare_bench.cpp): they need the shared data (gpt2/, wikitext/).
   data=${AOBENCH_DATA_DIR:-$ROOT/../shared/data}
   tokenizer=0
-  if [[ -d $data/gpt2 && -d $data/wikitext ]]; then
-    AOBENCH_DATA_DIR=$data "$B" --benchmark_filter='BM_Gpt2EncodeOneThread|BM_WikitextDetokenize' \
-      --benchmark_repetitions="$reps" --benchmark_out="$OUT/bench_tokenizer.json" --benchmark_out_format=json \
-      > "$OUT/bench_tokenizer.log"
-    tokenizer=1
-  else
-    echo "regress: $data/gpt2 absent; tokenizer benchmarks skipped"
-  fi
-  if [[ $update == 1 ]]; then
-    gate "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$S"
-    if [[ $tokenizer == 1 ]]; then gate "$OUT/bench_tokenizer.json" "$BASE/bench_tokenizer.json" "$S"; fi
-  else
-    # Another machine, or this one on another day, runs every benchmark faster or slower alike (seen: all 16
-    # BM_Cpu* medians +26 % … +106 % on one slow day, code unchanged). The machine factor is the median over
-    # the BM_Cpu* benchmarks of new / baseline median CPU time; each benchmark is gated at $S after dividing
-    # by it (one part of the code slower than the rest), and unscaled at $R (everything slower alike).
+  measure_speed() {
+    # Data loader, and per plugin at debug size: one training step, one evaluation forward, one generation
+    # (bench/cpu_regress_bench.cpp).
+    # One thread: the gate compares the CPU time of the benchmark thread (cpu_ms), which other processes on
+    # a shared machine move far less than wall time (README: measured spreads).
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$B" --benchmark_filter='BM_Cpu' --benchmark_repetitions="$reps" \
+      --benchmark_out="$OUT/bench_cpu.json" --benchmark_out_format=json > "$OUT/bench_cpu.log"
+    # GPT-2 tokenizer and WikiText detokenizer (prepare_bench.cpp): they need the shared data (gpt2/, wikitext/).
+    if [[ -d $data/gpt2 && -d $data/wikitext ]]; then
+      AOBENCH_DATA_DIR=$data "$B" --benchmark_filter='BM_Gpt2EncodeOneThread|BM_WikitextDetokenize' \
+        --benchmark_repetitions="$reps" --benchmark_out="$OUT/bench_tokenizer.json" --benchmark_out_format=json \
+        > "$OUT/bench_tokenizer.log"
+      tokenizer=1
+    else
+      echo "regress: $data/gpt2 absent; tokenizer benchmarks skipped"
+    fi
+  }
+  # Another machine, or this one on another day, runs every benchmark faster or slower alike (seen: all 16
+  # BM_Cpu* medians +26 % … +106 % on one slow day, code unchanged). The machine factor is the median over
+  # the BM_Cpu* benchmarks of new / baseline median CPU time; each of them is gated at $S after dividing by it
+  # (one part of the code slower than the rest), and unscaled at $R (everything slower alike). The tokenizer
+  # benchmarks (string code, not tensor code) do not follow that factor from one CPU model to another (seen
+  # 2026-11-30: the unchanged WikiText detokenizer at 1.4–2.1× its baseline, two modes 48 / 62 ms between
+  # processes, on a host whose BM_Cpu* factor was 0.90): they are gated unscaled at $R only.
+  speed_gates() {
     python3 - "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$OUT" <<'PY'
 import json, os, statistics, sys
 new_path, base_path, out = sys.argv[1:]
@@ -116,7 +118,7 @@ if not ratios:
     sys.exit("regress: no BM_Cpu* median common to " + new_path + " and " + base_path)
 factor = statistics.median(ratios)
 print(f"regress: machine factor {factor:.3f} (median of {len(ratios)} BM_Cpu* ratios new / baseline)")
-for name in ("bench_cpu", "bench_tokenizer"):
+for name in ("bench_cpu",):
     path = os.path.join(out, name + ".json")
     if not os.path.exists(path):
         continue
@@ -130,10 +132,25 @@ for name in ("bench_cpu", "bench_tokenizer"):
 PY
     gate "$OUT/bench_cpu_scaled.json" "$BASE/bench_cpu.json" "$S" --metrics cpu_ms
     gate "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$R" --metrics cpu_ms
-    if [[ $tokenizer == 1 ]]; then
-      gate "$OUT/bench_tokenizer_scaled.json" "$BASE/bench_tokenizer.json" "$S" --metrics cpu_ms
-      gate "$OUT/bench_tokenizer.json" "$BASE/bench_tokenizer.json" "$R" --metrics cpu_ms
+    if [[ $tokenizer == 1 ]]; then gate "$OUT/bench_tokenizer.json" "$BASE/bench_tokenizer.json" "$R" --metrics cpu_ms; fi
+  }
+  measure_speed
+  if [[ $update == 1 ]]; then
+    gate "$OUT/bench_cpu.json" "$BASE/bench_cpu.json" "$S"
+    if [[ $tokenizer == 1 ]]; then gate "$OUT/bench_tokenizer.json" "$BASE/bench_tokenizer.json" "$S"; fi
+  else
+    # A speed gate that fails is measured once more: a slowdown of the code fails again, a noisy moment of a
+    # shared machine (seen: one 0.03 ms benchmark's median of 5 at 2.5× in one run, 1.2× in the next) does not.
+    quality_failed=$failed
+    failed=0
+    speed_gates
+    if [[ $failed == 1 ]]; then
+      echo "regress: a speed gate failed; measuring every benchmark once more to confirm it"
+      failed=0
+      measure_speed
+      speed_gates
     fi
+    if [[ $quality_failed == 1 ]]; then failed=1; fi
   fi
 fi
 if [[ $failed == 1 ]]; then
