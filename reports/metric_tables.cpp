@@ -250,24 +250,25 @@ int place_rank(const std::string& place) {
 std::vector<MetricTable> metric_tables(const Results& r) {
   std::map<std::string, Family> families;
   std::map<std::string, std::set<std::string, NaturalLess>> routes;  // infilling family → its routes
+  std::map<std::string, std::string> truth_run;  // infilling family → the first run with the judge's truth row
   for (const auto& [run, rr] : r.runs)
     for (const auto& [key, m] : rr.metrics) {
       const auto [dataset, metric] = split_metric_key(key);
       const std::string name = m.params.family.empty() ? metric : m.params.family;
-      InfillKey ik;
-      if (parse_infill(metric, name, ik)) {  // columns place × ratio, a row per group and route
-        Family& f = families[name];
-        f.higher_is_better = m.higher_is_better;
-        f.columns.insert({dataset,
-                          ik.column,
-                          {place_rank(ik.place), ik.percent, 0, ik.place + " " + std::to_string(ik.percent) + "%"}});
-        routes[name].insert(ik.route);
-        continue;
-      }
       Family& f = families[name];
       f.higher_is_better = m.higher_is_better;
-      f.columns.insert({dataset, metric, measure_of(name, metric, m.params), m.params.top_p.value_or(0),
-                        m.params.temperature.value_or(0), m.params.steps});
+      InfillKey ik;
+      if (!parse_infill(metric, name, ik)) {
+        f.columns.insert({dataset, metric, measure_of(name, metric, m.params), m.params.top_p.value_or(0),
+                          m.params.temperature.value_or(0), m.params.steps});
+        continue;
+      }
+      // Infilling: columns place × ratio, a row per group and route.
+      f.columns.insert({dataset,
+                        ik.column,
+                        {place_rank(ik.place), ik.percent, 0, ik.place + " " + std::to_string(ik.percent) + "%"}});
+      routes[name].insert(ik.route);
+      if (ik.route == "truth") truth_run.emplace(name, run);
     }
   std::vector<std::pair<std::string, const Family*>> ordered;
   for (const auto& [name, f] : families) ordered.emplace_back(name, &f);
@@ -285,7 +286,7 @@ std::vector<MetricTable> metric_tables(const Results& r) {
         for (const std::string& route : it->second)
           if (route != "truth")
             specs.push_back({seeds_label(g) + " · " + route, &g, route});
-          else if (&g == &groups.front())  // the judge on the true hidden tokens: the same for every run
+          else if (contains(g.runs, truth_run[name]))  // the judge on the true tokens: the same for every run
             specs.push_back({"the true tokens", &g, route});
     MetricTable t = family_table(name, *f, specs);
     if (!t.rows.empty()) tables.push_back(std::move(t));

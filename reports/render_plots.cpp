@@ -247,8 +247,7 @@ void infill_plot(const Results& r, const std::string& out_dir, bool have_gnuplot
       const auto [dataset, metric] = split_metric_key(key);
       InfillKey k;
       if (!parse_infill(metric, m.params.family, k) || m.params.family != "infill_ppl") continue;
-      if (k.route.rfind("mix", 0) == 0 || (k.route[0] == 'm' && k.route.size() > 1 && std::isdigit(k.route[1])))
-        continue;
+      if (k.route != "prefix" && k.route != "elbo" && k.route[0] != 'k') continue;  // not mix<K>, m<M>
       const PooledCell cell = pooled_cell(g, key);
       if (cell.have > 0)
         figures[{dataset, k.place}][seeds_label(g) + " · " + k.route + (cell.is_bound ? " (bound)" : "")][k.percent] =

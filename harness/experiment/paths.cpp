@@ -138,20 +138,18 @@ json resolve_experiment_paths(json exp, const std::string& origin, bool keep_out
       exp["eval"]["datasets"].is_object())
     for (auto it = exp["eval"]["datasets"].begin(); it != exp["eval"]["datasets"].end(); ++it)
       resolve(it.value(), "eval.datasets." + it.key());
-  // A judge is a job of the experiment (a name) or a run folder / Hugging Face model (a path).
+  // A judge is a job of the experiment (a name) or a run folder / Hugging Face model (a path): `section`'s.
+  auto resolve_judge = [&](json& section, const std::string& key) {
+    if (section.is_object() && section.contains("judge") && section["judge"].is_string() &&
+        section["judge"].get<std::string>().find('/') != std::string::npos)
+      resolve(section["judge"], key);
+  };
   if (exp.contains("eval") && exp["eval"].is_object() && exp["eval"].contains("modes") &&
       exp["eval"]["modes"].is_array())
-    for (size_t i = 0; i < exp["eval"]["modes"].size(); ++i) {
-      json& mode = exp["eval"]["modes"][i];
-      if (mode.is_object() && mode.contains("infill") && mode["infill"].is_object() &&
-          mode["infill"].contains("judge") && mode["infill"]["judge"].is_string() &&
-          mode["infill"]["judge"].get<std::string>().find('/') != std::string::npos)
-        resolve(mode["infill"]["judge"], "eval.modes[" + std::to_string(i) + "].infill.judge");
-    }
-  if (exp.contains("generation") && exp["generation"].is_object() && exp["generation"].contains("judge") &&
-      exp["generation"]["judge"].is_string() &&
-      exp["generation"]["judge"].get<std::string>().find('/') != std::string::npos)
-    resolve(exp["generation"]["judge"], "generation.judge");
+    for (size_t i = 0; i < exp["eval"]["modes"].size(); ++i)
+      if (exp["eval"]["modes"][i].is_object() && exp["eval"]["modes"][i].contains("infill"))
+        resolve_judge(exp["eval"]["modes"][i]["infill"], "eval.modes[" + std::to_string(i) + "].infill.judge");
+  if (exp.contains("generation")) resolve_judge(exp["generation"], "generation.judge");
   return exp;
 }
 

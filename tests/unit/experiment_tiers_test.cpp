@@ -260,7 +260,8 @@ TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
                  "output": "{out_dir}/data/t.bin", "val_output": "{out_dir}/data/v.bin"}],
     "common": {"data": {"train": "{out_dir}/data/t.bin", "val": "{out_dir}/data/v.bin"}},
     "jobs": [{"name": "gpt", "config": {"data": {"val": "{out_dir}/../y/v.bin"}}}],
-    "eval": {"datasets": {"v": "{out_dir}/data/v.bin"}},
+    "eval": {"datasets": {"v": "{out_dir}/data/v.bin"},
+             "modes": [{"mode": "infill", "infill": {"judge": "{out_dir}/gpt"}}, {"mode": "infill", "infill": {"judge": "gpt"}}]},
     "generation": {"judge": "{here}/judges/gpt"}})");
   const json e = resolve_experiment_paths(exp, origin);
   EXPECT_EQ(e["prepare"][0]["input"], json::array({"/d/a.xz", "/e/configs/b.txt"}));
@@ -272,6 +273,8 @@ TEST(ExperimentPaths, PlaceholdersAndRelativePathsResolveFromTheFile) {
   EXPECT_EQ(e["eval"]["datasets"]["v"], "runs/x/data/v.bin");
   EXPECT_EQ(e["out_dir"], "runs/x");  // relative to the working directory: where runs/ goes
   EXPECT_EQ(e["generation"]["judge"], "/e/configs/judges/gpt");
+  EXPECT_EQ(e["eval"]["modes"][0]["infill"]["judge"], "runs/x/gpt");  // an infilling judge: a path, resolved
+  EXPECT_EQ(e["eval"]["modes"][1]["infill"]["judge"], "gpt");         // or a job's name, kept
   const json kept = resolve_experiment_paths(exp, origin, /*keep_out_dir=*/true);  // a base file's paths
   EXPECT_EQ(kept["common"]["data"]["train"], "{out_dir}/data/t.bin");
   EXPECT_EQ(kept["prepare"][0]["vocab-dir"], "/d/gpt2");

@@ -184,7 +184,7 @@ TEST(ResultsTest, MetricTablesAttachProtocolPartsWhereTheyHold) {
 }
 
 // Infilling metrics: a table per family with columns place × percent hidden (places in the README's order) and a
-// row per run and route; the judge's score of the true tokens once, whichever run carries it.
+// row per run and route; the judge's score of the true tokens once, from the first run that carries it.
 TEST(ResultsTest, InfillTablesHaveColumnsPlaceByRatioAndARowPerRoute) {
   InfillKey k;
   ASSERT_TRUE(parse_infill("ppl_infill_middle_r50_mix4", "infill_ppl", k));
@@ -215,6 +215,7 @@ TEST(ResultsTest, InfillTablesHaveColumnsPlaceByRatioAndARowPerRoute) {
   put("ao", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_truth", 12);
   put("gpt", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_greedy", 11);
   put("gpt", "infill_fill_judge_ppl", "fill_judge_ppl_middle_r50_truth", 12);
+  put("aaa", "infill_fill_acc", "fill_acc_middle_r50_sampled", 0.1);  // first in order, fillings never judged
   const auto tables = metric_tables(r);
   ASSERT_EQ(tables.size(), 3u);  // infill_ppl, infill_fill_acc, infill_fill_judge_ppl
   const MetricTable& ppl = tables[0];
