@@ -93,6 +93,18 @@ double hbm_bandwidth(const std::string& name) {
   return 0.0;
 }
 
+bool mps_enabled(torch::Device device) {
+#if defined(AOBENCH_HAVE_CUDA_HEADERS) && defined(CUDART_VERSION) && CUDART_VERSION >= 12030
+  if (!device.is_cuda()) return false;
+  int on = 0;
+  return cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, device.index() < 0 ? 0 : device.index()) == cudaSuccess &&
+         on == 1;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 void synchronize_device(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
 }

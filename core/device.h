@@ -56,6 +56,11 @@ class EnvSwitch {
   std::atomic<int64_t> state_{-1};
 };
 
+// Whether the driver shares this process's contexts on `device` with other processes through MPS (CUDA's
+// Multi-Process Service: the kernels of several processes run at once instead of in turns); false on the CPU and
+// where the CUDA runtime predates the attribute (12.3).
+bool mps_enabled(torch::Device device);
+
 // Waits for the device's queued work (a CUDA device; nothing on the CPU): around a wall-clock timing.
 void synchronize_device(torch::Device device);
 

@@ -75,17 +75,21 @@ nlohmann::json env_info(const std::string& device, const std::string& dtype) {
     cuda = at == std::string::npos ? "available"
                                    : smi.substr(at + 14, smi.find_first_not_of("0123456789.", at + 14) - (at + 14));
   }
-  return {{"git_commit", commit.empty() ? "unknown" : commit},
-          {"git_dirty", !status.empty()},
-          {"host", host},
-          {"device", device_name(device)},
-          {"torch_version", TORCH_VERSION},
-          {"cuda_version", cuda},
-          {"dtype", dtype},
-          {"date", utc_timestamp()},
-          {"aobench_version", AOBENCH_VERSION},
-          {"aobench_env", aobench_environment()},
-          {"perf", perf_switches_in_effect()}};
+  nlohmann::json info = {{"git_commit", commit.empty() ? "unknown" : commit},
+                         {"git_dirty", !status.empty()},
+                         {"host", host},
+                         {"device", device_name(device)},
+                         {"torch_version", TORCH_VERSION},
+                         {"cuda_version", cuda},
+                         {"dtype", dtype},
+                         {"date", utc_timestamp()},
+                         {"aobench_version", AOBENCH_VERSION},
+                         {"aobench_env", aobench_environment()},
+                         {"perf", perf_switches_in_effect()}};
+  // Packed runs (harness/experiment/lanes.h): whether this one's kernels ran beside its neighbours' or in turns.
+  if (device.rfind("cuda", 0) == 0 && torch::cuda::is_available())
+    info["mps"] = mps_enabled(device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(device));
+  return info;
 }
 
 }  // namespace aobench

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 extern char** environ;
 
@@ -56,13 +58,10 @@ int exit_status(int wait_status) {
   return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : -1;
 }
 
-int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
-                 const std::string& log_path) {
-  if (argv.empty()) return -1;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // This environment, with each NAME of env_set replaced.
+namespace {
+
+// This environment with each NAME of `env_set` ("NAME=value") replaced or added.
+std::vector<std::string> merged_environment(const std::vector<std::string>& env_set) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string entry(*e);
@@ -72,12 +71,25 @@ int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::st
     if (!replaced) env_strings.push_back(entry);
   }
   env_strings.insert(env_strings.end(), env_set.begin(), env_set.end());
+  return env_strings;
+}
+
+// posix_spawn of argv in a process group of its own, stdout and stderr appended to `log_path`, standard input
+// from `stdin_fd` when ≥ 0. The child's pid, or −1.
+int spawn_in_group(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+                   const std::string& log_path, int stdin_fd) {
+  if (argv.empty()) return -1;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings = merged_environment(env_set);
   std::vector<char*> env;
   for (auto& s : env_strings) env.push_back(s.data());
   env.push_back(nullptr);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   posix_spawnattr_t attr;
@@ -89,6 +101,50 @@ int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::st
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   return rc == 0 ? static_cast<int>(pid) : -1;
+}
+
+}  // namespace
+
+int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+                 const std::string& log_path) {
+  return spawn_in_group(argv, env_set, log_path, -1);
+}
+
+int run_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+               const std::string& log_path, const std::string& input) {
+  // The input goes into the pipe before the child starts (it fits the pipe's buffer), so no write can meet a
+  // reader that has already gone (SIGPIPE).
+  if (input.size() > 4096) return -1;
+  int pipe_fd[2] = {-1, -1};
+  if (::pipe2(pipe_fd, O_CLOEXEC) != 0) return -1;
+  for (size_t done = 0; done < input.size();) {
+    const ssize_t n = ::write(pipe_fd[1], input.data() + done, input.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(pipe_fd[1]);
+  const int pid = spawn_in_group(argv, env_set, log_path, pipe_fd[0]);
+  ::close(pipe_fd[0]);
+  if (pid < 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return exit_status(status);
+}
+
+std::string find_on_path(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
 }
 
 }  // namespace aobench

@@ -20,6 +20,14 @@ int run_program(const std::vector<std::string>& argv, std::string* out = nullptr
 int spawn_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
                  const std::string& log_path);
 
+// Runs argv[0] (a path, not looked up) as spawn_logged starts it, with `input` (at most 4 KiB) as its whole
+// standard input, and waits. Returns the exit status as run_program does (−1: not started).
+int run_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env_set,
+               const std::string& log_path, const std::string& input = "");
+
+// The path of program `name` on PATH ("" when none is executable there).
+std::string find_on_path(const std::string& name);
+
 // The exit status of a waitpid() status: the exit code, or 128 + N when killed by signal N.
 int exit_status(int wait_status);
 

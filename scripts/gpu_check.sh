@@ -4,7 +4,9 @@
 #   kernels     the tests that need a GPU (each CUDA kernel and graph against its reference), through ctest
 #   smoke       configs/experiments/gpu_smoke.json: every plugin trained, stopped, resumed, evaluated, sampled
 #   trainspeed  `aobench train` of the small models beside nanoGPT (bench/peers/); AO_PAIRS=N alternating pairs
+#   aopairs     only those pairs (AO_PAIRS, default 3): AO-GPT's training speed against the GPT's
 #   genspeed    generation (BM_PluginSample, `aobench speed`) beside HF generate() and a compiled SEDD step
+#   pack        N tiny trainings on one GPU against one alone, in turns and through MPS (gpu_packing.json)
 #   ddp         N GPUs against 1: configs/experiments/ddp_scaling.json + torchrun (ranks in sync: gpu_ddp_check.sh)
 #   prepare     `aobench prepare` of a 2 GB text on every core: tokens/s and peak memory (sharded output)
 #   multinode   2 GPUs: two torchrun "nodes" (c10d rendezvous on localhost, one GPU each) against one node of 2
@@ -80,11 +82,19 @@ cmd_trainspeed() {  # the most important comparisons first (the budget skips the
   peer_run --batch 16
   python3 scripts/trainspeed_table.py "$TS/peers.jsonl" "$TS" 30 | tee "$OUT/trainspeed.md"
   $A eval --run "$TS/gpt_b16" --data random="$TS/tokens.bin" --set eval.batch_size=32 --throughput | tee "$OUT/eval_throughput.log"
-  for ((i = 1; i <= ${AO_PAIRS:-0}; i++)); do  # alternating, so that clock drift hits both
+  (( ${AO_PAIRS:-0} == 0 )) || cmd_aopairs
+  tar czf "$OUT/trainspeed_logs.tgz" --exclude=tokens.bin --exclude=checkpoints "$TS"
+}
+
+cmd_aopairs() {  # AO_PAIRS (default 3) alternating GPT / AO-GPT trainings, small B16; the ratio in $OUT/ao_ratio.txt
+  local i n=${AO_PAIRS:-3} TS=${TS:-runs/trainspeed} ts_start=$SECONDS
+  mkdir -p "$TS/pairs"
+  [[ -f $TS/tokens.bin ]] || python3 bench/peers/nanogpt_train.py --write-tokens "$TS/tokens.bin" --tokens 20000000
+  ln -sf ../tokens.bin "$TS/pairs/tokens.bin"  # speed_run reads $TS/tokens.bin
+  for ((i = 1; i <= n; i++)); do  # alternating, so that clock drift hits both
     TS=$TS/pairs speed_run "gpt_b16_$i" gpt small 16 100; TS=$TS/pairs speed_run "ao_gpt_b16_$i" ao_gpt small 16 100
   done
-  (( ${AO_PAIRS:-0} == 0 )) || python3 scripts/ao_ratio.py "$TS/pairs" "$AO_PAIRS" | tee "$OUT/ao_ratio.txt"
-  tar czf "$OUT/trainspeed_logs.tgz" --exclude=tokens.bin --exclude=checkpoints "$TS"
+  python3 scripts/ao_ratio.py "$TS/pairs" "$n" 0.95 | tee "$OUT/ao_ratio.txt"
 }
 
 cmd_genspeed() {  # one whole sample() of 32 × 1024 (small, bf16), ours and the peers', in one call; $OUT/genspeed/
@@ -113,6 +123,25 @@ cmd_genspeed() {  # one whole sample() of 32 × 1024 (small, bf16), ours and the
   [[ ${GENSPEED_PEERS:-hf sedd} != *sedd* ]] || timeout 150 python3 bench/peers/sedd_step.py \
     --out "$d/peer_sedd_step.json" 2>&1 | tail -n 20 | tee "$d/peer_sedd_step.log"
   python3 bench/peers/genspeed_summary.py "$d" | tee "$d/summary.md"
+}
+
+cmd_pack() {  # N copies of the tier's AO-GPT side by side, in turns and through MPS; table in $OUT/pack.md
+  local n s shares f=configs/experiments/gpu_packing.json d=runs/gpu_packing p=runs/pack t0
+  rm -rf "$p" "$d"; mkdir -p "$p"
+  $A run "$f" --prepare-only > "$p/prepare.log" 2>&1 || { tail "$p/prepare.log"; return 1; }  # untimed
+  for n in ${PACK_RUNS:-1 4 8 12}; do
+    shares=${PACK_SHARING:-time_slicing mps}; (( n > 1 )) || shares=${shares%% *}  # one run alone shares nothing
+    for s in $shares; do
+      rm -rf "$d"; t0=$EPOCHREALTIME
+      $A run "$f" --set seeds="$n" --set runs_per_device="$n" --set gpu_sharing="$s" > "$p/command.log" 2>&1 \
+        || echo "pack: $n runs, $s: failed (rc $?)"
+      echo "$n $s $(python3 -c "print(f'{$EPOCHREALTIME - $t0:.2f}')")" >> "$p/wall.txt"
+      grep -E "^run: (GPU sharing|[0-9]+ runs in)" "$p/command.log" || true
+      mv "$d" "$p/${n}_$s" && mv "$p/command.log" "$p/${n}_$s/"
+    done
+  done
+  python3 scripts/pack_table.py "$p" 1000 2048 | tee "$OUT/pack.md"
+  tar czf "$OUT/pack_runs.tgz" --exclude=checkpoints --exclude='*.bin' "$p"
 }
 
 cmd_ddp() {  # DDP_GPUS (default: all), DDP_PLUGIN=ao_gpt (the AO-GPT, mixture orders)

@@ -8,6 +8,7 @@
 #include "core/config_types.h"
 #include "core/errors.h"
 #include "harness/experiment/generation.h"
+#include "harness/experiment/gpu_sharing.h"
 #include "harness/experiment/lanes.h"
 #include "harness/experiment/paths.h"
 #include "harness/experiment/tiers.h"
@@ -73,7 +74,8 @@ std::string EvalMode::done_key() const {
 Experiment load_experiment(const std::string& origin, std::vector<std::string> sets) {
   Experiment e;
   e.origin = origin;
-  const int lanes_set = take_runs_per_device_setting(sets);  // --set runs_per_device=N (lanes.h)
+  const int lanes_set = take_runs_per_device_setting(sets);        // --set runs_per_device=N (lanes.h)
+  const std::string sharing_set = take_gpu_sharing_setting(sets);  // --set gpu_sharing=V (gpu_sharing.h)
   json exp = load_json_file(origin);
   if (!exp.is_object()) throw ConfigError(origin + ": an experiment file is a JSON object");
   const int seeds_set = take_seeds_setting(sets);          // --set seeds=N (seeds.h)
@@ -83,13 +85,20 @@ Experiment load_experiment(const std::string& origin, std::vector<std::string> s
   exp = resolve_experiment_paths(exp, origin);  // {data}, {out_dir}, {here}; relative to the file (paths.h)
   for (auto it = exp.begin(); it != exp.end(); ++it)
     if (!std::set<std::string>{"description", "comment", "expected", "out_dir", "prepare", "common", "jobs", "eval",
-                               "generation", "tier", "findings", "deviations", "seeds", "runs_per_device", "paths"}
+                               "generation", "tier", "findings", "deviations", "seeds", "runs_per_device",
+                               "gpu_sharing", "paths"}
              .count(it.key()))
       throw ConfigError(origin + ": unknown key '" + it.key() + "'",
                         "valid keys: description, comment, expected, base, out_dir, paths, prepare, common, jobs, "
-                        "eval, generation, tier, tiers, seeds, runs_per_device, findings, deviations");
+                        "eval, generation, tier, tiers, seeds, runs_per_device, gpu_sharing, findings, deviations");
   e.seeds = experiment_seeds(exp, seeds_set, origin);
   e.runs_per_device = experiment_runs_per_device(exp, lanes_set, origin);
+  if (!sharing_set.empty())
+    e.gpu_sharing = parse_gpu_sharing(sharing_set, "--set gpu_sharing");
+  else if (exp.contains("gpu_sharing"))
+    e.gpu_sharing = parse_gpu_sharing(
+        exp["gpu_sharing"].is_string() ? exp["gpu_sharing"].get<std::string>() : exp["gpu_sharing"].dump(),
+        origin + ": 'gpu_sharing'");
   exp["seeds"] = e.seeds;
   e.record = experiment_record(exp, origin);  // tier and findings: the verdicts of the report
   e.out_dir = str_field(exp, "out_dir", origin);

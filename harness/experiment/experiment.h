@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/prepare.h"
+#include "harness/experiment/gpu_sharing.h"
 #include "harness/experiment/seeds.h"
 
 namespace aobench {
@@ -46,14 +47,16 @@ struct Experiment {
   std::vector<std::string> jobs;  // job names, in file order
   std::vector<SeedRun> runs;      // every run (job × seed) with its resolved config, seed-major (seeds.h)
   int seeds = 1;
-  int runs_per_device = 1;  // lanes.h
+  int runs_per_device = 1;                     // lanes.h
+  GpuSharing gpu_sharing = GpuSharing::kAuto;  // gpu_sharing.h
   std::vector<EvalMode> modes;
   nlohmann::json generation;  // the checked "generation" section, or null (generation.h)
   std::string judge;          // generation.judge: a job name or a path ("" without one)
 };
 
-// The experiment file `origin` with `aobench run`'s --set list: "tier=", "seeds=" and "runs_per_device=" pick
-// those, every other one overrides a key of every job. ConfigError naming the file, the entry and the key.
+// The experiment file `origin` with `aobench run`'s --set list: "tier=", "seeds=", "runs_per_device=" and
+// "gpu_sharing=" pick those, every other one overrides a key of every job. ConfigError naming the file, the
+// entry and the key.
 Experiment load_experiment(const std::string& origin, std::vector<std::string> sets);
 
 }  // namespace aobench

@@ -69,7 +69,8 @@ std::vector<std::string> lane_devices(int gpus, const std::vector<std::string>& 
 }
 
 LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vector<std::string>& child_argv,
-                           const std::vector<std::string>& devices, int per_device, const fs::path& log_dir) {
+                           const std::vector<std::string>& devices, int per_device, const fs::path& log_dir,
+                           const LaneSharing& sharing) {
   fs::create_directories(log_dir);
   g_lane_signal = 0;
   g_lane_signals = 0;
@@ -94,8 +95,9 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
 
   std::cout << "run: " << runs.size() << " runs in " << devices.size() * static_cast<size_t>(per_device) << " lanes ("
             << per_device << " per device on " << devices.size() << " device" << (devices.size() == 1 ? "" : "s")
-            << "); logs in " << log_dir.string() << "\n"
-            << std::flush;
+            << "); logs in " << log_dir.string() << "\n";
+  if (!sharing.said.empty()) std::cout << "run: GPU sharing: " << sharing.said << "\n";
+  std::cout << std::flush;
   while (true) {
     // Start runs while a device has a free lane and no signal came.
     while (g_lane_signals == 0 && next < runs.size()) {
@@ -106,7 +108,7 @@ LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vect
       const std::string& run = runs[next++];
       std::vector<std::string> argv = child_argv;
       argv.insert(argv.end(), {"--jobs", run});
-      std::vector<std::string> env;
+      std::vector<std::string> env = sharing.env;
       if (!devices[d].empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + devices[d]);
       if (devices[d].empty() && std::getenv("OMP_NUM_THREADS") == nullptr)
         env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / per_device)));

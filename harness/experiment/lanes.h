@@ -5,7 +5,8 @@
 // `aobench run FILE --lane --jobs RUN [the same --set and --force]` (train and evaluate that run only), at most N at
 // once per device, each pinned to its GPU with CUDA_VISIBLE_DEVICES and writing to <out_dir>/logs/<run>.log; then
 // it evaluates what is left, generates (speed is never timed beside other work) and reports in its own process.
-// A tiny training leaves most of an H200 idle, so its tier packs several (the measurement: docs/results/plateau/).
+// A tiny training leaves most of an H200 idle, so its tier packs several (the measurement: docs/results/plateau/),
+// and their kernels run side by side through MPS (gpu_sharing.h).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -37,6 +38,12 @@ struct LaneOutcome {
   int signal = 0;                                   // SIGINT / SIGTERM received (forwarded to the children)
 };
 
+// How the children share a GPU (gpu_sharing.h): added to each child's environment, and said after the first line.
+struct LaneSharing {
+  std::vector<std::string> env;  // "NAME=value"
+  std::string said;              // "MPS (a private control daemon; pipes in …)"; "" says nothing
+};
+
 // Trains each of `runs` in a child `child_argv + {"--jobs", run}` (child_argv[0]: the aobench executable), at
 // most `per_device` at once on each of `devices` (lane_devices), a new one starting as soon as one ends, its
 // output appended to <log_dir>/<run>.log. Prints a line per start and end, and the last lines of a failed
@@ -45,6 +52,6 @@ struct LaneOutcome {
 // CPU children share the cores: each gets OMP_NUM_THREADS = cores / per_device unless the variable is set.
 LaneOutcome train_in_lanes(const std::vector<std::string>& runs, const std::vector<std::string>& child_argv,
                            const std::vector<std::string>& devices, int per_device,
-                           const std::filesystem::path& log_dir);
+                           const std::filesystem::path& log_dir, const LaneSharing& sharing = {});
 
 }  // namespace aobench

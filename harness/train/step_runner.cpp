@@ -24,8 +24,11 @@ TrainBatch draw_batch(const StepContext& c, BatchSampler& sampler, at::Generator
   TrainBatch batch;
   // Pinned host copy: the upload queues behind the running step instead of waiting for it.
   batch.tokens = c.device.is_cuda() ? sampler.next(c.B).pin_memory().to(c.device, /*non_blocking=*/true)
-                                    : sampler.next(c.B);                       // (B, T)
-  if (c.draws_orders) batch.order = c.hp.order.draw(c.B, c.T, gen, c.device);  // (B, T)
+                                    : sampler.next(c.B);  // (B, T)
+  if (c.draws_orders) {  // drawn on the host like the tokens, and uploaded the same way
+    const torch::Tensor order = c.hp.order.draw(c.B, c.T, gen);  // (B, T)
+    batch.order = c.device.is_cuda() ? order.pin_memory().to(c.device, /*non_blocking=*/true) : order;
+  }
   return batch;
 }
 

@@ -244,7 +244,8 @@ Trainer::Trainer(const nlohmann::json& requested_config, bool resume, bool allow
     run_->write_config(config_);
     std::cout << config_summary(config_, run_->path() + "/config.resolved.json");
     std::cout << "model " << plugin_name_ << "/" << flavour_ << " (" << to_string(info_.paradigm) << ") on "
-              << device_name(device_) << (bf16_ ? " bf16 autocast" : " fp32") << "; run dir " << run_->path() << "\n";
+              << device_name(device_) << (bf16_ ? " bf16 autocast" : " fp32") << (mps_enabled(device_) ? " (MPS)" : "")
+              << "; run dir " << run_->path() << "\n";
     if (dp_.active())
       std::cout << "data parallel: " << dist_.world << " ranks (c10d NCCL), " << hp_.gradient_accumulation_steps
                 << " × " << B_ << " × " << T_ << " tokens per rank per step\n";

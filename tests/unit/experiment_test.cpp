@@ -145,6 +145,25 @@ json small_experiment() {
   })");
 }
 
+TEST(Experiment, GpuSharingIsNamedAtTheTopInATierOrBySet) {
+  if (!have_gpt()) GTEST_SKIP() << "the gpt plugin is not built";
+  testing::TempDir tmp;
+  const std::string file = tmp.file("e.json");
+  json exp = small_experiment();
+  testing::write_text(file, exp.dump());
+  EXPECT_EQ(load_experiment(file, {}).gpu_sharing, GpuSharing::kAuto);
+  EXPECT_EQ(load_experiment(file, {"gpu_sharing=time_slicing"}).gpu_sharing, GpuSharing::kTimeSlicing);
+  exp["gpu_sharing"] = "time_slicing";
+  exp["tiers"] = {{"packed", {{"gpu_sharing", "mps"}}}};
+  testing::write_text(file, exp.dump());
+  EXPECT_EQ(load_experiment(file, {}).gpu_sharing, GpuSharing::kTimeSlicing);
+  EXPECT_EQ(load_experiment(file, {"tier=packed"}).gpu_sharing, GpuSharing::kMps);
+  exp["gpu_sharing"] = 1;
+  testing::write_text(file, exp.dump());
+  expect_config_error([&] { load_experiment(file, {}); }, {file + ": 'gpu_sharing': '1' is not a way to share a GPU"});
+  expect_config_error([&] { load_experiment(file, {"gpu_sharing=on"}); }, {"'on' is not a way to share a GPU"});
+}
+
 TEST(Experiment, LoadResolvesRunsAndModesOnce) {
   if (!have_gpt()) GTEST_SKIP() << "the gpt plugin is not built";
   testing::TempDir tmp;
