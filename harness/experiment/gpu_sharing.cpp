@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/subprocess.h"
+#include "harness/experiment/seeds.h"
 
 namespace aobench {
 namespace fs = std::filesystem;
@@ -32,20 +33,9 @@ GpuSharing parse_gpu_sharing(const std::string& value, const std::string& where)
 }
 
 std::string take_gpu_sharing_setting(std::vector<std::string>& sets) {
-  std::string chosen;
-  for (auto it = sets.begin(); it != sets.end();) {
-    if (it->rfind("gpu_sharing=", 0) != 0) {
-      ++it;
-      continue;
-    }
-    const std::string value = it->substr(12);
-    parse_gpu_sharing(value, "--set gpu_sharing=" + value);
-    if (!chosen.empty() && chosen != value)
-      throw ConfigError("--set gpu_sharing is given twice (" + chosen + ", " + value + ")", "name one");
-    chosen = value;
-    it = sets.erase(it);
-  }
-  return chosen;
+  const std::string value = take_text_setting(sets, "gpu_sharing", "way to share a GPU", kSharingHint);
+  if (!value.empty()) parse_gpu_sharing(value, "--set gpu_sharing=" + value);
+  return value;
 }
 
 SharingChoice choose_gpu_sharing(GpuSharing mode, int gpus, int per_device, const std::string& existing_pipe,

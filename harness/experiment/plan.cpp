@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/plugin_api.h"
 #include "core/progress.h"
+#include "harness/experiment/gpu_sharing.h"
 #include "harness/registry.h"
 
 extern "C" const char* aobench_measured_rates_json();
@@ -34,15 +35,35 @@ struct Rate {
   std::string gpu, plugin, flavour, source;
   int64_t T = 0, batch = 0;
   double tok_s = 0, peak_gib = NAN;
+  // "packed": the summed tok/s of `packed_runs` such runs side by side on the GPU, through MPS and in turns.
+  int packed_runs = 0;
+  double packed_mps = NAN, packed_turns = NAN;
+  std::string packed_source;
 };
 
 const std::vector<Rate>& measured_rates() {
   static const std::vector<Rate> rates = [] {
     std::vector<Rate> out;
     const json doc = json::parse(aobench_measured_rates_json());
-    for (const auto& r : doc.at("rates"))
-      out.push_back({r.at("gpu"), r.at("plugin"), r.at("flavour"), r.at("source"), r.at("T"), r.at("batch_size"),
-                     r.at("tok_s"), r.at("peak_gib").is_number() ? r.at("peak_gib").get<double>() : NAN});
+    for (const auto& r : doc.at("rates")) {
+      Rate rate;
+      rate.gpu = r.at("gpu");
+      rate.plugin = r.at("plugin");
+      rate.flavour = r.at("flavour");
+      rate.source = r.at("source");
+      rate.T = r.at("T");
+      rate.batch = r.at("batch_size");
+      rate.tok_s = r.at("tok_s");
+      if (r.at("peak_gib").is_number()) rate.peak_gib = r.at("peak_gib");
+      out.push_back(rate);
+      if (r.contains("packed")) {
+        const json& k = r.at("packed");
+        out.back().packed_runs = k.at("runs");
+        out.back().packed_mps = k.at("mps_tok_s");
+        out.back().packed_turns = k.at("time_slicing_tok_s");
+        out.back().packed_source = k.at("source");
+      }
+    }
     return out;
   }();
   return rates;
@@ -142,6 +163,7 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
   plan.origin = exp.origin;
   plan.tier = exp.record.value("tier", std::string());
   plan.runs_per_device = exp.runs_per_device;
+  plan.sharing = exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns" : "through MPS";
   if (!gpu.empty()) {
     plan.gpu = gpu;
     plan.gpu_origin = "named";
@@ -199,6 +221,13 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
             cls, [&](const Rate& x) { return same_model(x) && x.T == p.T && x.batch == micro; }, true)) {
       p.tok_s = r->tok_s;
       p.rate_source = "measured " + cite(*r);
+      if (r->packed_runs > 0) {
+        p.packed_tok_s = exp.gpu_sharing == GpuSharing::kTimeSlicing ? r->packed_turns : r->packed_mps;
+        p.packed_runs = r->packed_runs;
+        p.packed_source = std::to_string(r->packed_runs) + " runs side by side " +
+                          (exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns" : "through MPS") + ": " +
+                          format_count(p.packed_tok_s) + " tok/s in all (" + r->packed_source + ")";
+      }
     } else if (auto r = closest(
                    cls, [&](const Rate& x) { return same_model(x) && x.T == p.T; }, false)) {
       p.tok_s = mfu_of(*r) * plan.peak_flops / cost.flops_per_token;
@@ -300,11 +329,30 @@ std::string ExperimentPlan::text() const {
   o << "total: " << runs << " runs, " << format_count(tokens) << " tokens, " << fixed(flops, "%.2e") << " FLOPs, "
     << fixed(hours, "%.3g") << " GPU-hours of training"
     << (unknown ? " (" + std::to_string(unknown) + " jobs without an estimate)" : "") << " on " << gpu_class(gpu)
-    << "s (evaluation and generation not counted; one run alone on a GPU"
-    << (runs_per_device > 1 ? "; runs_per_device " + std::to_string(runs_per_device) +
-                                  " packs them for about the same GPU time: docs/results/t128_b16_36k"
-                            : "")
-    << ")\n";
+    << "s (evaluation and generation not counted; one run alone on a GPU)\n";
+  if (runs_per_device > 1) {
+    // Packed: the summed rate measured for as many runs side by side, where a job has one; else as one run alone.
+    const int side_by_side = std::min(runs_per_device, runs);
+    double packed = 0;
+    std::vector<std::string> notes;
+    int alone = 0;
+    for (const auto& j : jobs) {
+      if (std::isfinite(j.packed_tok_s) && side_by_side >= j.packed_runs) {
+        packed += static_cast<double>(j.tokens) * j.runs / j.packed_tok_s / 3600.0;
+        if (std::find(notes.begin(), notes.end(), j.packed_source) == notes.end()) notes.push_back(j.packed_source);
+      } else if (std::isfinite(j.gpu_hours)) {
+        packed += j.gpu_hours * j.runs;
+        ++alone;
+      }
+    }
+    o << "packed: runs_per_device " << runs_per_device << ", " << sharing << ": " << fixed(packed, "%.3g")
+      << " GPU-hours of training";
+    for (const auto& n : notes) o << "; " << n;
+    if (alone)
+      o << "; " << alone << " jobs without a packed measurement for " << side_by_side << " runs at once "
+        << "counted as one run alone";
+    o << "\n";
+  }
   for (size_t i = 0; i < sources.size(); ++i) o << "[" << i + 1 << "] " << sources[i] << "\n";
   return o.str();
 }

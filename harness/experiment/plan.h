@@ -6,6 +6,7 @@
 // utilisation of the closest row (same model at another batch, the same flavour and T, the same plugin, on this
 // GPU first) is carried over, and every estimate says which row it rests on.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct JobPlan {
   double tok_s = 0;                                             // one run alone on the GPU
   std::string rate_source;                                      // "measured" / "MFU 38 % of …" / "assumed …"
   double gpu_hours = 0;                                         // per run
+  // A measured row's "packed": `packed_runs` (or more) runs side by side on one GPU sum to packed_tok_s; NaN: none.
+  double packed_tok_s = NAN;
+  int packed_runs = 0;
+  std::string packed_source;  // "4 runs side by side through MPS: 867.0k tok/s in all (…)"
 };
 
 struct ExperimentPlan {
@@ -34,6 +39,7 @@ struct ExperimentPlan {
   std::vector<JobPlan> jobs;
   std::vector<std::string> sources;  // the rows of configs/measured_rates.json the estimates rest on
   int runs_per_device = 1;
+  std::string sharing;       // how packed runs share a GPU: "through MPS" / "in turns" (gpu_sharing.h)
   std::string text() const;  // the table and the totals, as `--plan` prints them
 };
 

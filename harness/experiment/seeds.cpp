@@ -41,6 +41,25 @@ int take_count_setting(std::vector<std::string>& sets, const std::string& key, i
   return count;
 }
 
+std::string take_text_setting(std::vector<std::string>& sets, const std::string& key, const std::string& what,
+                              const std::string& hint) {
+  std::string chosen;
+  const std::string prefix = key + "=";
+  for (auto it = sets.begin(); it != sets.end();) {
+    if (it->rfind(prefix, 0) != 0) {
+      ++it;
+      continue;
+    }
+    const std::string value = it->substr(prefix.size());
+    if (value.empty()) throw ConfigError("--set " + prefix + " needs a " + what, hint);
+    if (!chosen.empty() && chosen != value)
+      throw ConfigError("--set " + key + " is given twice (" + chosen + ", " + value + ")", "name one");
+    chosen = value;
+    it = sets.erase(it);
+  }
+  return chosen;
+}
+
 int experiment_count(const json& experiment, const std::string& key, int from_set, int max, const std::string& origin,
                      const std::string& hint) {
   if (from_set > 0) return from_set;

@@ -20,6 +20,11 @@ namespace aobench {
 int take_count_setting(std::vector<std::string>& sets, const std::string& key, int max, const std::string& what,
                        const std::string& hint);
 
+// Removes every "KEY=V" from `sets` and returns V ("" when none); ConfigError for an empty V ("--set KEY= needs
+// a WHAT", `hint`) or two different ones. Shared by tier (tiers.h) and gpu_sharing (gpu_sharing.h).
+std::string take_text_setting(std::vector<std::string>& sets, const std::string& key, const std::string& what,
+                              const std::string& hint);
+
 // `from_set` when > 0, else the experiment's KEY (default 1); ConfigError naming `origin`, the key and the
 // value when it is no integer in [1, max].
 int experiment_count(const nlohmann::json& experiment, const std::string& key, int from_set, int max,

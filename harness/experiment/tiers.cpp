@@ -24,20 +24,7 @@ std::string tier_names(const json& tiers) {
 }  // namespace
 
 std::string take_tier_setting(std::vector<std::string>& sets) {
-  std::string tier;
-  for (auto it = sets.begin(); it != sets.end();) {
-    if (it->rfind("tier=", 0) != 0) {
-      ++it;
-      continue;
-    }
-    const std::string name = it->substr(5);
-    if (name.empty()) throw ConfigError("--set tier= needs a tier name", "example: --set tier=debug");
-    if (!tier.empty() && tier != name)
-      throw ConfigError("--set tier is given twice (" + tier + ", " + name + ")", "name one tier");
-    tier = name;
-    it = sets.erase(it);
-  }
-  return tier;
+  return take_text_setting(sets, "tier", "tier name", "example: --set tier=debug");
 }
 
 json apply_tier(const json& experiment, const std::string& tier, const std::string& origin) {

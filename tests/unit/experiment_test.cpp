@@ -267,6 +267,32 @@ TEST(Experiment, PlanTakesAMeasuredRateWhereOneMatches) {
   EXPECT_NEAR(plan.jobs[0].gpu_hours, 10.0 * 16 * 128 / 590000 / 3600, 1e-15);
   EXPECT_NE(plan.jobs[0].rate_source.find("measured [1]"), std::string::npos) << plan.jobs[0].rate_source;
   EXPECT_NE(plan.text().find("[1] H200 ao_gpt/tiny T=128 B=16"), std::string::npos) << plan.text();
+  // Its runs (2 jobs × 2 seeds) one at a time: no packed line.
+  EXPECT_EQ(plan.text().find("packed:"), std::string::npos) << plan.text();
+  EXPECT_DOUBLE_EQ(plan.jobs[0].packed_tok_s, 867000);  // the row's "packed", through MPS (gpu_sharing auto)
+  EXPECT_EQ(plan.jobs[0].packed_runs, 4);
+
+  // Four runs at once: the summed rate of runs side by side, through MPS or in turns as gpu_sharing says.
+  const double tokens = 4.0 * 10 * 16 * 128;
+  for (const auto& [sharing, sum] :
+       std::vector<std::pair<std::string, double>>{{"auto", 867000}, {"time_slicing", 552000}}) {
+    const ExperimentPlan packed = plan_experiment(
+        load_experiment(tmp.file("e.json"), {"runs_per_device=4", "gpu_sharing=" + sharing}), "NVIDIA H200");
+    const std::string text = packed.text();
+    char hours[32];
+    std::snprintf(hours, sizeof hours, "%.3g GPU-hours", tokens / sum / 3600);
+    EXPECT_NE(text.find(std::string("packed: runs_per_device 4, ") +
+                        (sharing == "auto" ? "through MPS: " : "in turns: ") + hours),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("counted as one run alone"), std::string::npos) << text;
+  }
+  // Fewer runs at once than the measurement packed: those count as runs alone.
+  const std::string three =
+      plan_experiment(load_experiment(tmp.file("e.json"), {"runs_per_device=3"}), "NVIDIA H200").text();
+  EXPECT_NE(three.find("2 jobs without a packed measurement for 3 runs at once counted as one run alone"),
+            std::string::npos)
+      << three;
 }
 
 }  // namespace
