@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,7 +121,11 @@ int run_logged(const std::vector<std::string>& argv, const std::vector<std::stri
   for (size_t done = 0; done < input.size();) {
     const ssize_t n = ::write(pipe_fd[1], input.data() + done, input.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {  // the child would see part of its input
+      ::close(pipe_fd[0]);
+      ::close(pipe_fd[1]);
+      return -1;
+    }
     done += static_cast<size_t>(n);
   }
   ::close(pipe_fd[1]);
@@ -141,7 +146,9 @@ std::string find_on_path(const std::string& name) {
     const size_t end = std::min(dirs.find(':', start), dirs.size());
     const std::string dir = dirs.substr(start, end - start);
     const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
     start = end + 1;
   }
   return "";

@@ -87,8 +87,8 @@ cmd_trainspeed() {  # the most important comparisons first (the budget skips the
 }
 
 cmd_aopairs() {  # AO_PAIRS (default 3) alternating GPT / AO-GPT trainings, small B16; the ratio in $OUT/ao_ratio.txt
-  local i n=${AO_PAIRS:-3} TS=${TS:-runs/trainspeed} ts_start=$SECONDS
-  mkdir -p "$TS/pairs"
+  local i n=${AO_PAIRS:-3} TS=${TS:-runs/trainspeed} ts_start=${ts_start:-$SECONDS}  # trainspeed's budget holds
+  rm -rf "$TS/pairs"; mkdir -p "$TS/pairs"
   [[ -f $TS/tokens.bin ]] || python3 bench/peers/nanogpt_train.py --write-tokens "$TS/tokens.bin" --tokens 20000000
   ln -sf ../tokens.bin "$TS/pairs/tokens.bin"  # speed_run reads $TS/tokens.bin
   for ((i = 1; i <= n; i++)); do  # alternating, so that clock drift hits both
@@ -126,22 +126,25 @@ cmd_genspeed() {  # one whole sample() of 32 × 1024 (small, bf16), ours and the
 }
 
 cmd_pack() {  # N copies of the tier's AO-GPT side by side, in turns and through MPS; table in $OUT/pack.md
-  local n s shares f=configs/experiments/gpu_packing.json d=runs/gpu_packing p=runs/pack t0
+  local n s shares rc=0 f=configs/experiments/gpu_packing.json d=runs/gpu_packing p=runs/pack t0
   rm -rf "$p" "$d"; mkdir -p "$p"
   $A run "$f" --prepare-only > "$p/prepare.log" 2>&1 || { tail "$p/prepare.log"; return 1; }  # untimed
   for n in ${PACK_RUNS:-1 4 8 12}; do
     shares=${PACK_SHARING:-time_slicing mps}; (( n > 1 )) || shares=${shares%% *}  # one run alone shares nothing
     for s in $shares; do
-      rm -rf "$d"; t0=$EPOCHREALTIME
+      rm -rf "$d"; t0=$(date +%s.%N)
       $A run "$f" --set seeds="$n" --set runs_per_device="$n" --set gpu_sharing="$s" > "$p/command.log" 2>&1 \
-        || echo "pack: $n runs, $s: failed (rc $?)"
-      echo "$n $s $(python3 -c "print(f'{$EPOCHREALTIME - $t0:.2f}')")" >> "$p/wall.txt"
+        || { echo "pack: $n runs, $s: failed (rc $?)"; rc=1; }
+      echo "$n $s $(python3 -c "print(f'{$(date +%s.%N) - $t0:.2f}')")" >> "$p/wall.txt"
       grep -E "^run: (GPU sharing|[0-9]+ runs in)" "$p/command.log" || true
-      mv "$d" "$p/${n}_$s" && mv "$p/command.log" "$p/${n}_$s/"
+      if [[ -d $d ]]; then mv "$d" "$p/${n}_$s"; else mkdir -p "$p/${n}_$s"; fi
+      mv "$p/command.log" "$p/${n}_$s/"
     done
   done
-  python3 scripts/pack_table.py "$p" 1000 2048 | tee "$OUT/pack.md"
+  python3 scripts/pack_table.py "$p" 1000 2048 > "$OUT/pack.md" || rc=1
+  cat "$OUT/pack.md"
   tar czf "$OUT/pack_runs.tgz" --exclude=checkpoints --exclude='*.bin' "$p"
+  return $rc
 }
 
 cmd_ddp() {  # DDP_GPUS (default: all), DDP_PLUGIN=ao_gpt (the AO-GPT, mixture orders)

@@ -42,6 +42,9 @@ def main():
     rows = []
     for (n, sharing), wall in sorted(walls.items()):
         folder = os.path.join(pack, f"{n}_{sharing}")
+        if not os.path.isdir(folder):
+            print(f"pack_table: no folder {folder}; the command failed, see its log", file=sys.stderr)
+            sys.exit(2)
         runs = sorted(d for d in os.listdir(folder) if os.path.exists(os.path.join(folder, d, "metrics.jsonl")))
         medians = []
         for r in runs:

@@ -163,7 +163,9 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
   plan.origin = exp.origin;
   plan.tier = exp.record.value("tier", std::string());
   plan.runs_per_device = exp.runs_per_device;
-  plan.sharing = exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns" : "through MPS";
+  plan.sharing = exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns"
+                 : exp.gpu_sharing == GpuSharing::kMps       ? "through MPS"
+                                                             : "through MPS where nvidia-cuda-mps-control is on PATH";
   if (!gpu.empty()) {
     plan.gpu = gpu;
     plan.gpu_origin = "named";

@@ -11,7 +11,6 @@
 #include "core/errors.h"
 #include "core/progress.h"
 #include "core/safetensors.h"
-#include "core/subprocess.h"
 #include "harness/experiment/generation.h"
 #include "harness/experiment/gpu_sharing.h"
 #include "harness/experiment/lanes.h"
@@ -237,27 +236,16 @@ class Runner {
     std::vector<std::string> child = {fs::read_symlink("/proc/self/exe").string(), "run", exp_.origin, "--lane"};
     for (const auto& s : o_.sets) child.insert(child.end(), {"--set", s});
     if (o_.force) child.push_back("--force");
-    // GPU sharing (gpu_sharing.h). A private daemon sees the devices this command sees and numbers them from 0.
     const fs::path log_dir = exp_.out_dir / "logs";
-    const std::string existing = existing_mps_pipe();
-    const SharingChoice choice =
-        choose_gpu_sharing(exp_.gpu_sharing, gpus, exp_.runs_per_device, existing,
-                           exp_.gpu_sharing == GpuSharing::kTimeSlicing ? "" : find_on_path("nvidia-cuda-mps-control"));
-    LaneSharing sharing{{}, choice.said};
-    std::optional<MpsDaemon> mps;
-    std::vector<std::string> lane_ids = devices;
-    if (choice.kind == SharingChoice::kPrivateDaemon) {
-      mps.emplace(find_on_path("nvidia-cuda-mps-control"), log_dir / "mps");
-      sharing.env = mps->client_env();
-      sharing.said += "; pipes in " + mps->pipe_dir().string() + ", its log in " + (log_dir / "mps").string();
-      for (size_t i = 0; i < lane_ids.size(); ++i) lane_ids[i] = std::to_string(i);
-    }
-    const LaneOutcome lanes =
-        aobench::train_in_lanes(to_train, child, lane_ids, exp_.runs_per_device, log_dir, sharing);
-    mps.reset();  // quit before the parent evaluates, generates and times on its own
-    if (lanes.signal != 0) {
+    LaneGpuSharing sharing(exp_.gpu_sharing, gpus, exp_.runs_per_device, log_dir);  // gpu_sharing.h
+    LaneOutcome lanes;
+    if (sharing.held_signal() == 0)  // no Ctrl-C while the daemon started
+      lanes = aobench::train_in_lanes(to_train, child, lane_visible_devices(sharing.kind(), devices),
+                                      exp_.runs_per_device, log_dir, {sharing.env(), sharing.said()});
+    sharing.stop();  // the daemon quits before the parent evaluates, generates and times on its own
+    if (const int sig = lanes.signal != 0 ? lanes.signal : sharing.held_signal(); sig != 0) {
       std::cout << "run: interrupted; re-run the same command to resume (finished runs are skipped)\n";
-      return 128 + lanes.signal;
+      return 128 + sig;
     }
     if (!lanes.failed.empty()) {
       std::string list;
@@ -265,10 +253,10 @@ class Runner {
       throw TrainingError("runs " + list + " stopped with an error (their logs are in " + log_dir.string() +
                               "); the other " + std::to_string(lanes.trained.size()) + " finished",
                           std::string("fix the cause and re-run the same command: finished runs are skipped") +
-                              (choice.kind == SharingChoice::kTurns || choice.said.empty()
-                                   ? ""
-                                   : " (they shared their GPU through MPS; --set gpu_sharing=time_slicing trains "
-                                     "them in turns)"));
+                              (sharing.kind() == SharingChoice::kPrivateDaemon
+                                   ? " (they shared their GPU through MPS; --set gpu_sharing=time_slicing trains "
+                                     "them in turns)"
+                                   : ""));
     }
     trained_ = static_cast<int64_t>(lanes.trained.size());
     lane_trained_.insert(lanes.trained.begin(), lanes.trained.end());

@@ -282,7 +282,8 @@ TEST(Experiment, PlanTakesAMeasuredRateWhereOneMatches) {
     char hours[32];
     std::snprintf(hours, sizeof hours, "%.3g GPU-hours", tokens / sum / 3600);
     EXPECT_NE(text.find(std::string("packed: runs_per_device 4, ") +
-                        (sharing == "auto" ? "through MPS: " : "in turns: ") + hours),
+                        (sharing == "auto" ? "through MPS where nvidia-cuda-mps-control is on PATH: " : "in turns: ") +
+                        hours),
               std::string::npos)
         << text;
     EXPECT_EQ(text.find("counted as one run alone"), std::string::npos) << text;
