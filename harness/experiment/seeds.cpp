@@ -17,26 +17,33 @@ const char* kSeedsHint = "seeds is the number of runs per job, an integer from 1
 
 }  // namespace
 
-int take_count_setting(std::vector<std::string>& sets, const std::string& key, int max, const std::string& what,
-                       const std::string& hint) {
-  int count = 0;
+std::vector<std::string> take_settings(std::vector<std::string>& sets, const std::string& key) {
+  std::vector<std::string> values;
   const std::string prefix = key + "=";
   for (auto it = sets.begin(); it != sets.end();) {
     if (it->rfind(prefix, 0) != 0) {
       ++it;
       continue;
     }
-    const std::string text = it->substr(prefix.size());
+    values.push_back(it->substr(prefix.size()));
+    it = sets.erase(it);
+  }
+  return values;
+}
+
+int take_count_setting(std::vector<std::string>& sets, const std::string& key, int max, const std::string& what,
+                       const std::string& hint) {
+  int count = 0;
+  for (const std::string& text : take_settings(sets, key)) {
     // Digits only: "2.5", "-1", "two" and "" are refused rather than read as a prefix or cast.
     const bool digits = !text.empty() && text.size() <= 9 &&
                         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
     const long long n = digits ? std::stoll(text) : 0;
     if (n < 1 || n > max)
-      throw ConfigError("--set " + prefix + text + ": '" + text + "' is not a number of " + what, hint);
+      throw ConfigError("--set " + key + "=" + text + ": '" + text + "' is not a number of " + what, hint);
     if (count != 0 && count != n)
       throw ConfigError("--set " + key + " is given twice (" + std::to_string(count) + ", " + text + ")", "name one");
     count = static_cast<int>(n);
-    it = sets.erase(it);
   }
   return count;
 }
@@ -44,18 +51,11 @@ int take_count_setting(std::vector<std::string>& sets, const std::string& key, i
 std::string take_text_setting(std::vector<std::string>& sets, const std::string& key, const std::string& what,
                               const std::string& hint) {
   std::string chosen;
-  const std::string prefix = key + "=";
-  for (auto it = sets.begin(); it != sets.end();) {
-    if (it->rfind(prefix, 0) != 0) {
-      ++it;
-      continue;
-    }
-    const std::string value = it->substr(prefix.size());
-    if (value.empty()) throw ConfigError("--set " + prefix + " needs a " + what, hint);
+  for (const std::string& value : take_settings(sets, key)) {
+    if (value.empty()) throw ConfigError("--set " + key + "= needs a " + what, hint);
     if (!chosen.empty() && chosen != value)
       throw ConfigError("--set " + key + " is given twice (" + chosen + ", " + value + ")", "name one");
     chosen = value;
-    it = sets.erase(it);
   }
   return chosen;
 }

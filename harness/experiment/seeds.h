@@ -14,6 +14,9 @@
 
 namespace aobench {
 
+// Removes every "KEY=V" from `sets` and returns the Vs in order (none: empty). The base of the two below.
+std::vector<std::string> take_settings(std::vector<std::string>& sets, const std::string& key);
+
 // Removes every "KEY=N" from `sets` and returns N (0 when none); ConfigError naming the value ("… is not a number of
 // WHAT", `hint`) for anything but an integer in [1, max], or two different values. Shared by seeds and
 // runs_per_device (harness/experiment/lanes.h).
