@@ -3,8 +3,8 @@
 # nlohmann_json but no network, no Boost.Program_options library and no PCRE2 / liblzma / libzstd headers. OpenSSL's
 # headers and libcrypto are there (Ubuntu 24.04's libssl-dev, OpenSSL 3.0.13, seen on 2026-11-29), so
 # find_package(OpenSSL) finds them in /usr and .debs carries no libssl-dev.
-# Route: the Debian packages in .debs/ (fetched on a networked machine with scripts/fetch_gpu_debs.sh)
-# are unpacked into a private prefix that CMake and the loader are pointed at.
+# Route: the Debian packages and Boost's headers in .debs/ (fetched on a networked machine with
+# scripts/fetch_gpu_debs.sh) are unpacked into a private prefix that CMake and the loader are pointed at.
 # Usage (on the GPU machine, repo root):  source scripts/gpu_build.sh   → build/aobench, LD_LIBRARY_PATH set.
 set -eo pipefail
 PREFIX=${AOBENCH_DEB_PREFIX:-/tmp/aobench-deps}
@@ -14,6 +14,12 @@ if [[ ! -d .debs ]] || ! ls .debs/*.deb >/dev/null 2>&1; then
 fi
 mkdir -p "$PREFIX"
 for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
+# Boost's headers: the folders aobench reaches (fetch_gpu_debs.sh), or a whole libboost1.74-dev of an older fetch.
+if [[ -f .debs/boost-headers.tar.xz ]]; then tar xJf .debs/boost-headers.tar.xz -C "$PREFIX"; fi
+if [[ ! -f $PREFIX/usr/include/boost/version.hpp ]]; then
+  echo "gpu_build: .debs/ has no Boost headers; re-run scripts/fetch_gpu_debs.sh and carry .debs again" >&2
+  return 1 2>/dev/null || exit 1
+fi
 LIBDIR="$PREFIX/usr/lib/x86_64-linux-gnu"
 # The .pc files say prefix=/usr; point them at the private prefix. A .debs/ from before a package was added lacks
 # its .pc: say so here rather than let CMake find (or miss) the machine's own copy.
