@@ -88,7 +88,7 @@ nlohmann::json env_info(const std::string& device, const std::string& dtype) {
                          {"perf", perf_switches_in_effect()}};
   // Packed runs (harness/experiment/lanes.h): whether this one's kernels ran beside its neighbours' or in turns.
   if (device.rfind("cuda", 0) == 0 && torch::cuda::is_available())
-    info["mps"] = mps_enabled(device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(device));
+    info["mps"] = mps_enabled(torch::Device(device));  // "cuda" (no index) is device 0
   return info;
 }
 

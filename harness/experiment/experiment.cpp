@@ -94,7 +94,7 @@ Experiment load_experiment(const std::string& origin, std::vector<std::string> s
   e.seeds = experiment_seeds(exp, seeds_set, origin);
   e.runs_per_device = experiment_runs_per_device(exp, lanes_set, origin);
   if (!sharing_set.empty())
-    e.gpu_sharing = parse_gpu_sharing(sharing_set, "--set gpu_sharing");
+    e.gpu_sharing = parse_gpu_sharing(sharing_set, "--set gpu_sharing=" + sharing_set);
   else if (exp.contains("gpu_sharing"))
     e.gpu_sharing = parse_gpu_sharing(
         exp["gpu_sharing"].is_string() ? exp["gpu_sharing"].get<std::string>() : exp["gpu_sharing"].dump(),

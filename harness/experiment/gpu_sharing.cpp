@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kSharingHint =
-    "gpu_sharing says how the runs of one GPU share it: auto (MPS when nvidia-cuda-mps-control is installed, else in "
+    "gpu_sharing says how the runs of one GPU share it: auto (MPS when nvidia-cuda-mps-control is on PATH, else in "
     "turns), mps (MPS or an error) or time_slicing (in turns)";
 
 }  // namespace
@@ -34,9 +34,7 @@ GpuSharing parse_gpu_sharing(const std::string& value, const std::string& where)
 }
 
 std::string take_gpu_sharing_setting(std::vector<std::string>& sets) {
-  const std::string value = take_text_setting(sets, "gpu_sharing", "way to share a GPU", kSharingHint);
-  if (!value.empty()) parse_gpu_sharing(value, "--set gpu_sharing=" + value);
-  return value;
+  return take_text_setting(sets, "gpu_sharing", "way to share a GPU", kSharingHint);
 }
 
 SharingChoice choose_gpu_sharing(GpuSharing mode, int gpus, int per_device, const std::string& existing_pipe,

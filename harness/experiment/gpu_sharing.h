@@ -26,8 +26,8 @@ enum class GpuSharing { kAuto, kMps, kTimeSlicing };
 // "auto" | "mps" | "time_slicing"; ConfigError naming `where` and the value for anything else.
 GpuSharing parse_gpu_sharing(const std::string& value, const std::string& where);
 
-// Removes every "gpu_sharing=V" from `sets` (the --set list of `aobench run`) and returns V ("" when none);
-// ConfigError for an unknown value or two different ones.
+// Removes every "gpu_sharing=V" from `sets` (the --set list of `aobench run`) and returns V ("" when none;
+// parse_gpu_sharing reads it); ConfigError for an empty V or two different ones.
 std::string take_gpu_sharing_setting(std::vector<std::string>& sets);
 
 // The MPS clients one GPU takes on Volta and later (NVIDIA's MPS documentation).

@@ -55,14 +55,14 @@ const std::vector<Rate>& measured_rates() {
       rate.batch = r.at("batch_size");
       rate.tok_s = r.at("tok_s");
       if (r.at("peak_gib").is_number()) rate.peak_gib = r.at("peak_gib");
-      out.push_back(rate);
       if (r.contains("packed")) {
         const json& k = r.at("packed");
-        out.back().packed_runs = k.at("runs");
-        out.back().packed_mps = k.at("mps_tok_s");
-        out.back().packed_turns = k.at("time_slicing_tok_s");
-        out.back().packed_source = k.at("source");
+        rate.packed_runs = k.at("runs");
+        rate.packed_mps = k.at("mps_tok_s");
+        rate.packed_turns = k.at("time_slicing_tok_s");
+        rate.packed_source = k.at("source");
       }
+      out.push_back(rate);
     }
     return out;
   }();
@@ -163,9 +163,10 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
   plan.origin = exp.origin;
   plan.tier = exp.record.value("tier", std::string());
   plan.runs_per_device = exp.runs_per_device;
-  plan.sharing = exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns"
-                 : exp.gpu_sharing == GpuSharing::kMps       ? "through MPS"
-                                                             : "through MPS where nvidia-cuda-mps-control is on PATH";
+  const bool in_turns = exp.gpu_sharing == GpuSharing::kTimeSlicing;
+  plan.sharing = in_turns                              ? "in turns"
+                 : exp.gpu_sharing == GpuSharing::kMps ? "through MPS"
+                                                       : "through MPS where nvidia-cuda-mps-control is on PATH";
   if (!gpu.empty()) {
     plan.gpu = gpu;
     plan.gpu_origin = "named";
@@ -224,11 +225,11 @@ ExperimentPlan plan_experiment(const Experiment& exp, const std::string& gpu) {
       p.tok_s = r->tok_s;
       p.rate_source = "measured " + cite(*r);
       if (r->packed_runs > 0) {
-        p.packed_tok_s = exp.gpu_sharing == GpuSharing::kTimeSlicing ? r->packed_turns : r->packed_mps;
+        p.packed_tok_s = in_turns ? r->packed_turns : r->packed_mps;
         p.packed_runs = r->packed_runs;
         p.packed_source = std::to_string(r->packed_runs) + " runs side by side " +
-                          (exp.gpu_sharing == GpuSharing::kTimeSlicing ? "in turns" : "through MPS") + ": " +
-                          format_count(p.packed_tok_s) + " tok/s in all (" + r->packed_source + ")";
+                          (in_turns ? "in turns" : "through MPS") + ": " + format_count(p.packed_tok_s) +
+                          " tok/s in all (" + r->packed_source + ")";
       }
     } else if (auto r = closest(
                    cls, [&](const Rate& x) { return same_model(x) && x.T == p.T; }, false)) {
