@@ -7,10 +7,12 @@
 #include <map>
 #include <numeric>
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include "core/plugin_api.h"
 #include "plugins/common/any_order_sampler.h"
+#include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 #include "plugins/common/tests/chi2.h"
 
@@ -22,13 +24,13 @@ namespace {
 using testing_stats::chi2;
 using testing_stats::chi2_critical;
 
-std::unique_ptr<ModelPlugin> make(nlohmann::json overrides) {
+std::unique_ptr<ModelPlugin> make(nlohmann::json overrides, torch::Device device = torch::kCPU) {
   std::unique_ptr<ModelPlugin> m(aobench_create_plugin());
   auto cfg = aobench::plugin_default_config()["flavours"]["debug"];
   cfg.update(overrides);
   m->configure(cfg);
   torch::manual_seed(0);
-  m->build(torch::kCPU);
+  m->build(device);
   m->module().eval();
   return m;
 }
@@ -97,11 +99,11 @@ TEST(AnyOrderSampler, OneTokenPerStepEqualsAncestralSamplingUnderItsOrder) {
 torch::Tensor reference_parallel(ModelPlugin& m, const SampleRequest& r) {
   auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(r.seed);
   int64_t n_prompt = 0;
-  auto order = common::sampling_orders(r, cpu_gen, &n_prompt);
+  auto order = common::sampling_orders(r, cpu_gen, &n_prompt).to(r.device);
   auto dev_gen = common::make_generator(r.device, r.seed + 1);
   const int64_t B = r.batch_size, L = r.length;
-  auto gen = torch::zeros({B, L}, torch::kLong);
-  if (n_prompt > 0) gen.narrow(1, 0, n_prompt).copy_(r.prompt.gather(1, order.narrow(1, 0, n_prompt)));
+  auto gen = torch::zeros({B, L}, order.options());
+  if (n_prompt > 0) gen.narrow(1, 0, n_prompt).copy_(r.prompt.to(r.device).gather(1, order.narrow(1, 0, n_prompt)));
   int64_t done = n_prompt, prev = 0;
   torch::NoGradGuard ng;
   for (int64_t n_cum : common::schedule_counts(L - n_prompt, r.steps, r.schedule)) {
@@ -109,7 +111,7 @@ torch::Tensor reference_parallel(ModelPlugin& m, const SampleRequest& r) {
     std::vector<torch::Tensor> rows;
     for (int64_t i = 0; i < n_new; ++i) {
       auto q = order.narrow(1, done + i, 1);
-      auto ctx_tok = torch::cat({gen.narrow(1, 0, done), torch::zeros({B, 1}, torch::kLong)}, 1);
+      auto ctx_tok = torch::cat({gen.narrow(1, 0, done), torch::zeros({B, 1}, gen.options())}, 1);
       auto ctx_pos = torch::cat({order.narrow(1, 0, done), q}, 1);
       auto targets = torch::cat({order.narrow(1, 0, done), q}, 1);
       rows.push_back(m.chain_log_probs_last(ctx_tok, ctx_pos, targets));  // (B, V)
@@ -148,6 +150,53 @@ TEST(AnyOrderSampler, ParallelStepsEqualFullRecomputation) {
       EXPECT_TRUE(out.order.narrow(1, 0, 3).equal(torch::tensor({3, 4, 20}, torch::kLong).expand({3, 3})));
     }
   }
+}
+
+// On the GPU the parallel steps run on the static cache and every repeated step shape is replayed from a
+// CUDA graph: in float32 the ids must be the full recomputation's, across the cache's 256-slot spans and
+// with a prompt; under bf16 captured and uncaptured must give the same ids.
+TEST(AnyOrderSampler, CudaGraphParallelStepsEqualRecomputationAndUncaptured) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device dev(torch::kCUDA, 0);
+  auto m = make(nlohmann::json{{"block_size", 300}}, dev);
+  SampleRequest r;
+  r.batch_size = 3;
+  r.length = 300;
+  r.seed = 21;
+  r.temperature = 0.9;
+  r.top_p = 0.95;
+  r.device = dev;
+  // 2 and 4 tokens a step: shapes (3 slots, 2 new) 149 times (the decode kernel), (7, 4) 74 times (the
+  // masked SDPA unless AOBENCH_DECODE_SLOTS allows 7); 7 a step after the prompt
+  for (int64_t steps : {150, 75, 41}) {
+    const bool prompted = steps == 41;
+    r.steps = steps;
+    if (prompted) {
+      r.prompt = torch::full({3, 300}, -1, torch::kLong);
+      r.prompt.narrow(1, 100, 13).fill_(42);
+    }
+    auto out = m->sample(r);
+    EXPECT_EQ(out.network_calls, r.steps);
+    auto want = reference_parallel(*m, r);
+    EXPECT_TRUE(out.tokens.equal(want)) << "steps=" << steps << ": " << out.tokens.ne(want).sum().item<int64_t>();
+    if (prompted) {
+      EXPECT_TRUE(out.tokens.narrow(1, 100, 13).eq(42).all().item<bool>());
+    }
+  }
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  r.prompt = torch::Tensor();
+  for (int64_t steps : {150, 75}) {
+    r.steps = steps;
+    auto graphed = m->sample(r);
+    common::set_cuda_graphs_enabled(false);
+    auto eager = m->sample(r);
+    common::set_cuda_graphs_enabled(true);
+    EXPECT_TRUE(graphed.tokens.equal(eager.tokens))
+        << "steps=" << steps << ": " << graphed.tokens.ne(eager.tokens).sum().item<int64_t>();
+  }
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
 }
 
 }  // namespace

@@ -62,8 +62,8 @@ struct AttentionImpl : torch::nn::Module {
     const int64_t B = x.size(0), S = x.size(1), h = n_embd / n_head;
     auto qkv = linear2d(c_attn, x).view({B * S, 3, n_head, h});
     auto heads = [&](const torch::Tensor& t) { return t.view({B, S, n_head, h}).transpose(1, 2); };
-    torch::Tensor y;                          // (B, H, S, h)
-    if (common::one_slot_decode(cache, S)) {  // the QK norm runs inside the decode-attention kernel
+    torch::Tensor y;                            // (B, H, S, h)
+    if (common::fused_decode_step(cache, S)) {  // the QK norm runs inside the decode-attention kernel
       const common::QkNorm norm{q_norm->weight, k_norm->weight, kNormEps};
       y = common::attend(heads(qkv.select(1, 0)), heads(qkv.select(1, 1)), heads(qkv.select(1, 2)), cache, layer, mask,
                          0.0, std::nullopt, &norm);

@@ -527,7 +527,8 @@ TEST(AoGpt, ScheduleCounts) {
 
 // On the GPU the sampler keeps a static cache and replays its one-token steps from CUDA graphs: in float32 it
 // must give the ids of the full recomputation, under bf16 the same ids captured and uncaptured, across the
-// 256-slot spans of the cache; parallel steps (several tokens per call) take the static cache uncaptured.
+// 256-slot spans of the cache; parallel steps (several tokens per call) keep their prompt
+// (any_order_sampler_test.cpp checks them against the recomputation).
 TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device dev(torch::kCUDA, 0);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "core/errors.h"
 #include "plugins/common/attention.h"
@@ -82,14 +83,13 @@ namespace {
 // The step loop of §4.2 for rows that share one count schedule. generated (b, L) holds the `done` given
 // tokens in generation order and receives the rest; order (b, L); p_tok/p_pos (b, n_prev) are the real
 // slots not yet in the cache. counts are cumulative over the free positions. With capture_steps on a GPU the
-// cache is static and one-token steps are replayed from CUDA graphs. Returns the network calls made.
+// cache is static and repeated step shapes are replayed from CUDA graphs. Returns the network calls made.
 int64_t run_steps(const SlotForward& forward, const SampleRequest& request, const torch::Tensor& order,
                   torch::Tensor generated, int64_t done, torch::Tensor p_tok, torch::Tensor p_pos,
                   const std::vector<int64_t>& counts, at::Generator& dev_gen, bool capture_steps) {
   const int64_t B = generated.size(0), L = generated.size(1);
   const auto dev = generated.device();
   const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(dev);
-  const auto bopt = torch::TensorOptions().dtype(torch::kBool).device(dev);
   const DrawOptions draw_opt = gumbel_max(request.temperature, request.top_p, request.float64_sampling);
   KVCache cache;
   // Real slots never exceed [None] + L tokens; a step adds its n_new − 1 duplicates on top.
@@ -97,36 +97,36 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   for (size_t i = 0; i < counts.size(); ++i) max_new = std::max(max_new, counts[i] - (i ? counts[i - 1] : 0));
   cache.capacity = L + 1 + max_new;
   if (capture_steps && dev.is_cuda()) cache.make_static(dev);
-  // A static-cache step (S slots, `mask` (S, old + S) as below): keys at device-side slots, attention over
-  // the first `span` slots; with S = 1 the shapes are static and the step is replayed from a CUDA graph.
-  std::map<int64_t, StepGraph> graphs;
-  Slots step_in;  // (B, 1) inputs of the captured steps, in fixed memory
-  auto static_step = [&](const Slots& s, const std::function<torch::Tensor()>& make_mask, int64_t n_new, int64_t S) {
-    const int64_t old = cache.length(), span = cache.span_for(S);
-    torch::Tensor logits;
-    if (S == 1) {
-      if (!step_in.tokens.defined())
-        step_in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
-      step_in.tokens.copy_(s.tokens);
-      step_in.positions.copy_(s.positions);
-      step_in.targets.copy_(s.targets);
-      logits = graphs[span].run(dev, [&] {
-        // (1); the mask (1, span): the cache and the slot itself (none for the decode kernel, kv_cache.h)
-        const bool fused = one_slot_decode(&cache, 1);
-        cache.step_slots = fused ? cache.pos : cache.pos.clone();
-        cache.step_mask =
-            fused ? torch::Tensor() : torch::arange(span, lopt).unsqueeze(0) <= cache.step_slots.unsqueeze(1);
-        auto y = forward(step_in, &cache, std::nullopt, 1);
-        cache.pos.add_(1);
-        return y;
-      });
-    } else {
-      cache.step_slots = torch::arange(old, old + S, lopt);
-      cache.step_mask = torch::cat({make_mask(), torch::zeros({S, span - old - S}, bopt)}, 1);
-      logits = forward(s, &cache, std::nullopt, n_new);
-      cache.pos.fill_(old + S);
-    }
-    cache.len = old + S;
+  // A static-cache step: S = n_prev + n_new − 1 slots written at device-side slots pos … pos + S − 1, new
+  // slot i seeing the cache, the step's slots before min(i, n_prev − 1) and itself; attention over the first
+  // `span` slots (all of them with the decode kernel, which reads only those up to the step's). Its mask and
+  // slots come from the device counter pos, so a step's shapes depend only on (S, n_new, span) and every
+  // repeated one is replayed from a CUDA graph. The inputs are copied into fixed memory, one set per S. At most kMaxGraphs shapes are captured (a cosine schedule
+  // has many that never repeat); the others run uncaptured, the same code.
+  constexpr size_t kMaxGraphs = 32;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, StepGraph> graphs;
+  std::map<int64_t, Slots> step_in;
+  auto static_step = [&](const Slots& s, int64_t n_prev, int64_t n_new) {
+    const int64_t S = n_prev + n_new - 1, old = cache.length(), span = cache.span_for(S);
+    auto& in = step_in[S];
+    if (!in.tokens.defined())
+      in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
+    in.tokens.copy_(s.tokens);
+    in.positions.copy_(s.positions);
+    in.targets.copy_(s.targets);
+    auto step = [&] {
+      // the decode kernel needs no mask (it reads slots 0..pos + S − 1, kv_cache.h)
+      const bool fused = fused_decode_step(&cache, S);
+      cache.step_slots = fused && S == 1 ? cache.pos : cache.pos + torch::arange(S, lopt);  // (S)
+      cache.step_seen = n_prev - 1;
+      cache.step_mask = fused ? torch::Tensor() : step_visibility(span, cache.pos, n_prev - 1, S);
+      auto y = forward(in, &cache, std::nullopt, n_new);
+      cache.pos.add_(n_prev);  // keep the real slots: the duplicates' are overwritten by the next step
+      return y;
+    };
+    const auto key = std::make_tuple(S, n_new, span);
+    auto logits = graphs.count(key) || graphs.size() < kMaxGraphs ? graphs[key].run(dev, step) : step();
+    cache.len = old + n_prev;
     return logits;
   };
   int64_t prev = 0, calls = 0;
@@ -138,20 +138,17 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
     s.tokens = torch::cat({p_tok, p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
     s.positions = torch::cat({p_pos, p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
     s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
-    const int64_t S = n_prev + n_new - 1;
-    // mask (S, old + S): the whole cache, causal among new slots, diagonal-only in the query block.
-    auto make_mask = [&] {
-      auto causal = torch::ones({S, S}, bopt).tril();
-      auto qblock = causal.narrow(0, n_prev - 1, n_new).narrow(1, n_prev - 1, n_new);
-      qblock.copy_(torch::eye(n_new, torch::TensorOptions().device(dev)).to(torch::kBool));
-      return torch::cat({torch::ones({S, old}, bopt), causal}, 1);
-    };
-    auto logits = cache.is_static() ? static_step(s, make_mask, n_new, S)
-                                    : forward(s, &cache, make_mask(), n_new);  // (B, n_new, V)
+    torch::Tensor logits;  // (B, n_new, V)
+    if (cache.is_static()) {
+      logits = static_step(s, n_prev, n_new);
+    } else {
+      const int64_t S = n_prev + n_new - 1;
+      logits = forward(s, &cache, step_visibility(old + S, torch::full({1}, old, lopt), n_prev - 1, S), n_new);
+      cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
+    }
     ++calls;
     auto x = draw_tokens(logits, draw_opt, dev_gen);
     generated.narrow(1, done, n_new).copy_(x);
-    cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
     p_tok = x;
     p_pos = q_pos;
     done += n_new;

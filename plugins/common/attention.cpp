@@ -8,8 +8,8 @@
 
 namespace aobench::common {
 
-bool one_slot_decode(const KVCache* cache, int64_t S) {
-  return cache && cache->is_static() && cache->fused_decode && S == 1;
+bool fused_decode_step(const KVCache* cache, int64_t S) {
+  return cache && cache->is_static() && cache->fused_decode && S <= decode_slots();
 }
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
@@ -17,8 +17,8 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
                      std::optional<double> scale, const QkNorm* qk_norm) {
   auto sdpa = [&](const torch::Tensor& keys, const torch::Tensor& values, const std::optional<torch::Tensor>& m,
                   bool causal) { return at::scaled_dot_product_attention(q, keys, values, m, dropout, causal, scale); };
-  TORCH_CHECK(!qk_norm || one_slot_decode(cache, q.size(2)),
-              "attend: a QK norm is applied only in a one-slot decode step");
+  TORCH_CHECK(!qk_norm || fused_decode_step(cache, q.size(2)),
+              "attend: a QK norm is applied only in a fused decode step");
   if (!cache) return mask ? sdpa(k, v, mask, false) : sdpa(k, v, std::nullopt, /*causal=*/true);
   if (static_cast<int64_t>(cache->k.size()) <= layer) {
     cache->k.resize(layer + 1);
@@ -37,9 +37,9 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
       kb = torch::zeros({k.size(0), k.size(1), cache->capacity, k.size(3)}, k.options());
       vb = torch::zeros({v.size(0), v.size(1), cache->capacity, v.size(3)}, v.options());
     }
-    if (one_slot_decode(cache, S)) {  // no mask: the kernel (or its reference) reads slots 0..step_slots
+    if (fused_decode_step(cache, S)) {  // no mask: the kernel (or its reference) reads slots 0..pos + S − 1
       TORCH_CHECK(dropout == 0.0, "attend: a decode step takes no attention dropout");
-      return decode_attention(q, k, v, kb, vb, cache->step_slots, scale.value_or(1.0 / std::sqrt(q.size(3))),
+      return decode_attention(q, k, v, kb, vb, cache->pos, cache->step_seen, scale.value_or(1.0 / std::sqrt(q.size(3))),
                               cache->decode_scratch, qk_norm);
     }
     kb.index_copy_(2, cache->step_slots, k);

@@ -1,6 +1,7 @@
 // Implements: plugins/common/decode_attention.h (the reference, and dispatch to the CUDA kernel when it is built).
 #include "plugins/common/decode_attention.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/device.h"
@@ -32,28 +33,30 @@ bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_ne
 
 torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                          torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot,
-                                         double scale, const QkNorm* norm) {
+                                         int64_t seen, double scale, const QkNorm* norm) {
   auto normed = [&](const torch::Tensor& x, const torch::Tensor& w) {  // in fp32, rounded back to x's dtype
     auto f = x.to(torch::kFloat);
     return (f * (torch::rsqrt(f.pow(2).mean(-1, true) + norm->eps) * w.to(f.device(), torch::kFloat)))
         .to(x.scalar_type());  // x·(rs·w): qk_rms_norm's order
   };
   const auto qn = norm ? normed(q, norm->wq) : q, kn = norm ? normed(k_new, norm->wk) : k_new;
-  k_buf.index_copy_(2, slot, kn);
-  v_buf.index_copy_(2, slot, v_new);
-  auto mask = torch::arange(k_buf.size(2), slot.options()).unsqueeze(0) <= slot.unsqueeze(1);  // (1, capacity)
+  const int64_t S = q.size(2);
+  const auto slots = slot + torch::arange(S, slot.options());  // (S)
+  k_buf.index_copy_(2, slots, kn);
+  v_buf.index_copy_(2, slots, v_new);
+  auto mask = step_visibility(k_buf.size(2), slot, std::clamp<int64_t>(seen, 0, S), S);  // (S, capacity)
   return at::scaled_dot_product_attention(qn, k_buf, v_buf, mask, 0.0, false, scale);
 }
 
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
-                               DecodeScratch& scratch, const QkNorm* norm) {
+                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, int64_t seen,
+                               double scale, DecodeScratch& scratch, const QkNorm* norm) {
 #ifdef AOBENCH_FUSED_CUDA
   if (decode_attention_supports(q, k_new, v_new, k_buf, v_buf))
-    return decode_attention_cuda(q, k_new, v_new, k_buf, v_buf, slot, scale, scratch, norm);
+    return decode_attention_cuda(q, k_new, v_new, k_buf, v_buf, slot, seen, scale, scratch, norm);
 #endif
   (void)scratch;
-  return decode_attention_reference(q, k_new, v_new, k_buf, v_buf, slot, scale, norm);
+  return decode_attention_reference(q, k_new, v_new, k_buf, v_buf, slot, seen, scale, norm);
 }
 
 }  // namespace aobench::common

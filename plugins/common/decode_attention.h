@@ -15,23 +15,25 @@ struct QkNorm {
   double eps = 1e-5;
 };
 
-// One decode step over a static cache: writes k_new, v_new (B, H, 1, h) at slot `slot` ((1) int64, on the
-// device) of k_buf, v_buf (B, H, capacity, h) and returns softmax(q·K[0..slot]ᵀ·scale)·V[0..slot] (B, H, 1, h)
-// for q (B, H, 1, h). With `norm`, q and k_new are QK-normalised first and rounded to their dtype (in 16-bit the
-// same numbers as qk_rms_norm's kernel; in float32 its sum of squares runs in another order), and the
-// normalised key is what the cache holds. On CUDA (decode_attention_enabled and the shapes covered:
+// One step of S ≤ kDecodeMaxSlots (16) new slots over a static cache (one for a decode step): writes k_new, v_new
+// (B, H, S, h) at slots slot … slot + S − 1 of k_buf, v_buf (B, H, capacity, h) (`slot`: (1) int64 on the
+// device, the slots held) and returns, for q (B, H, S, h), softmax(q_i·Kᵀ·scale)·V over the slots new slot i
+// sees (B, H, S, h): every held slot, the new slots before min(i, seen) and itself (step_visibility,
+// kv_cache.h; seen = S is causal). With `norm`, q and k_new are QK-normalised first and rounded to their dtype
+// (in 16-bit the same numbers as qk_rms_norm's kernel; in float32 its sum of squares runs in another order),
+// and the normalised keys are what the cache holds. On CUDA (decode_attention_enabled and the shapes covered:
 // float/bf16/half, h ∈ {32, 64, 128} (and 256 in 16-bit), unit last stride, 16-byte aligned rows) one kernel
-// that reads only the slots held, with fp32 scores and sums; otherwise decode_attention_reference. A slot past
-// the cache (only a graph replayed too often can pass one): the kernel writes NaN and no slot, the reference
-// refuses it (index_copy_).
+// that reads only the slots up to the step's, with fp32 scores and sums; otherwise decode_attention_reference.
+// Slots past the cache (only a graph replayed too often can pass them): the kernel writes NaN and no slot, the
+// reference refuses them (index_copy_).
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
-                               DecodeScratch& scratch, const QkNorm* norm = nullptr);
+                               torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, int64_t seen,
+                               double scale, DecodeScratch& scratch, const QkNorm* norm = nullptr);
 // The same as the norm's expression, index_copy_ into the cache and SDPA over all `capacity` slots with the
-// mask slot' ≤ slot.
+// mask step_visibility.
 torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                          torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot,
-                                         double scale, const QkNorm* norm = nullptr);
+                                         int64_t seen, double scale, const QkNorm* norm = nullptr);
 // Whether decode_attention's kernel is built and not switched off (AOBENCH_FUSED_DECODE=0); tests switch it.
 bool decode_attention_enabled();
 void set_decode_attention_enabled(bool on);
@@ -43,7 +45,7 @@ bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_ne
 bool decode_attention_cuda_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
                                     const torch::Tensor& k_buf, const torch::Tensor& v_buf);
 torch::Tensor decode_attention_cuda(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,
-                                    torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, double scale,
-                                    DecodeScratch& scratch, const QkNorm* norm);
+                                    torch::Tensor& k_buf, torch::Tensor& v_buf, const torch::Tensor& slot, int64_t seen,
+                                    double scale, DecodeScratch& scratch, const QkNorm* norm);
 
 }  // namespace aobench::common

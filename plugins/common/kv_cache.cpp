@@ -1,6 +1,10 @@
 // Implements: plugins/common/kv_cache.h.
 #include "plugins/common/kv_cache.h"
 
+#include <cstdlib>
+#include <string>
+
+#include "core/errors.h"
 #include "plugins/common/attention.h"
 
 namespace aobench::common {
@@ -10,6 +14,28 @@ void KVCache::make_static(torch::Device device) {
   pos = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device));
   len = 0;
   fused_decode = device.is_cuda() && decode_attention_enabled();
+}
+
+int64_t decode_slots() {
+  static const int64_t n = [] {
+    const char* v = std::getenv("AOBENCH_DECODE_SLOTS");
+    if (!v || !*v) return kDecodeSlotsDefault;
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*end != '\0' || x < 1 || x > kDecodeMaxSlots)
+      throw ConfigError("AOBENCH_DECODE_SLOTS=\"" + std::string(v) + "\" is not a whole number in 1 … " +
+                            std::to_string(kDecodeMaxSlots),
+                        "unset it (steps of up to " + std::to_string(kDecodeSlotsDefault) +
+                            " slots take the decode kernel) or give the most slots a kernel step may have");
+    return static_cast<int64_t>(x);
+  }();
+  return n;
+}
+
+torch::Tensor step_visibility(int64_t span, const torch::Tensor& held, int64_t seen, int64_t S) {
+  auto d = torch::arange(span, held.options()).unsqueeze(0) - held;  // (1, span): slot − held
+  auto i = torch::arange(S, held.options()).unsqueeze(1);            // (S, 1)
+  return d.lt(0) | d.eq(i) | (d.lt(seen) & d.lt(i));
 }
 
 void KVCache::truncate(int64_t keep) {

@@ -9,6 +9,13 @@
 
 namespace aobench::common {
 
+// New slots of one step that decode_attention's kernel takes at most, and the most a step gives it
+// (AOBENCH_DECODE_SLOTS, 1 … kDecodeMaxSlots; larger steps take the masked SDPA). The default, 4, is measured
+// (docs/results/perf): beyond one block of four queries per row the kernel is slower than the masked SDPA.
+constexpr int64_t kDecodeMaxSlots = 16;
+constexpr int64_t kDecodeSlotsDefault = 4;
+int64_t decode_slots();
+
 // decode_attention's workspace: a per-row counter (int32, zero between launches) and the chunks' fp32 partials.
 struct DecodeScratch {
   torch::Tensor counter, partials;
@@ -28,11 +35,14 @@ struct KVCache {
   // since a replay runs no host code). span_for(S) is a multiple of kSpan: one graph serves kSpan steps.
   static constexpr int64_t kSpan = 256;
   torch::Tensor pos, step_slots, step_mask;
-  // One-slot steps of a static cache on the GPU run decode_attention (attention.h): the kernel writes the slot
-  // and reads slots 0..step_slots only (its reference, where the kernel cannot take the shapes, masks the
-  // rest), so such a step needs no step_mask and one graph serves every length (span_for(1) = capacity).
-  // Off with AOBENCH_FUSED_DECODE=0. decode_scratch is the kernel's workspace, in memory that stays put.
+  // Steps of at most decode_slots() slots of a static cache on the GPU run decode_attention (attention.h):
+  // the kernel writes the slots at pos and reads slots 0..pos + S − 1 only (its reference, where the kernel
+  // cannot take the shapes, masks the rest), new slot i seeing the new slots before min(i, step_seen) and
+  // itself (step_visibility; step_seen = S is causal), so such a step needs no step_mask and one graph serves
+  // every length (span_for(S) = capacity). Off with AOBENCH_FUSED_DECODE=0. decode_scratch is the kernel's
+  // workspace, in memory that stays put.
   bool fused_decode = false;
+  int64_t step_seen = 0;
   DecodeScratch decode_scratch;
   // step_mask as the additive mask (0 / −inf, attention dtype) SDPA would build from it in every layer's call;
   // built once per step by the first layer (attend), with the mask it was built from.
@@ -41,7 +51,7 @@ struct KVCache {
   void make_static(torch::Device device);
   bool is_static() const { return pos.defined(); }
   int64_t span_for(int64_t S) const {
-    if (fused_decode && S == 1) return capacity;
+    if (fused_decode && S <= decode_slots()) return capacity;
     return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan);
   }
   int64_t length() const {
@@ -50,5 +60,10 @@ struct KVCache {
   }
   void truncate(int64_t keep);  // keep the first `keep` slots of every layer
 };
+
+// The mask (S, span) of a step of S new slots after `held` cached ones ((1) int64, on the device for a static
+// cache): new slot i sees every cached slot, the new slots j < min(i, seen) and itself. seen = S is causal; the
+// any-order sampler's step has seen = n_prev − 1, so its query block (the duplicates) is diagonal-only.
+torch::Tensor step_visibility(int64_t span, const torch::Tensor& held, int64_t seen, int64_t S);
 
 }  // namespace aobench::common
