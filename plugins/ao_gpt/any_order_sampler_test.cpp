@@ -154,7 +154,7 @@ TEST(AnyOrderSampler, ParallelStepsEqualFullRecomputation) {
 
 // On the GPU the parallel steps run on the static cache and every repeated step shape is replayed from a
 // CUDA graph: in float32 the ids must be the full recomputation's, across the cache's 256-slot spans and
-// with a prompt; under bf16 captured and uncaptured must give the same ids.
+// with a prompt; under bf16 captured and uncaptured must give the same ids, Lemma-1 counts included.
 TEST(AnyOrderSampler, CudaGraphParallelStepsEqualRecomputationAndUncaptured) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device dev(torch::kCUDA, 0);
@@ -167,8 +167,9 @@ TEST(AnyOrderSampler, CudaGraphParallelStepsEqualRecomputationAndUncaptured) {
   r.top_p = 0.95;
   r.device = dev;
   // 2 and 4 tokens a step: shapes (3 slots, 2 new) 149 times (the decode kernel), (7, 4) 74 times (the
-  // masked SDPA unless AOBENCH_DECODE_SLOTS allows 7); 7 a step after the prompt
-  for (int64_t steps : {150, 75, 41}) {
+  // masked SDPA unless AOBENCH_DECODE_SLOTS allows 7); 1, 1, 2 in turn: one- and two-query kernels; 7 a step
+  // after the prompt
+  for (int64_t steps : {150, 75, 225, 41}) {
     const bool prompted = steps == 41;
     r.steps = steps;
     if (prompted) {
@@ -186,15 +187,19 @@ TEST(AnyOrderSampler, CudaGraphParallelStepsEqualRecomputationAndUncaptured) {
   at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
   r.prompt = torch::Tensor();
-  for (int64_t steps : {150, 75}) {
-    r.steps = steps;
-    auto graphed = m->sample(r);
-    common::set_cuda_graphs_enabled(false);
-    auto eager = m->sample(r);
-    common::set_cuda_graphs_enabled(true);
-    EXPECT_TRUE(graphed.tokens.equal(eager.tokens))
-        << "steps=" << steps << ": " << graphed.tokens.ne(eager.tokens).sum().item<int64_t>();
-  }
+  // Lemma-1 counts: each row its own cache, its step shapes in random order, so graphs captured before a
+  // wider step (more queries a block, a larger workspace) are replayed after it; the rows split over blocks.
+  for (const char* counts : {"deterministic", "bernoulli"})
+    for (int64_t steps : {150, 75, 225}) {
+      r.counts = counts;
+      r.steps = steps;
+      auto graphed = m->sample(r);
+      common::set_cuda_graphs_enabled(false);
+      auto eager = m->sample(r);
+      common::set_cuda_graphs_enabled(true);
+      EXPECT_TRUE(graphed.tokens.equal(eager.tokens))
+          << counts << " steps=" << steps << ": " << graphed.tokens.ne(eager.tokens).sum().item<int64_t>();
+    }
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
 }

@@ -101,10 +101,17 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   // slot i seeing the cache, the step's slots before min(i, n_prev − 1) and itself; attention over the first
   // `span` slots (all of them with the decode kernel, which reads only those up to the step's). Its mask and
   // slots come from the device counter pos, so a step's shapes depend only on (S, n_new, span) and every
-  // repeated one is replayed from a CUDA graph. The inputs are copied into fixed memory, one set per S. At most kMaxGraphs shapes are captured (a cosine schedule
-  // has many that never repeat); the others run uncaptured, the same code.
-  constexpr size_t kMaxGraphs = 32;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, StepGraph> graphs;
+  // repeated one is replayed from a CUDA graph (captured at its second step). The inputs are copied into fixed
+  // memory, one set per S. At most kMaxGraphs shapes are captured (each holds its own memory pool); the others
+  // run uncaptured, the same code.
+  constexpr int kMaxGraphs = 32;
+  struct Shape {
+    StepGraph graph;
+    int steps = 0;
+    bool eager = false;  // left uncaptured: kMaxGraphs were taken when it repeated
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Shape> shapes;
+  int captured = 0;
   std::map<int64_t, Slots> step_in;
   auto static_step = [&](const Slots& s, int64_t n_prev, int64_t n_new) {
     const int64_t S = n_prev + n_new - 1, old = cache.length(), span = cache.span_for(S);
@@ -124,8 +131,12 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
       cache.pos.add_(n_prev);  // keep the real slots: the duplicates' are overwritten by the next step
       return y;
     };
-    const auto key = std::make_tuple(S, n_new, span);
-    auto logits = graphs.count(key) || graphs.size() < kMaxGraphs ? graphs[key].run(dev, step) : step();
+    auto& shape = shapes[std::make_tuple(S, n_new, span)];
+    if (shape.steps++ == 1) {  // its second step: StepGraph captures it, unless kMaxGraphs are taken
+      shape.eager = captured == kMaxGraphs;
+      if (!shape.eager) ++captured;
+    }
+    auto logits = shape.eager ? step() : shape.graph.run(dev, step);
     cache.len = old + n_prev;
     return logits;
   };

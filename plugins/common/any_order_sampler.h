@@ -52,9 +52,9 @@ torch::Tensor sampling_orders(const SampleRequest& request, at::Generator& gen, 
 // `net` is put in eval mode for the call; request.length must lie in [1, block_size] (ConfigError otherwise).
 // capture_steps (a plugin whose forward never waits for the device): on the GPU the cache is static and a
 // step whose shape repeats (slots, new tokens, attention span: every step of a linear schedule after the
-// first) is replayed from a CUDA graph: one-token steps with the decode-attention kernel (kv_cache.h) need
-// one graph for every cache length, others one per 256-slot span (cuda_graph.h; AOBENCH_CUDA_GRAPHS=0 runs
-// the same steps uncaptured).
+// first) is replayed from a CUDA graph: steps of up to decode_slots() slots, on the decode-attention kernel
+// (kv_cache.h), need one graph for every cache length, others one per 256-slot span (cuda_graph.h;
+// AOBENCH_CUDA_GRAPHS=0 runs the same steps uncaptured).
 SampleOutput sample_any_order(torch::nn::Module& net, const SlotForward& forward, const SampleRequest& request,
                               int64_t vocab, int64_t block_size, bool start_slot, bool capture_steps = false);
 

@@ -1,11 +1,11 @@
-// Implements: the CUDA kernel of decode_attention (decode_attention.h): the S ≤ 8 new slots of a step (one for
+// Implements: the CUDA kernel of decode_attention (decode_attention.h): the S ≤ 16 new slots of a step (one for
 // a decode step) per (batch, head) row over the slots 0..slot + S − 1 of a static KV cache. A block walks its
-// row's slots in steps of kStep keys, scoring every key against NQ of the row's S queries (a block per group of
-// NQ: more groups than registers for one), with the running max m,
-// sum l and Σ p·v of an online softmax in fp32 per query and lane group; slots a query may not see score −∞,
-// and no slot past the step is read. When the rows fill less than one wave of resident blocks the slots are
-// split over several blocks per row (flash-decoding) and the last block of a row to finish (an atomic counter
-// per row, which that block resets) combines their partials. The blocks holding the new slots first write
+// row's slots in steps of kStep keys, scoring every key against NQ ≤ 4 of the row's S queries (one block per
+// group of NQ: the registers of more would halve the blocks an SM holds), with the running max m, sum l and
+// Σ p·v of an online softmax in fp32 per query and lane group; slots a query may not see score −∞, and no slot
+// past the step is read. When the tasks (row, group) fill less than one wave of resident blocks the slots are
+// split over several blocks per task (flash-decoding) and the last block of a task to finish (an atomic
+// counter per task, which that block resets) combines their partials. The blocks holding the new slots first write
 // them into the cache (the keys QK-normalised when the weights are given) and read them back like the others:
 // one launch replaces the QK norm, the cache writes, the mask and the attention of a step.
 #include <ATen/cuda/CUDAContext.h>
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(32 * kWarps, NQ == 1 ? 4 : 3) decode_attention
   __syncthreads();
   float qf[NQ][kV];
 #pragma unroll
-  for (int qi = 0; qi < NQ; ++qi) {  // the queries past n_q are zeros and never see a key
+  for (int qi = 0; qi < NQ; ++qi) {  // the queries past n_q copy query 0 and never see a key
     P qp = row_vec(p.q, p.q_sb, p.q_sh, p.q_ss, qi < n_q ? q0 + qi : 0);
     if (p.wq) qp = rms_normed<L>(qp, p.wq + sub * kV, p.eps);
     to_float(qp, qf[qi]);
@@ -331,6 +331,29 @@ int blocks_per_sm() {
   return n;
 }
 
+// A launch's blocks per (row, group): as many as fit the GPU at once (one wave), one per task when the tasks
+// fill it, else the slots of a row are split over several (flash-decoding), per_split steps of kStep keys each.
+struct Grid {
+  int64_t splits, per_split;
+};
+template <typename T, int L, int NQ>
+Grid grid_for(int64_t tasks, int64_t cap) {
+  constexpr int kStep = Shape<T, L, NQ>::kStep;
+  const int64_t steps = (cap + kStep - 1) / kStep;
+  const int64_t resident =
+      blocks_per_sm<T, L, NQ>() * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+  const int64_t want = std::clamp<int64_t>(resident / tasks, 1, std::min<int64_t>(steps, kMaxSplits));
+  const int64_t per_split = (steps + want - 1) / want;
+  return {(steps + per_split - 1) / per_split, per_split};
+}
+
+// The partials' floats for `tasks` (row, group) pairs of an NQ-query kernel (1 when it splits no row).
+template <typename T, int L, int NQ>
+int64_t partials_for(int64_t tasks, int64_t cap, int64_t h) {
+  const Grid g = grid_for<T, L, NQ>(tasks, cap);
+  return g.splits > 1 ? tasks * g.splits * NQ * (h + 2) : 1;
+}
+
 bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
 
 }  // namespace
@@ -379,19 +402,18 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
     dispatch_lanes(h / (16 / static_cast<int64_t>(sizeof(T))), [&](auto lanes) {
       constexpr int L = decltype(lanes)::value;
       auto launch = [&](auto queries) {  // the step's S slots in groups of NQ queries, a block each
-        constexpr int NQ = decltype(queries)::value, kStep = Shape<T, L, NQ>::kStep;
+        constexpr int NQ = decltype(queries)::value;
         const int64_t groups = (S + NQ - 1) / NQ, tasks = rows * groups;
-        // As many blocks as fit the GPU at once (one wave): one per row when the rows fill it, else the slots of
-        // a row are split over several (flash-decoding).
-        const int64_t steps = (cap + kStep - 1) / kStep;
-        const int64_t resident = blocks_per_sm<T, L, NQ>() *
-                                 static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
-        const int64_t want = std::clamp<int64_t>(resident / tasks, 1, std::min<int64_t>(steps, kMaxSplits));
-        const int64_t per_split = (steps + want - 1) / want, splits = (steps + per_split - 1) / per_split;
-        // Scratch kept by the caller (the KV cache), so a captured step reuses the same memory on every replay.
-        if (!scratch.counter.defined() || scratch.counter.numel() < tasks || scratch.counter.device() != q.device())
-          scratch.counter = torch::zeros({tasks}, q.options().dtype(torch::kInt));
-        const int64_t need = splits > 1 ? tasks * splits * NQ * (h + 2) : 1;
+        const Grid grid = grid_for<T, L, NQ>(tasks, cap);
+        // Scratch kept by the caller (the KV cache), so a captured step reuses the same memory on every replay:
+        // sized at once for every kernel width and group count a step may take, since a step that grew it would
+        // free the memory the graphs captured before it write to.
+        const int64_t max_groups = (kDecodeMaxSlots + 3) / 4;
+        if (!scratch.counter.defined() || scratch.counter.numel() < rows * max_groups ||
+            scratch.counter.device() != q.device())
+          scratch.counter = torch::zeros({rows * max_groups}, q.options().dtype(torch::kInt));
+        int64_t need = std::max(partials_for<T, L, 1>(rows, cap, h), partials_for<T, L, 2>(rows, cap, h));
+        for (int64_t g = 1; g <= max_groups; ++g) need = std::max(need, partials_for<T, L, 4>(rows * g, cap, h));
         if (!scratch.partials.defined() || scratch.partials.numel() < need || scratch.partials.device() != q.device())
           scratch.partials = torch::empty({need}, q.options().dtype(torch::kFloat));
         Params p{};
@@ -412,12 +434,12 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
         p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // exp(x) = exp2(x·log2 e)
         p.H = static_cast<int>(H);
         p.cap = static_cast<int>(cap);
-        p.steps_per_split = static_cast<int>(per_split);
+        p.steps_per_split = static_cast<int>(grid.per_split);
         p.part = scratch.partials.data_ptr<float>();
         p.counter = scratch.counter.data_ptr<int>();
         p.out = out.data_ptr();
         decode_attention_kernel<T, L, NQ>
-            <<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(splits), static_cast<unsigned>(groups)),
+            <<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(grid.splits), static_cast<unsigned>(groups)),
                32 * kWarps, 0, stream>>>(p);
       };
       // Four queries a block at most: eight would need more than half the registers an SM has per block.

@@ -1,6 +1,6 @@
 // Implements: tests of decode_attention (plugins/common/attention.h): the reference against the softmax
 // written out on tiny cases of one and several new slots (CPU), and the CUDA kernel against the reference in
-// float64 — every dtype and head size it covers, one to eight new slots, slots at and around its chunk boundaries, query/key/value views with the models' strides,
+// float64 — every dtype and head size it covers, one to sixteen new slots, slots at and around its chunk boundaries, query/key/value views with the models' strides,
 // the cache writes, a CUDA graph replaying it with the slot advanced on the device, and an out-of-range slot.
 // The CUDA tests skip without a GPU.
 #include <gtest/gtest.h>
