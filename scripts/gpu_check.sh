@@ -3,7 +3,8 @@
 #   build       scripts/gpu_build.sh with the tests (AOBENCH_CMAKE_ARGS / AOBENCH_TARGETS override it)
 #   kernels     the tests that need a GPU (each CUDA kernel and graph against its reference), through ctest
 #   smoke       configs/experiments/gpu_smoke.json: every plugin trained, stopped, resumed, evaluated, sampled
-#   trainspeed  `aobench train` of the small models beside nanoGPT (bench/peers/); AO_PAIRS=N alternating pairs
+#   trainspeed  `aobench train` of the small models beside nanoGPT (bench/peers/), `aobench eval --throughput`
+#               beside nanoGPT's forward + per-token cross-entropy; AO_PAIRS=N alternating pairs
 #   aopairs     only those pairs (AO_PAIRS, default 3): AO-GPT's training speed against the GPT's
 #   genspeed    generation (BM_PluginSample, `aobench speed`) beside HF generate() and a compiled SEDD step
 #   pack        N tiny trainings on one GPU against one alone, in turns and through MPS (gpu_packing.json)
@@ -82,6 +83,8 @@ cmd_trainspeed() {  # the most important comparisons first (the budget skips the
   peer_run --batch 16
   python3 scripts/trainspeed_table.py "$TS/peers.jsonl" "$TS" 30 | tee "$OUT/trainspeed.md"
   $A eval --run "$TS/gpt_b16" --data random="$TS/tokens.bin" --set eval.batch_size=32 --throughput | tee "$OUT/eval_throughput.log"
+  timeout 180 python3 bench/peers/nanogpt_train.py --eval --batch 32 --compile --steps 40 --warmup 10 \
+    2>> "$TS/peers.err" | tee "$OUT/peer_eval.jsonl"  # its peer, right after it
   (( ${AO_PAIRS:-0} == 0 )) || cmd_aopairs
   tar czf "$OUT/trainspeed_logs.tgz" --exclude=tokens.bin --exclude=checkpoints "$TS"
 }

@@ -5,7 +5,12 @@ GPU: bf16 autocast, bias=True, vocabulary padded to 50304, weight tying, AdamW(f
 decay / no-decay groups, grad clip 1.0, optional torch.compile. Tokens are uniform random ids (speed only).
 
     python3 bench/peers/nanogpt_train.py --batch 16 --compile        # one JSON line on stdout
+    python3 bench/peers/nanogpt_train.py --eval --batch 32 --compile # the peer of `aobench eval --throughput`
     python3 bench/peers/nanogpt_train.py --write-tokens F.bin        # the same kind of ids for `aobench train`
+
+--eval times the exact left-to-right evaluation instead: the forward and the per-token cross-entropy
+(reduction "none", summed on the device) under inference_mode and bf16 autocast, no optimizer, --steps
+batches after --warmup.
 
 --write-tokens writes --tokens uniform random ids (seed --seed) in the harness's token-file format (llm.c
 header, version 2: uint32 ids; datasets/token_file.h) and exits, so that aobench trains on ids like the peer's.
@@ -104,7 +109,7 @@ class GPT(nn.Module):
         elif isinstance(module, nn.Embedding):
             torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
-    def forward(self, idx, targets):
+    def forward(self, idx, targets, reduction="mean"):
         t = idx.size(1)
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.transformer.wte(idx) + self.transformer.wpe(pos)
@@ -112,7 +117,8 @@ class GPT(nn.Module):
             x = block(x)
         x = self.transformer.ln_f(x)
         logits = self.lm_head(x)
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1,
+                               reduction=reduction)
 
     def configure_optimizers(self, weight_decay, learning_rate, betas):
         params = [p for p in self.parameters() if p.requires_grad]
@@ -150,6 +156,7 @@ def main():
     ap.add_argument("--steps", type=int, default=40, help="timed optimizer steps after the warm-up")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (nanoGPT's default)")
+    ap.add_argument("--eval", action="store_true", help="time forward + per-token cross-entropy, no training")
     ap.add_argument("--peak-tflops", type=float, default=0.0, help="bf16 peak for MFU (default: by device name)")
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--write-tokens", default="", metavar="FILE", help="write random ids to FILE and exit (no GPU)")
@@ -177,8 +184,14 @@ def main():
     peak = a.peak_tflops * 1e12 if a.peak_tflops > 0 else peak_flops(name)
     data = torch.randint(0, 50257, (a.warmup + a.steps, a.batch, a.block + 1), device=dev)
 
+    total = torch.zeros((), device=dev, dtype=torch.float64)  # --eval: Σ per-token NLL, read once at the end
+
     def step(i):
         x, y = data[i, :, :-1].contiguous(), data[i, :, 1:].contiguous()  # nanoGPT get_batch stacks: contiguous
+        if a.eval:
+            with torch.inference_mode(), torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                total.add_(step_fn(x, y, "none").sum())  # (B·T) per-token NLL
+            return total
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = step_fn(x, y)
         loss.backward()
@@ -199,8 +212,12 @@ def main():
     final_loss = loss.item()  # the one host read of the timed window
     dt = time.perf_counter() - t0
     tok_s = a.batch * a.block * a.steps / dt
+    if a.eval:  # the mean NLL per token over every batch run, warm-up included
+        final_loss /= a.batch * a.block * (a.warmup + a.steps)
+        flops_tok //= 3  # forward only
     print(json.dumps({
-        "peer": "nanogpt", "model": a.model, "compile": a.compile, "batch": a.batch, "block": a.block,
+        "peer": "nanogpt", "mode": "eval" if a.eval else "train", "model": a.model, "compile": a.compile,
+        "batch": a.batch, "block": a.block,
         "steps": a.steps, "warmup": a.warmup, "tok_s": tok_s, "step_ms": 1e3 * dt / a.steps,
         "mfu": flops_tok * tok_s / peak if math.isfinite(peak) else None,
         "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30, "final_loss": final_loss,
