@@ -23,12 +23,11 @@ void read_stats(const torch::Tensor& stats, StepStats& s) {
 TrainBatch draw_batch(const StepContext& c, BatchSampler& sampler, at::Generator& gen) {
   TrainBatch batch;
   // Pinned host copy: the upload queues behind the running step instead of waiting for it.
-  batch.tokens = c.device.is_cuda() ? sampler.next(c.B).pin_memory().to(c.device, /*non_blocking=*/true)
-                                    : sampler.next(c.B);  // (B, T)
-  if (c.draws_orders) {  // drawn on the host like the tokens, and uploaded the same way
-    const torch::Tensor order = c.hp.order.draw(c.B, c.T, gen);  // (B, T)
-    batch.order = c.device.is_cuda() ? order.pin_memory().to(c.device, /*non_blocking=*/true) : order;
-  }
+  auto upload = [&](const torch::Tensor& host) {
+    return c.device.is_cuda() ? host.pin_memory().to(c.device, /*non_blocking=*/true) : host;
+  };
+  batch.tokens = upload(sampler.next(c.B));                                  // (B, T)
+  if (c.draws_orders) batch.order = upload(c.hp.order.draw(c.B, c.T, gen));  // (B, T), drawn on the host
   return batch;
 }
 

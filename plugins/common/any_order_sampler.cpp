@@ -122,11 +122,7 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
     in.positions.copy_(s.positions);
     in.targets.copy_(s.targets);
     auto step = [&] {
-      // the decode kernel needs no mask (it reads slots 0..pos + S − 1, kv_cache.h)
-      const bool fused = fused_decode_step(&cache, S);
-      cache.step_slots = fused && S == 1 ? cache.pos : cache.pos + torch::arange(S, lopt);  // (S)
-      cache.step_seen = n_prev - 1;
-      cache.step_mask = fused ? torch::Tensor() : step_visibility(span, cache.pos, n_prev - 1, S);
+      cache.begin_step(S, /*seen=*/n_prev - 1);
       auto y = forward(in, &cache, std::nullopt, n_new);
       cache.pos.add_(n_prev);  // keep the real slots: the duplicates' are overwritten by the next step
       return y;

@@ -8,9 +8,7 @@
 
 namespace aobench::common {
 
-bool fused_decode_step(const KVCache* cache, int64_t S) {
-  return cache && cache->is_static() && cache->fused_decode && S <= decode_slots();
-}
+bool fused_decode_step(const KVCache* cache, int64_t S) { return cache && cache->decodes(S); }
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, KVCache* cache,
                      int64_t layer, const std::optional<torch::Tensor>& mask, double dropout,

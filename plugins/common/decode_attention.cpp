@@ -1,7 +1,6 @@
 // Implements: plugins/common/decode_attention.h (the reference, and dispatch to the CUDA kernel when it is built).
 #include "plugins/common/decode_attention.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "core/device.h"
@@ -44,7 +43,7 @@ torch::Tensor decode_attention_reference(const torch::Tensor& q, const torch::Te
   const auto slots = slot + torch::arange(S, slot.options());  // (S)
   k_buf.index_copy_(2, slots, kn);
   v_buf.index_copy_(2, slots, v_new);
-  auto mask = step_visibility(k_buf.size(2), slot, std::clamp<int64_t>(seen, 0, S), S);  // (S, capacity)
+  auto mask = step_visibility(k_buf.size(2), slot, seen, S);  // (S, capacity)
   return at::scaled_dot_product_attention(qn, k_buf, v_buf, mask, 0.0, false, scale);
 }
 

@@ -38,6 +38,14 @@ torch::Tensor step_visibility(int64_t span, const torch::Tensor& held, int64_t s
   return d.lt(0) | d.eq(i) | (d.lt(seen) & d.lt(i));
 }
 
+torch::Tensor KVCache::begin_step(int64_t S, int64_t seen) {
+  const bool fused = decodes(S);
+  step_slots = fused && S == 1 ? pos : pos + torch::arange(S, pos.options());
+  step_seen = seen;
+  step_mask = fused ? torch::Tensor() : step_visibility(span_for(S), pos, seen, S);
+  return step_slots;
+}
+
 void KVCache::truncate(int64_t keep) {
   if (is_static()) {
     len = keep;

@@ -51,8 +51,14 @@ struct KVCache {
   int64_t len = 0;
   void make_static(torch::Device device);
   bool is_static() const { return pos.defined(); }
+  // Whether a step of S slots runs decode_attention (attention.h's fused_decode_step).
+  bool decodes(int64_t S) const { return is_static() && fused_decode && S <= decode_slots(); }
+  // A static step of S new slots at pos, new slot i seeing the new slots before min(i, seen) and itself:
+  // sets step_slots (S) (for one slot on the kernel pos itself, read at replay time), step_seen and, unless
+  // the kernel takes the step, step_mask (S, span_for(S)). Returns step_slots.
+  torch::Tensor begin_step(int64_t S, int64_t seen);
   int64_t span_for(int64_t S) const {
-    if (fused_decode && S <= decode_slots()) return capacity;
+    if (decodes(S)) return capacity;
     return std::min(capacity, (len + S + kSpan - 1) / kSpan * kSpan);
   }
   int64_t length() const {

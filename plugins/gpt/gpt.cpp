@@ -124,12 +124,7 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
     // Device-side slots, so a captured step reads the counter at replay time. (S), (S, span).
     TORCH_CHECK(cache->len + S <= cache->capacity, "gpt: ", cache->len + S, " slots exceed the static cache of ",
                 cache->capacity);
-    // Causal. With the decode kernel no mask, and one slot is the counter itself (advanced after the blocks).
-    const bool fused = common::fused_decode_step(cache, S);
-    pos = fused && S == 1 ? cache->pos : cache->pos + torch::arange(S, lopt);
-    cache->step_slots = pos;
-    cache->step_seen = S;
-    cache->step_mask = fused ? torch::Tensor() : common::step_visibility(cache->span_for(S), cache->pos, S, S);
+    pos = cache->begin_step(S, /*seen=*/S);  // causal; the counter advances after the blocks
   } else {
     pos = torch::arange(pos0, pos0 + S, lopt);
   }
