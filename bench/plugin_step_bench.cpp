@@ -34,6 +34,8 @@
 #include "harness/registry.h"
 #include "harness/train/graph.h"
 #include "harness/train/optim.h"
+#include "plugins/common/cuda_graph.h"
+#include "plugins/common/sampling.h"
 #include "reports/results.h"
 
 namespace {
@@ -415,5 +417,43 @@ void BM_PluginSample(benchmark::State& state) {
 }
 // Repetitions from --benchmark_repetitions (a SEDD sample at 1024 steps takes tens of seconds).
 BENCHMARK(BM_PluginSample)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The token draw alone (common::fused_draw, split automatic): `rows` rows of GPT-2-vocabulary bf16 logits,
+// N(0, sd²) (sd 0.05: the near-uniform rows of a model at initialisation, as BM_PluginSample's; sd 3: a
+// peaked distribution), temperature 0.9, top-p, `rounds` candidate rounds (0: the radix select alone),
+// 10 draws in one CUDA graph as the samplers replay them. Reports µs per draw.
+void BM_FusedDraw(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times the GPU draw");
+    return;
+  }
+  namespace common = aobench::common;
+  const torch::Device dev(torch::kCUDA, 0);
+  const int64_t rows = state.range(0);
+  const double top_p = double(state.range(1)) / 100, sd = double(state.range(3)) / 100;
+  const int rounds = static_cast<int>(state.range(2));
+  constexpr int kDraws = 10;
+  torch::manual_seed(0);
+  auto logits = (torch::randn({rows, 50257}, torch::TensorOptions().device(dev)) * sd).to(torch::kBFloat16);
+  auto gen = common::make_generator(dev, 0);
+  common::StepGraph graph;
+  const auto draws = [&] {
+    torch::Tensor ids;
+    for (int i = 0; i < kDraws; ++i) ids = common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds);
+    return ids;
+  };
+  for (int i = 0; i < 3; ++i) graph.run(dev, draws);  // eager, captured, replayed
+  torch::cuda::synchronize();
+  time_on_gpu(state, dev, [&] { graph.run(dev, draws); });
+  state.counters["us/draw"] =
+      benchmark::Counter(kDraws / 1e6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_FusedDraw)
+    ->ArgNames({"rows", "top_p%", "rounds", "sd%"})
+    ->ArgsProduct({{32, 128, 512}, {95}, {0, aobench::common::kDrawRounds}, {5, 300}})
+    ->Args({32, 100, 0, 5})
+    ->Args({128, 100, 0, 5})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

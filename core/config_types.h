@@ -124,14 +124,15 @@ struct GenpplConfig {
 // LibTorch reference path. The environment's AOBENCH_<NAME> overrides a key, for debugging. A config without
 // the section (a run saved before it existed) reads as every switch on.
 struct PerfConfig {
-  bool fused_ce = true;        // the fused cross-entropy kernel (plugins/common/cross_entropy.h)
-  bool fused_ln = true;        // the fused residual-add + LayerNorm with its backward
-  bool fused_norms = true;     // the fused q/k norms
-  bool fused_adamw = true;     // one multi-tensor AdamW launch per group (harness/train/optim.h)
-  bool fused_decode = true;    // the KV-cache decode attention kernel
-  bool cuda_graphs = true;     // whole-step CUDA graphs in training and sampling
-  bool draw_split = true;      // the split form of the top-p draw
-  bool fused_sampling = true;  // the fused sampling kernels
+  bool fused_ce = true;         // the fused cross-entropy kernel (plugins/common/cross_entropy.h)
+  bool fused_ln = true;         // the fused residual-add + LayerNorm with its backward
+  bool fused_norms = true;      // the fused q/k norms
+  bool fused_adamw = true;      // one multi-tensor AdamW launch per group (harness/train/optim.h)
+  bool fused_decode = true;     // the KV-cache decode attention kernel
+  bool cuda_graphs = true;      // whole-step CUDA graphs in training and sampling
+  bool draw_split = true;       // the split form of the top-p draw
+  bool draw_candidates = true;  // the top-p draw's candidate rounds before its radix select
+  bool fused_sampling = true;   // the fused sampling kernels
   static PerfConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
   // Sets the process's switches (set_perf_switch) to these values: before a model is built or run.
   void apply() const;

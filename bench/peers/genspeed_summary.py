@@ -47,13 +47,14 @@ def main():
     print("\n".join(rows))
     o, hf, sp = summary["ours"], summary["peers"].get("hf_generate"), summary["peers"].get("sedd_step")
     ratios = {}
-    # -onerow: AOBENCH_DRAW_SPLIT=0 (one block per row in the draw); -nodecode: AOBENCH_FUSED_DECODE=0
-    for key in ("gpt", "gpt-onerow", "gpt-nodecode"):
-        if key in o and hf:
+    # Every variant (gpu_check.sh genspeed: -onerow AOBENCH_DRAW_SPLIT=0, -nodecode AOBENCH_FUSED_DECODE=0,
+    # -radix AOBENCH_DRAW_CANDIDATES=0, …): a GPT against HF, an AO-GPT against our SEDD at the same steps.
+    for key in sorted(o):
+        if (key == "gpt" or key.startswith("gpt-")) and hf:
             ratios[f"hf_best_over_{key}"] = hf["best_s"] / o[key]["mean_s"]
-    for key in ("ao_gpt_1024", "ao_gpt-onerow_1024", "ao_gpt-nodecode_1024"):
-        if key in o and "sedd_1024" in o:
-            ratios[f"sedd_1024_over_{key}"] = o["sedd_1024"]["mean_s"] / o[key]["mean_s"]
+        steps = key.rsplit("_", 1)[-1]
+        if key.startswith("ao_gpt") and f"sedd_{steps}" in o:
+            ratios[f"sedd_{steps}_over_{key}"] = o[f"sedd_{steps}"]["mean_s"] / o[key]["mean_s"]
     if "sedd_1024" in o and sp and o["sedd_1024"]["calls"]:
         ratios["sedd_step_ms"] = 1e3 * o["sedd_1024"]["mean_s"] / o["sedd_1024"]["calls"]
         ratios["peer_step_ms"] = sp["mean_ms"]

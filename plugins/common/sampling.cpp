@@ -48,6 +48,7 @@ using torch::indexing::Slice;
 namespace {
 EnvSwitch fused_sampling_switch("AOBENCH_FUSED_SAMPLING");
 EnvSwitch draw_split_switch("AOBENCH_DRAW_SPLIT");
+EnvSwitch draw_candidates_switch("AOBENCH_DRAW_CANDIDATES");
 }  // namespace
 
 bool fused_sampling_enabled() { return fused_sampling_switch.on(); }
@@ -83,16 +84,18 @@ bool fused_draw_supported(const torch::Tensor& logits) {
 }
 
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise, int split) {
+                         const torch::Tensor& noise, int split, int rounds) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
 #ifdef AOBENCH_FUSED_CUDA
   // The automatic split (several blocks per row when rows are fewer than SMs; docs/results/perf) unless
   // AOBENCH_DRAW_SPLIT=0, which keeps one block per row (the split form's reference in timings).
   if (split == 0 && !draw_split_switch.on()) split = 1;
-  return fused_draw_cuda(logits, temperature, top_p, gen, noise, split);
+  // AOBENCH_DRAW_CANDIDATES=0: the exact radix select for every row (the candidate rounds' reference in timings).
+  if (!draw_candidates_switch.on()) rounds = 0;
+  return fused_draw_cuda(logits, temperature, top_p, gen, noise, split, rounds);
 #else
-  (void)logits, (void)gen, (void)noise, (void)split;
+  (void)logits, (void)gen, (void)noise, (void)split, (void)rounds;
   TORCH_CHECK(false, "fused_draw: this build has no CUDA kernels");
 #endif
 }

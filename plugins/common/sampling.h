@@ -62,15 +62,21 @@ torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperat
 // nucleus masses are summed in 2^-60 fixed point. One kernel and one block per row (split 1), or each row
 // split over `split` blocks and one kernel per phase, so that a few rows (a decode step's 32) keep every SM
 // busy; a token gets the same uniform either way. split 0 = automatic: enough blocks per row to cover the
-// SMs, or one block per row with AOBENCH_DRAW_SPLIT=0. → (N) int64.
+// SMs, or one block per row with AOBENCH_DRAW_SPLIT=0. With top-p, `rounds` candidate rounds come before
+// the exact radix select: the unfiltered Gumbel-max winner is the answer when it lies in the nucleus
+// (probability ≥ top_p), else the winner among the tokens before it is the next candidate, so a row is left
+// to the radix select with probability ≈ (1 − top_p)^rounds; 0 takes the radix select alone (its reference
+// in tests and timings; AOBENCH_DRAW_CANDIDATES=0 sets it). Every split and rounds value gives the same ids.
+// → (N) int64.
+constexpr int kDrawRounds = 3;
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise = {}, int split = 0);
+                         const torch::Tensor& noise = {}, int split = 0, int rounds = kDrawRounds);
 // True when fused_draw can serve these logits: CUDA kernels built, logits on the GPU in float32/bf16/half,
 // and the kernel not switched off (AOBENCH_FUSED_SAMPLING=0 rules it out; tests switch it directly).
 bool fused_draw_supported(const torch::Tensor& logits);
-// The CUDA entry point of fused_draw (sampling_cuda.cu, built with CUDA only), split > 0.
+// The CUDA entry point of fused_draw (sampling_cuda.cu, built with CUDA only).
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise, int split);
+                              const torch::Tensor& noise, int split, int rounds);
 bool fused_sampling_enabled();
 void set_fused_sampling_enabled(bool on);
 

@@ -1,18 +1,26 @@
 // Implements: the CUDA kernels of common::fused_draw (sampling.h): temperature, HF top-p and float64
-// Gumbel-max on the GPU. Per row of logits (N, V):
-//   1. m = max l, Z = Σ exp((l − m)/T) in float64 (logp = (l − m)/T − log Z, log_softmax of l/T);
-//   2. top-p < 1: a 4 × 8-bit radix select on an order-preserving key of the float logit finds the token that
-//      crosses top_p; the masses are summed in 2⁻⁶⁰ fixed point (exact, so the nucleus does not depend on the
-//      order of the atomics); tokens tied with it are kept lowest index first (a stable descending sort);
-//   3. argmax over kept v of logp_v − log(−log u_v), u_v float64 uniforms in [0, 1) from the generator's
-//      Philox stream (or a given noise tensor for the test against the LibTorch reference).
+// Gumbel-max on the GPU. Per row of logits (N, V), u_v float64 uniforms in [0, 1) from the generator's Philox
+// stream (or a given noise tensor for the test against the LibTorch reference):
+//   1. m = max l and Z = Σ exp((l − m)/T) in float64, in one pass (online); logp = (l − m)/T − log Z;
+//   2. v₁ = argmax over all v of logp_v − log(−log u_v): the draw without top-p;
+//   3. top-p < 1: v₁ is the answer when it is in the nucleus, i.e. when the mass of the tokens before it in
+//      the stable descending order (larger logit, or equal and lower index) is below top_p — true with
+//      probability ≥ top_p, as v₁ follows softmax(l/T). Otherwise the nucleus lies among those tokens, and
+//      v₂ = their argmax is the next candidate (one pass checks v_r and finds v_{r+1}), for kRounds rounds;
+//   4. a row still undecided (probability ≈ (1 − top_p)^kRounds) takes the exact nucleus: a 4 × 8-bit radix
+//      select on an order-preserving key of the float logit finds the token that crosses top_p, ties with it
+//      kept lowest index first, and the argmax over the kept tokens.
+// The argmax over a set containing the nucleus equals the argmax over the nucleus whenever it lies in the
+// nucleus, so steps 2–4 give the same id as step 4 alone. Masses are summed in 2⁻⁶⁰ fixed point (exact, so
+// the nucleus does not depend on the order of the atomics).
 // Two launch forms of the same phases (the device functions below): with many rows, ONE kernel and one
 // 1024-thread block per row (the row stays in L2 between the passes: 50257 bf16 logits = 100 KB); with fewer
 // rows than SMs (a decode step: 32 rows), each row is split into S chunks of whole 1024-logit sweeps, one
-// block each, and the phases become kernels whose blocks meet in global memory — integer histogram atomics,
-// and the last block of a row (a ticket counter) doing the row's selection — so all SMs work. Both forms
-// give token v the same uniform (Philox subsequence row·1024 + v mod 1024, pair ⌊v / 2048⌋) and the same
-// nucleus; Z is summed per chunk, so it may differ between S in its last bits.
+// block each, and the phases become kernels whose blocks meet in global memory — integer atomics, and the
+// last block of a row (a ticket counter) combining the row's partials — so all SMs work; a phase kernel
+// returns at once for the rows already decided. Both forms give token v the same uniform (Philox
+// subsequence row·1024 + v mod 1024, pair ⌊v / 2048⌋) and the same nucleus; Z is summed per chunk, so it may
+// differ between S in its last bits.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -26,6 +34,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "plugins/common/sampling.h"
+
 namespace aobench::common {
 namespace {
 
@@ -34,6 +44,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
 constexpr int kMaxSplit = 16;
 constexpr double kFixed = 1152921504606846976.0;  // 2^60: masses in [0, 1] as integers
+constexpr int64_t kNone = INT64_MAX;              // no token: every score −inf (or NaN)
 
 // Larger float → larger key (sign flipped for positives, all bits for negatives).
 __device__ __forceinline__ uint32_t order_key(float f) {
@@ -53,6 +64,30 @@ __device__ R block_reduce(R v, R* shared, Op op) {
   return v;
 }
 
+// (score, id) of the larger score, the lower id among equal scores (torch's argmax returns the first maximum).
+__device__ __forceinline__ void keep_best(double d, int64_t i, double& best_d, int64_t& best_i) {
+  if (d > best_d || (d == best_d && i < best_i)) {
+    best_d = d;
+    best_i = i;
+  }
+}
+
+// The block's best (score, id), valid in thread 0.
+__device__ void block_argmax(double& best_d, int64_t& best_i) {
+  __shared__ double s_best_d[kWarps];
+  __shared__ int64_t s_best_i[kWarps];
+  for (int off = 16; off > 0; off >>= 1)
+    keep_best(__shfl_xor_sync(0xffffffffu, best_d, off), __shfl_xor_sync(0xffffffffu, best_i, off), best_d, best_i);
+  __syncthreads();  // the arrays may still be read by the previous call
+  if (threadIdx.x % 32 == 0) {
+    s_best_d[threadIdx.x / 32] = best_d;
+    s_best_i[threadIdx.x / 32] = best_i;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kWarps; ++w) keep_best(s_best_d[w], s_best_i[w], best_d, best_i);
+}
+
 // The sweeps [s0, s1) of one row that a block covers: logit v = s · kThreads + threadIdx.x.
 struct Chunk {
   int64_t s0, s1;
@@ -65,31 +100,90 @@ struct Nucleus {
   int keep_all;              // the rounded total mass stays below top_p: every token is kept
 };
 
+// A row's candidate (steps 2–3): token v with order key `key`; `mass` gathers the mass before it.
+struct Candidate {
+  unsigned long long mass;
+  int64_t v;
+  uint32_t key;
+  int decided;  // the row's id is written
+};
+
+// Token (key, v) comes before candidate c in the stable descending order.
+__device__ __forceinline__ bool before(uint32_t key, int64_t v, const Candidate& c) {
+  return key > c.key || (key == c.key && v < c.v);
+}
+
 // Row-wide temperature-scaled log-softmax in float64.
 struct LogSoftmax {
   float m;
   double temperature, log_z;
   __device__ double operator()(float l) const { return (static_cast<double>(l) - m) / temperature - log_z; }
+  // Token mass in 2⁻⁶⁰ units: the same expression in every pass that sums masses.
+  __device__ unsigned long long mass(float l) const {
+    return static_cast<unsigned long long>(llrint(exp((*this)(l)) * kFixed));
+  }
+  // The Gumbel score logp(l) − log(−log u) in float64.
+  __device__ double score(float l, double u) const { return (*this)(l)-log(-log(u)); }
+  // An upper bound of score(l, u) from float arithmetic (a few float ulps of error, given 1e-5 relative
+  // room): a token whose bound is below the best score so far cannot win, and skips the float64 logs, which
+  // cost several times the float ones. NaN (an infinite logit) never skips.
+  __device__ float score_bound(float l, double u) const {
+    const float x = (l - m) / static_cast<float>(temperature);
+    // −log u: near u = 1 from 1 − u (exact in float64), so that the small value keeps its relative precision.
+    const float e = u > 0.5 ? -log1pf(static_cast<float>(u - 1.0)) : -logf(static_cast<float>(u));
+    const float g = -logf(e), lz = static_cast<float>(log_z);
+    return x - lz + g + 1e-5f * (1.f + fabsf(x) + fabsf(lz) + fabsf(g));
+  }
+  // Keeps (score, v) when it beats (best_d, best_i), computing the float64 score only when it may.
+  __device__ void consider(float l, double u, int64_t v, double& best_d, int64_t& best_i) const {
+    if (!(score_bound(l, u) < best_d)) keep_best(score(l, u), v, best_d, best_i);
+  }
 };
 
-template <typename T>
-__device__ float chunk_max(const T* row, int64_t V, Chunk c, float* red) {
-  float m = -INFINITY;
-  for (int64_t s = c.s0; s < c.s1; ++s) {
-    const int64_t v = s * kThreads + threadIdx.x;
-    if (v < V) m = fmaxf(m, static_cast<float>(row[v]));
+// Token v's uniform of row n: the noise tensor's, or pair ⌊s / 2⌋ of Philox subsequence n·kThreads + (v mod
+// kThreads), sweep s = ⌊v / kThreads⌋ (the stream chunk_gumbel walks), x for even sweeps, y for odd ones.
+struct Uniforms {
+  at::PhiloxCudaState philox;
+  const double* noise;
+  __device__ double of(int64_t n, int64_t V, int64_t v) const {
+    if (noise) return noise[n * V + v];
+    const auto seeds = at::cuda::philox::unpack(philox);
+    const int64_t s = v / kThreads;
+    curandStatePhilox4_32_10_t state;
+    curand_init(std::get<0>(seeds), static_cast<uint64_t>(n) * kThreads + v % kThreads,
+                std::get<1>(seeds) + 4 * static_cast<uint64_t>(s / 2), &state);
+    const double2 pair = curand_uniform2_double(&state);
+    const double u = s % 2 == 0 ? pair.x : pair.y;
+    return u == 1.0 ? 0.0 : u;  // curand gives (0, 1]; torch's uniform_ maps 1 to 0: [0, 1)
   }
-  return block_reduce(m, red, [](float a, float b) { return fmaxf(a, b); });
-}
+};
 
+// The chunk's max and Σ exp((l − max)/T), online (one pass), block-reduced in a fixed order: every thread
+// gets them. A −inf logit adds nothing; an all −inf chunk gives (−inf, 0).
 template <typename T>
-__device__ double chunk_z(const T* row, int64_t V, Chunk c, float m, double temperature, double* red) {
+__device__ void chunk_softmax(const T* row, int64_t V, Chunk c, double temperature, float& m_out, double& z_out) {
+  __shared__ float red_f[kWarps];
+  __shared__ double red_d[kWarps];
+  float m = -INFINITY;
   double z = 0.0;
   for (int64_t s = c.s0; s < c.s1; ++s) {
     const int64_t v = s * kThreads + threadIdx.x;
-    if (v < V) z += exp((static_cast<double>(row[v]) - m) / temperature);
+    if (v >= V) break;
+    const float l = static_cast<float>(row[v]);
+    if (l == -INFINITY) continue;
+    if (l > m) {
+      z *= exp((static_cast<double>(m) - l) / temperature);  // 0 while m is −inf
+      m = l;
+    }
+    z += exp((static_cast<double>(l) - m) / temperature);
   }
-  return block_reduce(z, red, [](double a, double b) { return a + b; });
+  const float m_all = block_reduce(m, red_f, [](float a, float b) { return fmaxf(a, b); });
+  if (m == -INFINITY)
+    z = 0.0;
+  else if (m != m_all)
+    z *= exp((static_cast<double>(m) - m_all) / temperature);
+  z_out = block_reduce(z, red_d, [](double a, double b) { return a + b; });
+  m_out = m_all;
 }
 
 // Histogram (mass, count) over the byte at `shift` of the keys that match the state's prefix, for the chunk's
@@ -111,7 +205,7 @@ __device__ void chunk_histogram(const T* row, int64_t V, Chunk c, int shift, con
       const uint32_t key = order_key(l);
       if ((key & st.mask) == st.prefix) {
         b = (key >> shift) & 255;
-        mass = static_cast<unsigned long long>(llrint(exp(logp(l)) * kFixed));
+        mass = logp.mass(l);
       }
     }
     // Most logits share one or two bins of the top byte (sign + exponent), so one shared atomic per token
@@ -160,28 +254,27 @@ __device__ void select_bin(const unsigned long long* hist, const unsigned* hist_
   }
 }
 
-// Gumbel-max over the chunk's kept tokens, the block's best (score, id) returned in thread 0. Every thread
-// takes one uniform per sweep, kept or not; `ties_before` = tied tokens in the row's earlier chunks.
+// Gumbel-max over the chunk's kept tokens (all valid ones when !nucleus), the block's best (score, id)
+// returned in thread 0. Every thread takes one uniform per sweep, kept or not; `ties_before` = tied tokens
+// in the row's earlier chunks.
 template <typename T>
 __device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const LogSoftmax& logp, const Nucleus& st,
-                             bool nucleus, unsigned long long ties_before, at::PhiloxCudaState philox,
-                             const double* noise, double& out_d, int64_t& out_i) {
+                             bool nucleus, unsigned long long ties_before, const Uniforms& uniforms, double& out_d,
+                             int64_t& out_i) {
   using Scan = cub::BlockScan<int, kThreads>;
   __shared__ typename Scan::TempStorage scan_tmp;
-  __shared__ double s_best_d[kWarps];
-  __shared__ int64_t s_best_i[kWarps];
   const bool keep_all = !nucleus || st.keep_all;
   const uint32_t crossing = st.prefix;
   const unsigned long long tie_keep = nucleus ? st.above : ~0ull;
   curandStatePhilox4_32_10_t state;
-  if (!noise) {
-    const auto seeds = at::cuda::philox::unpack(philox);
+  if (!uniforms.noise) {
+    const auto seeds = at::cuda::philox::unpack(uniforms.philox);
     // Pair k of a thread's subsequence sits 4k 32-bit values in: the chunk starts at pair ⌊s0 / 2⌋.
     curand_init(std::get<0>(seeds), static_cast<uint64_t>(n) * kThreads + threadIdx.x,
                 std::get<1>(seeds) + 4 * static_cast<uint64_t>(c.s0 / 2), &state);
   }
   double2 pair{};
-  int64_t best_i = INT64_MAX;
+  int64_t best_i = kNone;
   double best_d = -INFINITY;
   for (int64_t s = c.s0; s < c.s1; ++s) {
     const int64_t v = s * kThreads + threadIdx.x;
@@ -196,83 +289,118 @@ __device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const 
       __syncthreads();  // scan_tmp is reused by the next sweep
     }
     double u;
-    if (noise) {
-      u = valid ? noise[n * V + v] : 0.5;
+    if (uniforms.noise) {
+      u = valid ? uniforms.noise[n * V + v] : 0.5;
     } else {
       if (s % 2 == 0 || s == c.s0) pair = curand_uniform2_double(&state);
       u = s % 2 == 0 ? pair.x : pair.y;
-      if (u == 1.0) u = 0.0;  // curand gives (0, 1]; torch's uniform_ maps 1 to 0: [0, 1)
+      if (u == 1.0) u = 0.0;  // as Uniforms::of
     }
     const bool kept = valid && (keep_all || key > crossing || (tie && ties_before + rank < tie_keep));
     ties_before += n_ties;
-    if (kept) {
-      const double score = logp(l) - log(-log(u));  // u = 0: −log(inf) = −inf, never chosen
-      if (score > best_d || (score == best_d && v < best_i)) {
-        best_d = score;
-        best_i = v;
-      }
-    }
+    if (kept) logp.consider(l, u, v, best_d, best_i);  // u = 0: −log(inf) = −inf, never chosen
   }
-  // Block argmax, lowest index among equal scores (torch's argmax returns the first maximum).
-  for (int off = 16; off > 0; off >>= 1) {
-    const double od = __shfl_xor_sync(0xffffffffu, best_d, off);
-    const int64_t oi = __shfl_xor_sync(0xffffffffu, best_i, off);
-    if (od > best_d || (od == best_d && oi < best_i)) {
-      best_d = od;
-      best_i = oi;
-    }
-  }
-  if (threadIdx.x % 32 == 0) {
-    s_best_d[threadIdx.x / 32] = best_d;
-    s_best_i[threadIdx.x / 32] = best_i;
-  }
-  __syncthreads();
+  block_argmax(best_d, best_i);
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kWarps; ++w)
-      if (s_best_d[w] > best_d || (s_best_d[w] == best_d && s_best_i[w] < best_i)) {
-        best_d = s_best_d[w];
-        best_i = s_best_i[w];
-      }
     out_d = best_d;
     out_i = best_i;
   }
+}
+
+// One round of step 3 over the chunk: the mass of the tokens before candidate c, and the Gumbel-max over
+// them (the next candidate), both valid in thread 0. Uniforms are drawn only for those tokens.
+template <typename T>
+__device__ void chunk_round(const T* row, int64_t V, Chunk c, int64_t n, const LogSoftmax& logp, const Candidate& cand,
+                            const Uniforms& uniforms, unsigned long long& out_mass, double& out_d, int64_t& out_i) {
+  __shared__ unsigned long long red_u[kWarps];
+  unsigned long long mass = 0;
+  int64_t best_i = kNone;
+  double best_d = -INFINITY;
+  for (int64_t s = c.s0; s < c.s1; ++s) {
+    const int64_t v = s * kThreads + threadIdx.x;
+    if (v >= V) break;
+    const float l = static_cast<float>(row[v]);
+    if (!before(order_key(l), v, cand)) continue;
+    mass += logp.mass(l);
+    logp.consider(l, uniforms.of(n, V, v), v, best_d, best_i);
+  }
+  mass = block_reduce(mass, red_u, [](unsigned long long a, unsigned long long b) { return a + b; });
+  block_argmax(best_d, best_i);
+  if (threadIdx.x == 0) {
+    out_mass = mass;
+    out_d = best_d;
+    out_i = best_i;
+  }
+}
+
+// Thread 0: the decision on candidate c once the mass before it is known (step 3): its id when it is in the
+// nucleus, else the next candidate (next_i); a row with no next candidate has only −inf scores left: id 0.
+// True when the row is decided.
+template <typename T>
+__device__ bool decide(Candidate& cand, unsigned long long mass, int64_t next_i, unsigned long long target,
+                       const T* row, int64_t* out) {
+  if (mass < target || next_i == kNone) {
+    *out = mass < target ? cand.v : 0;
+    cand.decided = 1;
+    return true;
+  }
+  cand.v = next_i;
+  cand.key = order_key(static_cast<float>(row[next_i]));
+  return false;
 }
 
 // ---- One block per row: every phase in one kernel. ----
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
-                      at::PhiloxCudaState philox, const double* __restrict__ noise, int64_t* __restrict__ out) {
+    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
+                      unsigned long long target, int rounds, Uniforms uniforms, int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x;
   const T* row = logits + n * row_stride;
   const Chunk all{0, (V + kThreads - 1) / kThreads};
-  __shared__ float red_f[kWarps];
-  __shared__ double red_d[kWarps];
   __shared__ unsigned long long hist[kBins];
   __shared__ unsigned hist_n[kBins];
   __shared__ Nucleus st;
+  __shared__ Candidate cand;
+  __shared__ unsigned long long s_mass;
+  __shared__ double s_d;
+  __shared__ int64_t s_i;
 
-  const float m = chunk_max(row, V, all, red_f);
-  const double z = chunk_z(row, V, all, m, temperature, red_d);
+  float m;
+  double z;
+  chunk_softmax(row, V, all, temperature, m, z);
   const LogSoftmax logp{m, temperature, log(z)};
-  const bool nucleus = top_p < 1.0;
-  if (threadIdx.x == 0) st = Nucleus{0, 0, 0, 0};
+  if (threadIdx.x == 0) st = Nucleus{0, 0, 0, 0};  // read by step 4 only, after many barriers
+  chunk_gumbel(row, V, all, n, logp, Nucleus{0, 0, 0, 0}, false, 0, uniforms, s_d, s_i);
+  if (threadIdx.x == 0) {
+    cand = Candidate{0, s_i, 0, 0};
+    if (!nucleus || s_i == kNone) {
+      out[n] = s_i == kNone ? 0 : s_i;  // all −inf (or NaN): index 0, like argmax
+      cand.decided = 1;
+    } else {
+      cand.key = order_key(static_cast<float>(row[s_i]));
+    }
+  }
   __syncthreads();
-  for (int shift = 24; nucleus && shift >= 0; shift -= 8) {
-    chunk_histogram(row, V, all, shift, st, logp, hist, hist_n);
-    if (threadIdx.x == 0) select_bin(hist, hist_n, shift, static_cast<unsigned long long>(top_p * kFixed), st);
+  for (int r = 0; r < rounds && !cand.decided; ++r) {
+    const Candidate c = cand;
+    chunk_round(row, V, all, n, logp, c, uniforms, s_mass, s_d, s_i);
+    if (threadIdx.x == 0) decide(cand, s_mass, s_i, target, row, &out[n]);
     __syncthreads();
   }
-  double best_d;
-  int64_t best_i;
-  chunk_gumbel(row, V, all, n, logp, st, nucleus, 0, philox, noise, best_d, best_i);
-  if (threadIdx.x == 0) out[n] = best_i == INT64_MAX ? 0 : best_i;  // all −inf (or NaN): index 0, like argmax
+  if (cand.decided) return;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    chunk_histogram(row, V, all, shift, st, logp, hist, hist_n);
+    if (threadIdx.x == 0) select_bin(hist, hist_n, shift, target, st);
+    __syncthreads();
+  }
+  chunk_gumbel(row, V, all, n, logp, st, true, 0, uniforms, s_d, s_i);
+  if (threadIdx.x == 0) out[n] = s_i == kNone ? 0 : s_i;
 }
 
 // ---- A row split over S blocks: one kernel per phase, block b = row · S + chunk. ----
 
-// Global scratch of the split form; hist, hist_n, state and tickets start zeroed.
+// Global scratch of the split form; hist, hist_n, state, candidates and tickets start zeroed.
 struct Split {
   int S;
   int64_t sweeps_per_chunk;
@@ -284,6 +412,7 @@ struct Split {
   unsigned* hist_n;          // (N, 256)
   unsigned* chunk_n;         // (N, S, 256) each chunk's counts of the last pass: ties before a chunk
   Nucleus* state;            // (N)
+  Candidate* cand;           // (N)
   unsigned* tickets;         // (N) blocks of the row done with the current phase
 };
 
@@ -292,59 +421,117 @@ __device__ Chunk chunk_of(const Split& sp, int64_t V) {
   return {std::min(sweeps, c * sp.sweeps_per_chunk), std::min(sweeps, (c + 1) * sp.sweeps_per_chunk)};
 }
 
-// The max of row n from its chunks' partials.
-__device__ float row_max(const Split& sp, int64_t n) {
+// m and log Z of row n from its chunks' partials, combined in chunk order (the same in every block).
+__device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double temperature) {
   float m = -INFINITY;
   for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
-  return m;
-}
-
-// m and log Z of row n from its chunks' partials, summed in chunk order (the same in every block).
-__device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double temperature) {
   double z = 0.0;
-  for (int c = 0; c < sp.S; ++c) z += sp.part_z[n * sp.S + c];
-  return {row_max(sp, n), temperature, log(z)};
+  for (int c = 0; c < sp.S; ++c) {
+    const float mc = sp.part_max[n * sp.S + c];
+    if (mc != -INFINITY) z += sp.part_z[n * sp.S + c] * exp((static_cast<double>(mc) - m) / temperature);
+  }
+  return {m, temperature, log(z)};
 }
 
 // True in every thread of the block that finishes a phase of its row last; the others' global writes are
-// visible to it.
+// visible to it. That block resets the ticket for the next phase.
 __device__ bool last_of_row(const Split& sp, int64_t n) {
   __shared__ bool s_last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) s_last = atomicAdd(&sp.tickets[n], 1u) == static_cast<unsigned>(sp.S - 1);
   __syncthreads();
-  if (s_last) __threadfence();
+  if (s_last) {
+    __threadfence();
+    if (threadIdx.x == 0) sp.tickets[n] = 0;
+  }
   return s_last;
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    split_max_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, Split sp) {
-  __shared__ float red_f[kWarps];
-  const int64_t n = blockIdx.x / sp.S;
-  const float m = chunk_max(logits + n * row_stride, V, chunk_of(sp, V), red_f);
-  if (threadIdx.x == 0) sp.part_max[blockIdx.x] = m;
+// Thread 0 of the row's last block: the best of the row's partials, from best_d / best_i on.
+__device__ void row_argmax(const Split& sp, int64_t n, double& best_d, int64_t& best_i) {
+  for (int e = 0; e < sp.S; ++e)
+    keep_best(__ldcg(&sp.part_best_d[n * sp.S + e]), __ldcg(&sp.part_best_i[n * sp.S + e]), best_d, best_i);
 }
 
+// Step 1 per chunk.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_z_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, Split sp) {
-  __shared__ double red_d[kWarps];
+    split_softmax_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, Split sp) {
   const int64_t n = blockIdx.x / sp.S;
-  const double z = chunk_z(logits + n * row_stride, V, chunk_of(sp, V), row_max(sp, n), temperature, red_d);
-  if (threadIdx.x == 0) sp.part_z[blockIdx.x] = z;
+  float m;
+  double z;
+  chunk_softmax(logits + n * row_stride, V, chunk_of(sp, V), temperature, m, z);
+  if (threadIdx.x == 0) {
+    sp.part_max[blockIdx.x] = m;
+    sp.part_z[blockIdx.x] = z;
+  }
 }
 
-// One radix pass: the chunks' histograms are added into the row's (integers: order-free), and the row's last
-// block selects the bin, clears the histogram and the ticket for the next pass.
+// Step 2 per chunk; the row's last block takes the first candidate (or, without top-p, the id).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_radix_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, double top_p,
-                       int shift, Split sp) {
+    split_first_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
+                       Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
+  const int64_t n = blockIdx.x / sp.S;
+  const T* row = logits + n * row_stride;
+  double best_d;
+  int64_t best_i;
+  chunk_gumbel(row, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), Nucleus{0, 0, 0, 0}, false, 0, uniforms,
+               best_d, best_i);
+  if (threadIdx.x == 0) {
+    sp.part_best_d[blockIdx.x] = best_d;
+    sp.part_best_i[blockIdx.x] = best_i;
+  }
+  if (!last_of_row(sp, n) || threadIdx.x != 0) return;
+  row_argmax(sp, n, best_d, best_i);
+  Candidate c{0, best_i, 0, 0};
+  if (!nucleus || best_i == kNone) {
+    out[n] = best_i == kNone ? 0 : best_i;
+    c.decided = 1;
+  } else {
+    c.key = order_key(static_cast<float>(row[best_i]));
+  }
+  sp.cand[n] = c;
+}
+
+// One round of step 3 per chunk: the mass before the candidate and the next candidate; the row's last block
+// decides.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_round_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
+                       unsigned long long target, Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
+  const int64_t n = blockIdx.x / sp.S;
+  const Candidate c = sp.cand[n];
+  if (c.decided) return;
+  const T* row = logits + n * row_stride;
+  unsigned long long mass;
+  double best_d;
+  int64_t best_i;
+  chunk_round(row, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), c, uniforms, mass, best_d, best_i);
+  if (threadIdx.x == 0) {
+    atomicAdd(&sp.cand[n].mass, mass);
+    sp.part_best_d[blockIdx.x] = best_d;
+    sp.part_best_i[blockIdx.x] = best_i;
+  }
+  if (!last_of_row(sp, n) || threadIdx.x != 0) return;
+  row_argmax(sp, n, best_d, best_i);
+  Candidate next = c;
+  decide(next, __ldcg(&sp.cand[n].mass), best_i, target, row, &out[n]);
+  next.mass = 0;
+  sp.cand[n] = next;
+}
+
+// One radix pass of step 4: the chunks' histograms are added into the row's (integers: order-free), and the
+// row's last block selects the bin and clears the histogram for the next pass.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    split_radix_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
+                       unsigned long long target, int shift, Split sp) {
   __shared__ unsigned long long hist[kBins];
   __shared__ unsigned hist_n[kBins];
   const int64_t n = blockIdx.x / sp.S;
+  if (sp.cand[n].decided) return;
   const Nucleus st = sp.state[n];
   chunk_histogram(logits + n * row_stride, V, chunk_of(sp, V), shift, st, row_log_softmax(sp, n, temperature), hist,
                   hist_n);
@@ -365,42 +552,34 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     Nucleus next = st;
-    select_bin(hist, hist_n, shift, static_cast<unsigned long long>(top_p * kFixed), next);
+    select_bin(hist, hist_n, shift, target, next);
     sp.state[n] = next;
-    sp.tickets[n] = 0;
   }
 }
 
-// Gumbel-max per chunk; the row's last block takes the best of the chunks (lowest id among equal scores).
+// Step 4's Gumbel-max over the kept tokens per chunk; the row's last block writes the id.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_gumbel_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
-                        at::PhiloxCudaState philox, const double* __restrict__ noise, Split sp,
-                        int64_t* __restrict__ out) {
+    split_kept_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
+                      Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x / sp.S;
+  if (sp.cand[n].decided) return;
   const int c = blockIdx.x % sp.S;
   const Nucleus st = sp.state[n];
   unsigned long long ties_before = 0;  // tokens with the crossing key in the earlier chunks
-  if (nucleus && !st.keep_all)
+  if (!st.keep_all)
     for (int e = 0; e < c; ++e) ties_before += sp.chunk_n[(n * sp.S + e) * kBins + (st.prefix & 255)];
   double best_d;
   int64_t best_i;
-  chunk_gumbel(logits + n * row_stride, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), st, nucleus,
-               ties_before, philox, noise, best_d, best_i);
+  chunk_gumbel(logits + n * row_stride, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), st, true,
+               ties_before, uniforms, best_d, best_i);
   if (threadIdx.x == 0) {
     sp.part_best_d[blockIdx.x] = best_d;
     sp.part_best_i[blockIdx.x] = best_i;
   }
   if (!last_of_row(sp, n) || threadIdx.x != 0) return;
-  for (int e = 0; e < sp.S; ++e) {
-    const double d = __ldcg(&sp.part_best_d[n * sp.S + e]);
-    const int64_t i = __ldcg(&sp.part_best_i[n * sp.S + e]);
-    if (d > best_d || (d == best_d && i < best_i)) {
-      best_d = d;
-      best_i = i;
-    }
-  }
-  out[n] = best_i == INT64_MAX ? 0 : best_i;
+  row_argmax(sp, n, best_d, best_i);
+  out[n] = best_i == kNone ? 0 : best_i;
 }
 
 // Chunks per row: enough blocks to cover the SMs when there are fewer rows than SMs.
@@ -415,45 +594,50 @@ int64_t aligned(int64_t n) { return (n + 15) / 16 * 16; }
 }  // namespace
 
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise, int split) {
+                              const torch::Tensor& noise, int split, int rounds) {
   TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1),
               "fused_draw: logits must be (N, V) on CUDA with unit column stride, got ", logits.sizes(), " strides ",
               logits.strides());
   const int64_t N = logits.size(0), V = logits.size(1);
   TORCH_CHECK(V >= 1 && V < (int64_t(1) << 31), "fused_draw: vocabulary of ", V, " columns");
   TORCH_CHECK(split >= 0 && split <= kMaxSplit, "fused_draw: split ", split, " outside [0, ", kMaxSplit, "]");
+  TORCH_CHECK(rounds >= 0 && rounds <= 16, "fused_draw: rounds ", rounds, " outside [0, 16]");
   c10::cuda::CUDAGuard guard(logits.device());
   auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
   if (N == 0) return out;
   const int64_t sweeps = (V + kThreads - 1) / kThreads;
   const int S = static_cast<int>(std::min<int64_t>(split > 0 ? split : auto_split(N, sweeps), sweeps));
   torch::Tensor u;
-  at::PhiloxCudaState philox;
+  Uniforms uniforms{};
   if (noise.defined()) {
     TORCH_CHECK(noise.sizes() == logits.sizes(), "fused_draw: noise ", noise.sizes(), " vs logits ", logits.sizes());
     u = noise.to(logits.device(), torch::kFloat64).contiguous();
+    uniforms.noise = u.data_ptr<double>();
   } else {
     TORCH_CHECK(gen != nullptr, "fused_draw: a CUDA generator or a noise tensor is needed");
     auto* g = at::check_generator<at::CUDAGeneratorImpl>(*gen);
     std::lock_guard<std::mutex> lock(g->mutex_);
-    philox = g->philox_cuda_state(4 * ((sweeps + 1) / 2));  // 4 32-bit values per curand_uniform2_double
+    uniforms.philox = g->philox_cuda_state(4 * ((sweeps + 1) / 2));  // 4 32-bit values per curand_uniform2_double
   }
-  const double* u_ptr = u.defined() ? u.data_ptr<double>() : nullptr;
   const bool nucleus = top_p < 1.0;
+  // The nucleus: tokens whose mass before them is below target (at least 1, so that the top-1 always is).
+  const auto target = std::max<unsigned long long>(1, static_cast<unsigned long long>(top_p * kFixed));
   auto stream = at::cuda::getCurrentCUDAStream();
   if (S == 1) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
-      fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(
-          logits.data_ptr<scalar_t>(), logits.stride(0), V, temperature, top_p, philox, u_ptr, out.data_ptr<int64_t>());
+      fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(logits.data_ptr<scalar_t>(), logits.stride(0), V,
+                                                              temperature, nucleus, target, rounds, uniforms,
+                                                              out.data_ptr<int64_t>());
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
   }
-  // Scratch: the zeroed part first (histograms, states, tickets), then the partials.
+  // Scratch: the zeroed part first (histograms, states, candidates, tickets), then the partials.
   const int64_t NS = N * S;
   const int64_t b_hist = aligned(N * kBins * 8), b_hist_n = aligned(N * kBins * 4),
-                b_state = aligned(N * static_cast<int64_t>(sizeof(Nucleus))), b_tickets = aligned(N * 4);
-  const int64_t zeroed = b_hist + b_hist_n + b_state + b_tickets;
+                b_state = aligned(N * static_cast<int64_t>(sizeof(Nucleus))),
+                b_cand = aligned(N * static_cast<int64_t>(sizeof(Candidate))), b_tickets = aligned(N * 4);
+  const int64_t zeroed = b_hist + b_hist_n + b_state + b_cand + b_tickets;
   const int64_t b_chunk_n = aligned(NS * kBins * 4), b_max = aligned(NS * 4), b_z = aligned(NS * 8),
                 b_best_d = aligned(NS * 8), b_best_i = aligned(NS * 8);
   auto scratch =
@@ -471,6 +655,7 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   sp.hist = reinterpret_cast<unsigned long long*>(take(b_hist));
   sp.hist_n = reinterpret_cast<unsigned*>(take(b_hist_n));
   sp.state = reinterpret_cast<Nucleus*>(take(b_state));
+  sp.cand = reinterpret_cast<Candidate*>(take(b_cand));
   sp.tickets = reinterpret_cast<unsigned*>(take(b_tickets));
   sp.chunk_n = reinterpret_cast<unsigned*>(take(b_chunk_n));
   sp.part_max = reinterpret_cast<float*>(take(b_max));
@@ -480,16 +665,21 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
     const scalar_t* x = logits.data_ptr<scalar_t>();
     const int64_t rs = logits.stride(0);
-    split_max_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, sp);
+    int64_t* o = out.data_ptr<int64_t>();
+    split_softmax_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, sp);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    split_z_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, sp);
+    split_first_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, nucleus, uniforms, sp, o);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    for (int shift = 24; nucleus && shift >= 0; shift -= 8) {
-      split_radix_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, top_p, shift, sp);
+    if (!nucleus) return;
+    for (int r = 0; r < rounds; ++r) {
+      split_round_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, target, uniforms, sp, o);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    split_gumbel_kernel<scalar_t>
-        <<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, nucleus, philox, u_ptr, sp, out.data_ptr<int64_t>());
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      split_radix_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, target, shift, sp);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    split_kept_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, uniforms, sp, o);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;

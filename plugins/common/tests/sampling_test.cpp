@@ -47,7 +47,9 @@ TEST(FusedDraw, SameIdsAsReferenceGivenTheSameUniforms) {
     for (int64_t V : {7, 1000, 50257}) {
       // A padded head narrowed to V columns, logits of a peaked and a flat row family.
       auto full = (torch::randn({48, V + 47}) * 3.0).to(torch::kCUDA, dtype);
-      full.narrow(0, 0, 16).mul_(0.05);  // near-uniform rows: nuclei of thousands of tokens
+      full.narrow(0, 0, 16).mul_(0.05);        // near-uniform rows: nuclei of thousands of tokens
+      full.select(1, V / 2).fill_(-INFINITY);  // masked tokens (−inf logits), and a row half masked
+      full.narrow(0, 47, 1).narrow(1, 0, (V + 1) / 2).fill_(-INFINITY);
       auto logits = full.narrow(1, 0, V);
       auto u = torch::rand({48, V}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
       u.index_put_({0, 0}, 0.0);  // u = 0 is never chosen
@@ -55,10 +57,14 @@ TEST(FusedDraw, SameIdsAsReferenceGivenTheSameUniforms) {
         for (double top_p : {1.0, 0.95, 0.5, 1e-6}) {
           auto ref = gumbel_draw_reference(logits, temperature, top_p, u);
           for (int split : {1, 3, 16}) {  // one block per row, and rows split over blocks (ties across chunks)
-            auto ours = fused_draw(logits, temperature, top_p, nullptr, u, split);
-            EXPECT_TRUE(torch::equal(ours, ref))
-                << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p << " split=" << split << ": "
-                << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
+            // Candidate rounds: none (the radix select alone), one (about half the near-uniform rows at
+            // top-p 0.5 go on to the radix select) and the default.
+            for (int rounds : {0, 1, kDrawRounds}) {
+              auto ours = fused_draw(logits, temperature, top_p, nullptr, u, split, rounds);
+              EXPECT_TRUE(torch::equal(ours, ref))
+                  << dtype << " V=" << V << " T=" << temperature << " top_p=" << top_p << " split=" << split
+                  << " rounds=" << rounds << ": " << ours.ne(ref).sum().item<int64_t>() << " of 48 rows differ";
+            }
           }
         }
       }
@@ -99,12 +105,14 @@ TEST(FusedDraw, SplitRowsDrawTheSameUniformsAsOneBlockPerRow) {
   auto logits = (torch::randn({32, 50257}) * 0.3).to(torch::kCUDA, torch::kBFloat16);
   for (double top_p : {1.0, 0.95, 0.3}) {
     auto g1 = make_generator(torch::Device(torch::kCUDA, 0), 9);
-    auto one = fused_draw(logits, 0.9, top_p, &g1, {}, 1);
-    for (int split : {2, 4, 7, 16}) {
-      auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
-      auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split);
-      EXPECT_TRUE(torch::equal(ids, one)) << "top_p=" << top_p << " split=" << split << ": "
-                                          << ids.ne(one).sum().item<int64_t>() << " of 32 rows differ";
+    auto one = fused_draw(logits, 0.9, top_p, &g1, {}, 1, 0);  // one block, the radix select alone
+    for (int split : {1, 2, 4, 7, 16}) {
+      for (int rounds : {0, 1, kDrawRounds}) {  // Philox uniforms drawn on demand in the rounds: the same ones
+        auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
+        auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split, rounds);
+        EXPECT_TRUE(torch::equal(ids, one)) << "top_p=" << top_p << " split=" << split << " rounds=" << rounds << ": "
+                                            << ids.ne(one).sum().item<int64_t>() << " of 32 rows differ";
+      }
     }
   }
 }
