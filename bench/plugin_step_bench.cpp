@@ -22,9 +22,12 @@
 #include <vector>
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <benchmark/benchmark.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
@@ -34,7 +37,6 @@
 #include "harness/registry.h"
 #include "harness/train/graph.h"
 #include "harness/train/optim.h"
-#include "plugins/common/cuda_graph.h"
 #include "plugins/common/sampling.h"
 #include "reports/results.h"
 
@@ -436,15 +438,23 @@ void BM_FusedDraw(benchmark::State& state) {
   torch::manual_seed(0);
   auto logits = (torch::randn({rows, 50257}, torch::TensorOptions().device(dev)) * sd).to(torch::kBFloat16);
   auto gen = common::make_generator(dev, 0);
-  common::StepGraph graph;
   const auto draws = [&] {
-    torch::Tensor ids;
-    for (int i = 0; i < kDraws; ++i) ids = common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds);
-    return ids;
+    for (int i = 0; i < kDraws; ++i) common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds);
   };
-  for (int i = 0; i < 3; ++i) graph.run(dev, draws);  // eager, captured, replayed
+  draws();  // warm-up, uncaptured
   torch::cuda::synchronize();
-  time_on_gpu(state, dev, [&] { graph.run(dev, draws); });
+  at::cuda::CUDAGraph graph;
+  {
+    // Captured off the default stream; the generator's Philox offsets advance at each replay.
+    c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool(false, dev.index()));
+    graph.register_generator_state(gen);
+    graph.capture_begin();
+    draws();
+    graph.capture_end();
+  }
+  graph.replay();
+  torch::cuda::synchronize();
+  time_on_gpu(state, dev, [&] { graph.replay(); });
   state.counters["us/draw"] =
       benchmark::Counter(kDraws / 1e6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }

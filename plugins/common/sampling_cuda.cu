@@ -1,12 +1,14 @@
 // Implements: the CUDA kernels of common::fused_draw (sampling.h): temperature, HF top-p and float64
 // Gumbel-max on the GPU. Per row of logits (N, V), u_v float64 uniforms in [0, 1) from the generator's Philox
 // stream (or a given noise tensor for the test against the LibTorch reference):
-//   1. m = max l and Z = Σ exp((l − m)/T) in float64, in one pass (online); logp = (l − m)/T − log Z;
-//   2. v₁ = argmax over all v of logp_v − log(−log u_v): the draw without top-p;
+//   1. m = max l, then Z = Σ exp((l − m)/T) in float64; logp = (l − m)/T − log Z;
+//   2. v₁ = argmax over all v of logp_v − log(−log u_v): the draw without top-p (with top-p, every score is
+//      stored: (N, V) float64);
 //   3. top-p < 1: v₁ is the answer when it is in the nucleus, i.e. when the mass of the tokens before it in
 //      the stable descending order (larger logit, or equal and lower index) is below top_p — true with
 //      probability ≥ top_p, as v₁ follows softmax(l/T). Otherwise the nucleus lies among those tokens, and
-//      v₂ = their argmax is the next candidate (one pass checks v_r and finds v_{r+1}), for kRounds rounds;
+//      v₂ = their best stored score is the next candidate (one pass checks v_r and finds v_{r+1}), for
+//      `rounds` rounds (kDrawRounds, sampling.h);
 //   4. a row still undecided (probability ≈ (1 − top_p)^kRounds) takes the exact nucleus: a 4 × 8-bit radix
 //      select on an order-preserving key of the float logit finds the token that crosses top_p, ties with it
 //      kept lowest index first, and the argmax over the kept tokens.
@@ -113,77 +115,48 @@ __device__ __forceinline__ bool before(uint32_t key, int64_t v, const Candidate&
   return key > c.key || (key == c.key && v < c.v);
 }
 
-// Row-wide temperature-scaled log-softmax in float64.
+// Row-wide temperature-scaled log-softmax in float64 (inv_t = 1 / temperature: a multiply, not a division,
+// per token).
 struct LogSoftmax {
   float m;
-  double temperature, log_z;
-  __device__ double operator()(float l) const { return (static_cast<double>(l) - m) / temperature - log_z; }
+  double inv_t, log_z;
+  __device__ double operator()(float l) const { return (static_cast<double>(l) - m) * inv_t - log_z; }
   // Token mass in 2⁻⁶⁰ units: the same expression in every pass that sums masses.
   __device__ unsigned long long mass(float l) const {
     return static_cast<unsigned long long>(llrint(exp((*this)(l)) * kFixed));
   }
-  // The Gumbel score logp(l) − log(−log u) in float64.
+  // The Gumbel score logp(l) − log(−log u) in float64; u = 0: −log(inf) = −inf, never chosen.
   __device__ double score(float l, double u) const { return (*this)(l)-log(-log(u)); }
-  // An upper bound of score(l, u) from float arithmetic (a few float ulps of error, given 1e-5 relative
-  // room): a token whose bound is below the best score so far cannot win, and skips the float64 logs, which
-  // cost several times the float ones. NaN (an infinite logit) never skips.
-  __device__ float score_bound(float l, double u) const {
-    const float x = (l - m) / static_cast<float>(temperature);
-    // −log u: near u = 1 from 1 − u (exact in float64), so that the small value keeps its relative precision.
-    const float e = u > 0.5 ? -log1pf(static_cast<float>(u - 1.0)) : -logf(static_cast<float>(u));
-    const float g = -logf(e), lz = static_cast<float>(log_z);
-    return x - lz + g + 1e-5f * (1.f + fabsf(x) + fabsf(lz) + fabsf(g));
-  }
-  // Keeps (score, v) when it beats (best_d, best_i), computing the float64 score only when it may.
-  __device__ void consider(float l, double u, int64_t v, double& best_d, int64_t& best_i) const {
-    if (!(score_bound(l, u) < best_d)) keep_best(score(l, u), v, best_d, best_i);
-  }
 };
 
-// Token v's uniform of row n: the noise tensor's, or pair ⌊s / 2⌋ of Philox subsequence n·kThreads + (v mod
-// kThreads), sweep s = ⌊v / kThreads⌋ (the stream chunk_gumbel walks), x for even sweeps, y for odd ones.
+// The uniforms: a noise tensor (N, V) of the test against the LibTorch reference, or the generator's Philox
+// stream (token v of row n: pair ⌊s / 2⌋ of subsequence n·kThreads + (v mod kThreads), sweep s = ⌊v / kThreads⌋,
+// x for even sweeps, y for odd ones).
 struct Uniforms {
   at::PhiloxCudaState philox;
   const double* noise;
-  __device__ double of(int64_t n, int64_t V, int64_t v) const {
-    if (noise) return noise[n * V + v];
-    const auto seeds = at::cuda::philox::unpack(philox);
-    const int64_t s = v / kThreads;
-    curandStatePhilox4_32_10_t state;
-    curand_init(std::get<0>(seeds), static_cast<uint64_t>(n) * kThreads + v % kThreads,
-                std::get<1>(seeds) + 4 * static_cast<uint64_t>(s / 2), &state);
-    const double2 pair = curand_uniform2_double(&state);
-    const double u = s % 2 == 0 ? pair.x : pair.y;
-    return u == 1.0 ? 0.0 : u;  // curand gives (0, 1]; torch's uniform_ maps 1 to 0: [0, 1)
-  }
 };
 
-// The chunk's max and Σ exp((l − max)/T), online (one pass), block-reduced in a fixed order: every thread
-// gets them. A −inf logit adds nothing; an all −inf chunk gives (−inf, 0).
+// The chunk's max and Σ exp((l − max)/T), block-reduced in a fixed order: every thread gets them. Two passes
+// (the max, then the sum) take fewer instructions than one online pass, which rescales at each new max. An all
+// −inf chunk gives (−inf, 0).
 template <typename T>
-__device__ void chunk_softmax(const T* row, int64_t V, Chunk c, double temperature, float& m_out, double& z_out) {
+__device__ void chunk_softmax(const T* row, int64_t V, Chunk c, double inv_t, float& m_out, double& z_out) {
   __shared__ float red_f[kWarps];
   __shared__ double red_d[kWarps];
   float m = -INFINITY;
-  double z = 0.0;
   for (int64_t s = c.s0; s < c.s1; ++s) {
     const int64_t v = s * kThreads + threadIdx.x;
-    if (v >= V) break;
-    const float l = static_cast<float>(row[v]);
-    if (l == -INFINITY) continue;
-    if (l > m) {
-      z *= exp((static_cast<double>(m) - l) / temperature);  // 0 while m is −inf
-      m = l;
-    }
-    z += exp((static_cast<double>(l) - m) / temperature);
+    if (v < V) m = fmaxf(m, static_cast<float>(row[v]));
   }
-  const float m_all = block_reduce(m, red_f, [](float a, float b) { return fmaxf(a, b); });
-  if (m == -INFINITY)
-    z = 0.0;
-  else if (m != m_all)
-    z *= exp((static_cast<double>(m) - m_all) / temperature);
+  m = block_reduce(m, red_f, [](float a, float b) { return fmaxf(a, b); });
+  double z = 0.0;
+  for (int64_t s = c.s0; m != -INFINITY && s < c.s1; ++s) {
+    const int64_t v = s * kThreads + threadIdx.x;
+    if (v < V) z += exp((static_cast<double>(row[v]) - m) * inv_t);
+  }
   z_out = block_reduce(z, red_d, [](double a, double b) { return a + b; });
-  m_out = m_all;
+  m_out = m;
 }
 
 // Histogram (mass, count) over the byte at `shift` of the keys that match the state's prefix, for the chunk's
@@ -256,11 +229,11 @@ __device__ void select_bin(const unsigned long long* hist, const unsigned* hist_
 
 // Gumbel-max over the chunk's kept tokens (all valid ones when !nucleus), the block's best (score, id)
 // returned in thread 0. Every thread takes one uniform per sweep, kept or not; `ties_before` = tied tokens
-// in the row's earlier chunks.
+// in the row's earlier chunks. `scores` (the row's V, or null) receives every kept token's score.
 template <typename T>
 __device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const LogSoftmax& logp, const Nucleus& st,
-                             bool nucleus, unsigned long long ties_before, const Uniforms& uniforms, double& out_d,
-                             int64_t& out_i) {
+                             bool nucleus, unsigned long long ties_before, const Uniforms& uniforms, double* scores,
+                             double& out_d, int64_t& out_i) {
   using Scan = cub::BlockScan<int, kThreads>;
   __shared__ typename Scan::TempStorage scan_tmp;
   const bool keep_all = !nucleus || st.keep_all;
@@ -294,11 +267,15 @@ __device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const 
     } else {
       if (s % 2 == 0 || s == c.s0) pair = curand_uniform2_double(&state);
       u = s % 2 == 0 ? pair.x : pair.y;
-      if (u == 1.0) u = 0.0;  // as Uniforms::of
+      if (u == 1.0) u = 0.0;  // curand gives (0, 1]; torch's uniform_ maps 1 to 0: [0, 1)
     }
     const bool kept = valid && (keep_all || key > crossing || (tie && ties_before + rank < tie_keep));
     ties_before += n_ties;
-    if (kept) logp.consider(l, u, v, best_d, best_i);  // u = 0: −log(inf) = −inf, never chosen
+    if (kept) {
+      const double score = logp.score(l, u);
+      if (scores) scores[v] = score;
+      keep_best(score, v, best_d, best_i);
+    }
   }
   block_argmax(best_d, best_i);
   if (threadIdx.x == 0) {
@@ -308,10 +285,10 @@ __device__ void chunk_gumbel(const T* row, int64_t V, Chunk c, int64_t n, const 
 }
 
 // One round of step 3 over the chunk: the mass of the tokens before candidate c, and the Gumbel-max over
-// them (the next candidate), both valid in thread 0. Uniforms are drawn only for those tokens.
+// them (the next candidate) from the scores step 2 stored, both valid in thread 0.
 template <typename T>
-__device__ void chunk_round(const T* row, int64_t V, Chunk c, int64_t n, const LogSoftmax& logp, const Candidate& cand,
-                            const Uniforms& uniforms, unsigned long long& out_mass, double& out_d, int64_t& out_i) {
+__device__ void chunk_round(const T* row, int64_t V, Chunk c, const LogSoftmax& logp, const Candidate& cand,
+                            const double* scores, unsigned long long& out_mass, double& out_d, int64_t& out_i) {
   __shared__ unsigned long long red_u[kWarps];
   unsigned long long mass = 0;
   int64_t best_i = kNone;
@@ -322,7 +299,7 @@ __device__ void chunk_round(const T* row, int64_t V, Chunk c, int64_t n, const L
     const float l = static_cast<float>(row[v]);
     if (!before(order_key(l), v, cand)) continue;
     mass += logp.mass(l);
-    logp.consider(l, uniforms.of(n, V, v), v, best_d, best_i);
+    keep_best(scores[v], v, best_d, best_i);
   }
   mass = block_reduce(mass, red_u, [](unsigned long long a, unsigned long long b) { return a + b; });
   block_argmax(best_d, best_i);
@@ -353,8 +330,9 @@ __device__ bool decide(Candidate& cand, unsigned long long mass, int64_t next_i,
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
-                      unsigned long long target, int rounds, Uniforms uniforms, int64_t* __restrict__ out) {
+    fused_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t, bool nucleus,
+                      unsigned long long target, int rounds, Uniforms uniforms, double* __restrict__ scores,
+                      int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x;
   const T* row = logits + n * row_stride;
   const Chunk all{0, (V + kThreads - 1) / kThreads};
@@ -368,10 +346,11 @@ __global__ void __launch_bounds__(kThreads)
 
   float m;
   double z;
-  chunk_softmax(row, V, all, temperature, m, z);
-  const LogSoftmax logp{m, temperature, log(z)};
+  chunk_softmax(row, V, all, inv_t, m, z);
+  const LogSoftmax logp{m, inv_t, log(z)};
+  double* row_scores = scores ? scores + n * V : nullptr;
   if (threadIdx.x == 0) st = Nucleus{0, 0, 0, 0};  // read by step 4 only, after many barriers
-  chunk_gumbel(row, V, all, n, logp, Nucleus{0, 0, 0, 0}, false, 0, uniforms, s_d, s_i);
+  chunk_gumbel(row, V, all, n, logp, Nucleus{0, 0, 0, 0}, false, 0, uniforms, row_scores, s_d, s_i);
   if (threadIdx.x == 0) {
     cand = Candidate{0, s_i, 0, 0};
     if (!nucleus || s_i == kNone) {
@@ -384,7 +363,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (int r = 0; r < rounds && !cand.decided; ++r) {
     const Candidate c = cand;
-    chunk_round(row, V, all, n, logp, c, uniforms, s_mass, s_d, s_i);
+    chunk_round(row, V, all, logp, c, row_scores, s_mass, s_d, s_i);
     if (threadIdx.x == 0) decide(cand, s_mass, s_i, target, row, &out[n]);
     __syncthreads();
   }
@@ -394,7 +373,7 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) select_bin(hist, hist_n, shift, target, st);
     __syncthreads();
   }
-  chunk_gumbel(row, V, all, n, logp, st, true, 0, uniforms, s_d, s_i);
+  chunk_gumbel(row, V, all, n, logp, st, true, 0, uniforms, nullptr, s_d, s_i);
   if (threadIdx.x == 0) out[n] = s_i == kNone ? 0 : s_i;
 }
 
@@ -422,15 +401,15 @@ __device__ Chunk chunk_of(const Split& sp, int64_t V) {
 }
 
 // m and log Z of row n from its chunks' partials, combined in chunk order (the same in every block).
-__device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double temperature) {
+__device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double inv_t) {
   float m = -INFINITY;
   for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
   double z = 0.0;
   for (int c = 0; c < sp.S; ++c) {
     const float mc = sp.part_max[n * sp.S + c];
-    if (mc != -INFINITY) z += sp.part_z[n * sp.S + c] * exp((static_cast<double>(mc) - m) / temperature);
+    if (mc != -INFINITY) z += sp.part_z[n * sp.S + c] * exp((static_cast<double>(mc) - m) * inv_t);
   }
-  return {m, temperature, log(z)};
+  return {m, inv_t, log(z)};
 }
 
 // True in every thread of the block that finishes a phase of its row last; the others' global writes are
@@ -457,11 +436,11 @@ __device__ void row_argmax(const Split& sp, int64_t n, double& best_d, int64_t& 
 // Step 1 per chunk.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_softmax_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, Split sp) {
+    split_softmax_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t, Split sp) {
   const int64_t n = blockIdx.x / sp.S;
   float m;
   double z;
-  chunk_softmax(logits + n * row_stride, V, chunk_of(sp, V), temperature, m, z);
+  chunk_softmax(logits + n * row_stride, V, chunk_of(sp, V), inv_t, m, z);
   if (threadIdx.x == 0) {
     sp.part_max[blockIdx.x] = m;
     sp.part_z[blockIdx.x] = z;
@@ -471,14 +450,14 @@ __global__ void __launch_bounds__(kThreads)
 // Step 2 per chunk; the row's last block takes the first candidate (or, without top-p, the id).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_first_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature, bool nucleus,
-                       Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
+    split_first_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t, bool nucleus,
+                       Uniforms uniforms, double* __restrict__ scores, Split sp, int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x / sp.S;
   const T* row = logits + n * row_stride;
   double best_d;
   int64_t best_i;
-  chunk_gumbel(row, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), Nucleus{0, 0, 0, 0}, false, 0, uniforms,
-               best_d, best_i);
+  chunk_gumbel(row, V, chunk_of(sp, V), n, row_log_softmax(sp, n, inv_t), Nucleus{0, 0, 0, 0}, false, 0, uniforms,
+               scores ? scores + n * V : nullptr, best_d, best_i);
   if (threadIdx.x == 0) {
     sp.part_best_d[blockIdx.x] = best_d;
     sp.part_best_i[blockIdx.x] = best_i;
@@ -499,8 +478,9 @@ __global__ void __launch_bounds__(kThreads)
 // decides.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_round_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
-                       unsigned long long target, Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
+    split_round_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t,
+                       unsigned long long target, const double* __restrict__ scores, Split sp,
+                       int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x / sp.S;
   const Candidate c = sp.cand[n];
   if (c.decided) return;
@@ -508,7 +488,7 @@ __global__ void __launch_bounds__(kThreads)
   unsigned long long mass;
   double best_d;
   int64_t best_i;
-  chunk_round(row, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), c, uniforms, mass, best_d, best_i);
+  chunk_round(row, V, chunk_of(sp, V), row_log_softmax(sp, n, inv_t), c, scores + n * V, mass, best_d, best_i);
   if (threadIdx.x == 0) {
     atomicAdd(&sp.cand[n].mass, mass);
     sp.part_best_d[blockIdx.x] = best_d;
@@ -526,15 +506,14 @@ __global__ void __launch_bounds__(kThreads)
 // row's last block selects the bin and clears the histogram for the next pass.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_radix_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
+    split_radix_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t,
                        unsigned long long target, int shift, Split sp) {
   __shared__ unsigned long long hist[kBins];
   __shared__ unsigned hist_n[kBins];
   const int64_t n = blockIdx.x / sp.S;
   if (sp.cand[n].decided) return;
   const Nucleus st = sp.state[n];
-  chunk_histogram(logits + n * row_stride, V, chunk_of(sp, V), shift, st, row_log_softmax(sp, n, temperature), hist,
-                  hist_n);
+  chunk_histogram(logits + n * row_stride, V, chunk_of(sp, V), shift, st, row_log_softmax(sp, n, inv_t), hist, hist_n);
   for (int b = threadIdx.x; b < kBins; b += kThreads) {
     if (hist_n[b] != 0) {
       atomicAdd(&sp.hist[n * kBins + b], hist[b]);
@@ -560,8 +539,8 @@ __global__ void __launch_bounds__(kThreads)
 // Step 4's Gumbel-max over the kept tokens per chunk; the row's last block writes the id.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    split_kept_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double temperature,
-                      Uniforms uniforms, Split sp, int64_t* __restrict__ out) {
+    split_kept_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t, Uniforms uniforms,
+                      Split sp, int64_t* __restrict__ out) {
   const int64_t n = blockIdx.x / sp.S;
   if (sp.cand[n].decided) return;
   const int c = blockIdx.x % sp.S;
@@ -571,8 +550,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < c; ++e) ties_before += sp.chunk_n[(n * sp.S + e) * kBins + (st.prefix & 255)];
   double best_d;
   int64_t best_i;
-  chunk_gumbel(logits + n * row_stride, V, chunk_of(sp, V), n, row_log_softmax(sp, n, temperature), st, true,
-               ties_before, uniforms, best_d, best_i);
+  chunk_gumbel(logits + n * row_stride, V, chunk_of(sp, V), n, row_log_softmax(sp, n, inv_t), st, true, ties_before,
+               uniforms, nullptr, best_d, best_i);
   if (threadIdx.x == 0) {
     sp.part_best_d[blockIdx.x] = best_d;
     sp.part_best_i[blockIdx.x] = best_i;
@@ -620,13 +599,18 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
     uniforms.philox = g->philox_cuda_state(4 * ((sweeps + 1) / 2));  // 4 32-bit values per curand_uniform2_double
   }
   const bool nucleus = top_p < 1.0;
+  const double inv_t = 1.0 / temperature;
+  // The rounds read the scores step 2 stores: (N, V) float64, 8 bytes a logit.
+  torch::Tensor scores;
+  if (nucleus && rounds > 0) scores = torch::empty({N, V}, logits.options().dtype(torch::kFloat64));
+  double* sc = scores.defined() ? scores.data_ptr<double>() : nullptr;
   // The nucleus: tokens whose mass before them is below target (at least 1, so that the top-1 always is).
   const auto target = std::max<unsigned long long>(1, static_cast<unsigned long long>(top_p * kFixed));
   auto stream = at::cuda::getCurrentCUDAStream();
   if (S == 1) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
-      fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(logits.data_ptr<scalar_t>(), logits.stride(0), V,
-                                                              temperature, nucleus, target, rounds, uniforms,
+      fused_draw_kernel<scalar_t><<<N, kThreads, 0, stream>>>(logits.data_ptr<scalar_t>(), logits.stride(0), V, inv_t,
+                                                              nucleus, target, rounds, uniforms, sc,
                                                               out.data_ptr<int64_t>());
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -666,20 +650,20 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
     const scalar_t* x = logits.data_ptr<scalar_t>();
     const int64_t rs = logits.stride(0);
     int64_t* o = out.data_ptr<int64_t>();
-    split_softmax_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, sp);
+    split_softmax_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, sp);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    split_first_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, nucleus, uniforms, sp, o);
+    split_first_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, nucleus, uniforms, sc, sp, o);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (!nucleus) return;
     for (int r = 0; r < rounds; ++r) {
-      split_round_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, target, uniforms, sp, o);
+      split_round_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, target, sc, sp, o);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     for (int shift = 24; shift >= 0; shift -= 8) {
-      split_radix_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, target, shift, sp);
+      split_radix_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, target, shift, sp);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    split_kept_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, temperature, uniforms, sp, o);
+    split_kept_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, uniforms, sp, o);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
