@@ -66,8 +66,10 @@ torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperat
 // the exact radix select: the unfiltered Gumbel-max winner is the answer when it lies in the nucleus
 // (probability ≥ top_p), else the winner among the tokens before it is the next candidate, so a row is left
 // to the radix select with probability ≈ (1 − top_p)^rounds; 0 takes the radix select alone (its reference
-// in tests and timings; AOBENCH_DRAW_CANDIDATES=0 sets it). Every split and rounds value gives the same ids.
-// → (N) int64.
+// in tests and timings; AOBENCH_DRAW_CANDIDATES=0 sets it). The rounds read the scores of a (N, V) float64
+// buffer (4× bf16 logits; a captured sampler step keeps its own). Every rounds value gives the same ids; a
+// split sums Z in another order, so its last bits, and with them a nucleus boundary, may move (never seen in
+// the tests). → (N) int64.
 constexpr int kDrawRounds = 3;
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
                          const torch::Tensor& noise = {}, int split = 0, int rounds = kDrawRounds);

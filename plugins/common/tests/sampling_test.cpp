@@ -107,7 +107,7 @@ TEST(FusedDraw, SplitRowsDrawTheSameUniformsAsOneBlockPerRow) {
     auto g1 = make_generator(torch::Device(torch::kCUDA, 0), 9);
     auto one = fused_draw(logits, 0.9, top_p, &g1, {}, 1, 0);  // one block, the radix select alone
     for (int split : {1, 2, 4, 7, 16}) {
-      for (int rounds : {0, 1, kDrawRounds}) {  // Philox uniforms drawn on demand in the rounds: the same ones
+      for (int rounds : {0, 1, kDrawRounds}) {  // the rounds' stored scores: the same uniforms
         auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
         auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split, rounds);
         EXPECT_TRUE(torch::equal(ids, one)) << "top_p=" << top_p << " split=" << split << " rounds=" << rounds << ": "
