@@ -9,7 +9,7 @@
 //      probability ≥ top_p, as v₁ follows softmax(l/T). Otherwise the nucleus lies among those tokens, and
 //      v₂ = their best stored score is the next candidate (one pass checks v_r and finds v_{r+1}), for
 //      `rounds` rounds (kDrawRounds, sampling.h);
-//   4. a row still undecided (probability ≈ (1 − top_p)^kRounds) takes the exact nucleus: a 4 × 8-bit radix
+//   4. a row still undecided (probability ≈ (1 − top_p)^rounds) takes the exact nucleus: a 4 × 8-bit radix
 //      select on an order-preserving key of the float logit finds the token that crosses top_p, ties with it
 //      kept lowest index first, and the argmax over the kept tokens.
 // The argmax over a set containing the nucleus equals the argmax over the nucleus whenever it lies in the
@@ -310,20 +310,32 @@ __device__ void chunk_round(const T* row, int64_t V, Chunk c, const LogSoftmax& 
   }
 }
 
+// The id of a row's best token: index 0 when every score is −inf (or NaN), like argmax.
+__device__ __forceinline__ int64_t id_of(int64_t best_i) { return best_i == kNone ? 0 : best_i; }
+
+// Thread 0, after step 2: the row's first candidate, best_i; without top-p, or with no token, the row is
+// decided and its id written.
+template <typename T>
+__device__ Candidate first_candidate(int64_t best_i, bool nucleus, const T* row, int64_t* out) {
+  if (!nucleus || best_i == kNone) {
+    *out = id_of(best_i);
+    return Candidate{0, best_i, 0, 1};
+  }
+  return Candidate{0, best_i, order_key(static_cast<float>(row[best_i])), 0};
+}
+
 // Thread 0: the decision on candidate c once the mass before it is known (step 3): its id when it is in the
 // nucleus, else the next candidate (next_i); a row with no next candidate has only −inf scores left: id 0.
-// True when the row is decided.
 template <typename T>
-__device__ bool decide(Candidate& cand, unsigned long long mass, int64_t next_i, unsigned long long target,
+__device__ void decide(Candidate& cand, unsigned long long mass, int64_t next_i, unsigned long long target,
                        const T* row, int64_t* out) {
   if (mass < target || next_i == kNone) {
     *out = mass < target ? cand.v : 0;
     cand.decided = 1;
-    return true;
+    return;
   }
   cand.v = next_i;
   cand.key = order_key(static_cast<float>(row[next_i]));
-  return false;
 }
 
 // ---- One block per row: every phase in one kernel. ----
@@ -351,15 +363,7 @@ __global__ void __launch_bounds__(kThreads)
   double* row_scores = scores ? scores + n * V : nullptr;
   if (threadIdx.x == 0) st = Nucleus{0, 0, 0, 0};  // read by step 4 only, after many barriers
   chunk_gumbel(row, V, all, n, logp, Nucleus{0, 0, 0, 0}, false, 0, uniforms, row_scores, s_d, s_i);
-  if (threadIdx.x == 0) {
-    cand = Candidate{0, s_i, 0, 0};
-    if (!nucleus || s_i == kNone) {
-      out[n] = s_i == kNone ? 0 : s_i;  // all −inf (or NaN): index 0, like argmax
-      cand.decided = 1;
-    } else {
-      cand.key = order_key(static_cast<float>(row[s_i]));
-    }
-  }
+  if (threadIdx.x == 0) cand = first_candidate(s_i, nucleus, row, &out[n]);
   __syncthreads();
   for (int r = 0; r < rounds && !cand.decided; ++r) {
     const Candidate c = cand;
@@ -374,7 +378,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
   }
   chunk_gumbel(row, V, all, n, logp, st, true, 0, uniforms, nullptr, s_d, s_i);
-  if (threadIdx.x == 0) out[n] = s_i == kNone ? 0 : s_i;
+  if (threadIdx.x == 0) out[n] = id_of(s_i);
 }
 
 // ---- A row split over S blocks: one kernel per phase, block b = row · S + chunk. ----
@@ -464,14 +468,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (!last_of_row(sp, n) || threadIdx.x != 0) return;
   row_argmax(sp, n, best_d, best_i);
-  Candidate c{0, best_i, 0, 0};
-  if (!nucleus || best_i == kNone) {
-    out[n] = best_i == kNone ? 0 : best_i;
-    c.decided = 1;
-  } else {
-    c.key = order_key(static_cast<float>(row[best_i]));
-  }
-  sp.cand[n] = c;
+  sp.cand[n] = first_candidate(best_i, nucleus, row, &out[n]);
 }
 
 // One round of step 3 per chunk: the mass before the candidate and the next candidate; the row's last block
@@ -558,7 +555,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (!last_of_row(sp, n) || threadIdx.x != 0) return;
   row_argmax(sp, n, best_d, best_i);
-  out[n] = best_i == kNone ? 0 : best_i;
+  out[n] = id_of(best_i);
 }
 
 // Chunks per row: enough blocks to cover the SMs when there are fewer rows than SMs.
