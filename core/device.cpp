@@ -166,6 +166,18 @@ void set_perf_switch(const std::string& name, bool on) {
   throw ConfigError("unknown speed switch 'perf." + name + "'", "the perf keys of configs/base.json");
 }
 
+int64_t env_integer(const char* name, int64_t fallback, int64_t lo, int64_t hi, const std::string& hint) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    throw ConfigError(std::string("environment variable ") + name + "='" + v + "' is not a whole number in " +
+                          std::to_string(lo) + " … " + std::to_string(hi),
+                      hint);
+  return static_cast<int64_t>(x);
+}
+
 bool env_switch_on(const char* env) {
   if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
   for (size_t i = 0; i < kSwitchCount; ++i)

@@ -37,6 +37,9 @@ void set_perf_switch(const std::string& name, bool on);
 // The value in effect of the switch read from environment variable `env` (AOBENCH_FUSED_CE ↔ "fused_ce"): the
 // variable when set, else the configured value (default on).
 bool env_switch_on(const char* env);
+// The whole number in environment variable `name`, `fallback` when it is unset or empty; ConfigError naming
+// the variable and its value, with `hint`, for anything else or a value outside [lo, hi].
+int64_t env_integer(const char* name, int64_t fallback, int64_t lo, int64_t hi, const std::string& hint);
 // Every switch in effect, "cuda_graphs=1 draw_split=1 …" in kPerfSwitches order: stamped into every result's
 // context (core/env_info.h), so a timing says which code path made it.
 std::string perf_switches_in_effect();

@@ -27,15 +27,8 @@ std::vector<double> host_values(const torch::Tensor& t) {
 }  // namespace
 
 static int env_int(const char* name, int fallback, int lo) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < lo || x > 1 << 20)
-    throw ConfigError(
-        std::string("environment variable ") + name + "='" + v + "' is not a valid integer ≥ " + std::to_string(lo),
-        "launch with torchrun, which sets RANK, WORLD_SIZE and LOCAL_RANK");
-  return int(x);
+  return static_cast<int>(
+      env_integer(name, fallback, lo, 1 << 20, "launch with torchrun, which sets RANK, WORLD_SIZE and LOCAL_RANK"));
 }
 
 DistEnv dist_env_from_environment() {

@@ -1,10 +1,9 @@
 // Implements: plugins/common/kv_cache.h.
 #include "plugins/common/kv_cache.h"
 
-#include <cstdlib>
 #include <string>
 
-#include "core/errors.h"
+#include "core/device.h"
 #include "plugins/common/attention.h"
 
 namespace aobench::common {
@@ -17,18 +16,10 @@ void KVCache::make_static(torch::Device device) {
 }
 
 int64_t decode_slots() {
-  static const int64_t n = [] {
-    const char* v = std::getenv("AOBENCH_DECODE_SLOTS");
-    if (!v || !*v) return kDecodeSlotsDefault;
-    char* end = nullptr;
-    const long x = std::strtol(v, &end, 10);
-    if (*end != '\0' || x < 1 || x > kDecodeMaxSlots)
-      throw ConfigError("AOBENCH_DECODE_SLOTS=\"" + std::string(v) + "\" is not a whole number in 1 … " +
-                            std::to_string(kDecodeMaxSlots),
-                        "unset it (steps of up to " + std::to_string(kDecodeSlotsDefault) +
-                            " slots take the decode kernel) or give the most slots a kernel step may have");
-    return static_cast<int64_t>(x);
-  }();
+  static const int64_t n =
+      env_integer("AOBENCH_DECODE_SLOTS", kDecodeSlotsDefault, 1, kDecodeMaxSlots,
+                  "unset it (steps of up to " + std::to_string(kDecodeSlotsDefault) +
+                      " slots take the decode kernel) or give the most slots a kernel step may have");
   return n;
 }
 
