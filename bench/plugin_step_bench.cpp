@@ -37,6 +37,7 @@
 #include "harness/registry.h"
 #include "harness/train/graph.h"
 #include "harness/train/optim.h"
+#include "plugins/common/decode_linear.h"
 #include "plugins/common/sampling.h"
 #include "reports/results.h"
 
@@ -466,6 +467,61 @@ BENCHMARK(BM_FusedDraw)
     ->ArgsProduct({{32, 128, 512}, {95}, {0, aobench::common::kDrawRounds}, {5, 300}})
     ->Args({32, 100, 0, 5})
     ->Args({128, 100, 0, 5})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// One Linear of a decode step alone: rows × K bf16 input, (N, K) bf16 weight and bias, through
+// common::decode_linear's kernel (kernel 1) or cuBLAS's addmm (kernel 0, the path AOBENCH_DECODE_GEMM=0 takes),
+// 10 calls captured in one CUDA graph as a decode step replays them. Reports the time per call and the weight's
+// bytes over it (the HBM floor: weights read once).
+void BM_DecodeLinear(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times a GPU kernel");
+    return;
+  }
+  namespace common = aobench::common;
+  const torch::Device dev(torch::kCUDA, 0);
+  const int64_t rows = state.range(0), N = state.range(1), K = state.range(2);
+  const bool kernel = state.range(3) != 0;
+  constexpr int kCalls = 10;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const auto o = torch::TensorOptions().device(dev).dtype(torch::kBFloat16);
+  const auto x = torch::randn({rows, K}, o), w = torch::randn({N, K}, o) * 0.02, b = torch::randn({N}, o);
+  if (kernel && !common::decode_linear_supports(x, w, b)) {
+    state.SkipWithError("decode_linear's kernel does not take this shape (or AOBENCH_DECODE_GEMM=0)");
+    return;
+  }
+  torch::Tensor y;
+  const auto calls = [&] {
+    for (int i = 0; i < kCalls; ++i)
+      y = kernel ? common::decode_linear(x, w, b, common::DecodeActivation::none)
+                 : common::decode_linear_reference(x, w, b, common::DecodeActivation::none);
+  };
+  calls();  // warm-up, uncaptured: cuBLAS's handle and heuristics
+  torch::cuda::synchronize();
+  at::cuda::CUDAGraph graph;
+  {
+    c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool(false, dev.index()));
+    graph.capture_begin();
+    calls();
+    graph.capture_end();
+  }
+  graph.replay();
+  torch::cuda::synchronize();
+  time_on_gpu(state, dev, [&] { graph.replay(); });
+  state.counters["per_call"] =
+      benchmark::Counter(kCalls, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["weight_B/s"] =
+      benchmark::Counter(double(kCalls) * double(N * K * 2), benchmark::Counter::kIsIterationInvariantRate);
+}
+// GPT-2 small's c_attn, attention c_proj, c_fc and MLP c_proj at a decode step of 32 rows, and 8 rows.
+BENCHMARK(BM_DecodeLinear)
+    ->ArgNames({"rows", "N", "K", "kernel"})
+    ->ArgsProduct({{32}, {2304}, {768}, {0, 1}})
+    ->ArgsProduct({{32}, {768}, {768}, {0, 1}})
+    ->ArgsProduct({{32}, {3072}, {768}, {0, 1}})
+    ->ArgsProduct({{32, 8}, {768}, {3072}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

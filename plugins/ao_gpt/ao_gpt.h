@@ -84,7 +84,7 @@ struct MLPImpl : torch::nn::Module {
         register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    return linear2d(c_proj, torch::gelu(linear2d(c_fc, x)));  // exact erf GELU
+    return linear2d(c_proj, common::linear2d_gelu(c_fc, x, "none"));  // exact erf GELU
   }
 };
 TORCH_MODULE(MLP);

@@ -57,6 +57,22 @@ struct alignas(sizeof(T) * kV) Pack {
   T v[kV];
 };
 
+// Programmatic dependent launch (sm_90; nothing before): a kernel launched with PDL waits here until the grids
+// before it have completed and their writes are visible; it must read their outputs, and write any memory,
+// only after the wait.
+__device__ __forceinline__ void wait_for_inputs() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets a kernel launched after this one with PDL start its blocks (they still wait_for_inputs before reading
+// this kernel's writes); without such a kernel it does nothing.
+__device__ __forceinline__ void let_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;

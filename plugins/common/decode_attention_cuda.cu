@@ -104,6 +104,7 @@ __global__ void __launch_bounds__(32 * kWarps, NQ == 1 ? 4 : 3) decode_attention
   using S = Shape<T, L, NQ>;
   constexpr int kV = S::kV, h = S::h, G = S::G, kKeys = S::kKeys, kStep = S::kStep;
   using P = Pack<T, kV>;
+  let_dependents_launch();  // the output projection (decode_linear) may start loading its weights
   const int row = blockIdx.x, split = blockIdx.y, n_split_max = gridDim.y, n_new = p.n_new;
   const int q0 = blockIdx.z * NQ, n_q = min(NQ, n_new - q0), task = row * gridDim.z + blockIdx.z;
   T* out = static_cast<T*>(p.out) + static_cast<int64_t>(row) * n_new * h;

@@ -108,6 +108,7 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
                                            int64_t rows, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
   using P = Pack<Ty, 4>;
   constexpr int d = kChunks * 128;
+  let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;

@@ -1,6 +1,7 @@
 // Implements: plugins/common/linear.h.
 #include "plugins/common/linear.h"
 
+#include "plugins/common/decode_linear.h"
 #include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
@@ -8,15 +9,28 @@ namespace aobench::common {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  auto y = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), weight, bias);  // (N, out)
+namespace {
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                       DecodeActivation act) {
+  auto y = decode_linear(x.reshape({-1, x.size(-1)}), weight, bias, act);  // (N, out)
   auto shape = x.sizes().vec();
   shape.back() = y.size(-1);
   return y.view(shape);
 }
+}  // namespace
+
+torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return linear2d(x, weight, bias, DecodeActivation::none);
+}
 
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {
   return linear2d(x, l->weight, bias.defined() ? bias : l->bias);
+}
+
+torch::Tensor linear2d_gelu(const torch::nn::Linear& l, const torch::Tensor& x, const std::string& approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "linear2d_gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return linear2d(x, l->weight, l->bias, approximate == "tanh" ? DecodeActivation::gelu_tanh : DecodeActivation::gelu);
 }
 
 namespace {

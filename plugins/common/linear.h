@@ -7,10 +7,14 @@
 namespace aobench::common {
 
 // x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
-// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU.
+// input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU. The few rows
+// of a decode step in bf16 without gradients take decode_linear's kernel instead (decode_linear.h).
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 // The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
+// torch::gelu(linear2d(l, x), approximate) ("none" or "tanh"), the GELU in decode_linear's kernel when it
+// takes the call (one launch instead of two).
+torch::Tensor linear2d_gelu(const torch::nn::Linear& l, const torch::Tensor& x, const std::string& approximate);
 
 // x·wᵀ + b in float32 from x and w rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
 // and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables

@@ -78,8 +78,8 @@ torch::Tensor BlockImpl::self_attention(const torch::Tensor& a, common::KVCache*
 
 torch::Tensor BlockImpl::feed_forward(const torch::Tensor& a) {
   const double p = is_training() ? cfg.dropout : 0.0;
-  torch::Tensor h = common::linear2d(c_fc, a);  // (B, S, n_inner)
-  h = torch::gelu(h, cfg.activation == "gelu_tanh" ? "tanh" : "none");
+  const torch::Tensor h =
+      common::linear2d_gelu(c_fc, a, cfg.activation == "gelu_tanh" ? "tanh" : "none");  // (B, S, n_inner)
   return F::dropout(common::linear2d(mlp_proj, h), F::DropoutFuncOptions().p(p).training(is_training()));
 }
 

@@ -1,0 +1,64 @@
+// Implements: plugins/common/decode_linear.h (the reference, and dispatch to the CUDA kernel when it is built).
+#include "plugins/common/decode_linear.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace aobench::common {
+
+namespace {
+EnvSwitch decode_gemm_switch("AOBENCH_DECODE_GEMM");
+
+bool aligned16(const torch::Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
+}  // namespace
+
+bool decode_linear_enabled() {
+#ifdef AOBENCH_FUSED_CUDA
+  return decode_gemm_switch.on();
+#else
+  return false;
+#endif
+}
+void set_decode_linear_enabled(bool on) { decode_gemm_switch.set(on); }
+
+bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  if (!decode_linear_enabled() || !x.is_cuda() || x.dim() != 2 || w.dim() != 2) return false;
+  const auto bf16 = torch::kBFloat16;
+  const int64_t R = x.size(0), K = x.size(1), N = w.size(0);
+  const bool grad =
+      torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()));
+  const bool autocast_ok =
+      !at::autocast::is_autocast_enabled(at::kCUDA) || at::autocast::get_autocast_dtype(at::kCUDA) == bf16;
+  return !grad && autocast_ok && x.scalar_type() == bf16 && w.scalar_type() == bf16 && w.device() == x.device() &&
+         R >= 1 && R <= kDecodeLinearMaxRows && w.size(1) == K && K % 32 == 0 && N % 8 == 0 && N <= 16384 &&
+         x.is_contiguous() && w.is_contiguous() && aligned16(x) && aligned16(w) &&
+         (!b.defined() ||
+          (b.scalar_type() == bf16 && b.dim() == 1 && b.size(0) == N && b.is_contiguous() && b.device() == x.device()));
+}
+
+torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                                      DecodeActivation act) {
+  auto y = torch::nn::functional::linear(x, w, b);  // (R, N)
+  switch (act) {
+    case DecodeActivation::gelu:
+      return torch::gelu(y, "none");
+    case DecodeActivation::gelu_tanh:
+      return torch::gelu(y, "tanh");
+    case DecodeActivation::none:
+      break;
+  }
+  return y;
+}
+
+torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                            DecodeActivation act) {
+#ifdef AOBENCH_FUSED_CUDA
+  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act);
+#endif
+  return decode_linear_reference(x, w, b, act);
+}
+
+}  // namespace aobench::common

@@ -1,0 +1,152 @@
+// Implements: tests of decode_linear (plugins/common/decode_linear.h) and linear2d_gelu (linear.h): on the CPU the
+// reference is the linear then torch::gelu, and what the kernel refuses; on the GPU the kernel against the exact
+// float64 product (within bf16 rounding) and against cuBLAS's addmm (within one bf16 step), for 1 to 32 rows, the
+// GPT-2 small shapes and odd ones, with and without bias, each activation, both column widths a block takes; the
+// fused GELU against torch::gelu of the kernel's own linear; the same bits every launch and inside a CUDA graph.
+// The CUDA tests skip without a GPU.
+#include <gtest/gtest.h>
+
+#include <ATen/autocast_mode.h>
+
+#include "plugins/common/cuda_graph.h"
+#include "plugins/common/decode_linear.h"
+#include "plugins/common/linear.h"
+
+namespace aobench::common {
+namespace {
+
+using torch::Tensor;
+
+TEST(DecodeLinear, Linear2dGeluIsTheLinearThenGelu) {
+  torch::manual_seed(3);
+  torch::nn::Linear l(torch::nn::LinearOptions(32, 24));
+  const auto x = torch::randn({2, 5, 32});
+  for (const char* a : {"none", "tanh"}) {
+    SCOPED_TRACE(a);
+    EXPECT_TRUE(torch::equal(linear2d_gelu(l, x, a), torch::gelu(linear2d(l, x), a)));
+  }
+  EXPECT_THROW(linear2d_gelu(l, x, "erf"), c10::Error);
+}
+
+TEST(DecodeLinear, CudaKernelTakesOnlyWhatItCovers) {
+  const auto cpu = torch::randn({4, 32}, torch::kBFloat16);
+  EXPECT_FALSE(decode_linear_supports(cpu, torch::randn({8, 32}, torch::kBFloat16), {}));
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  if (!decode_linear_enabled()) GTEST_SKIP() << "built without the CUDA kernels, or AOBENCH_DECODE_GEMM=0";
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const auto w = torch::randn({16, 64}, o), x = torch::randn({4, 64}, o);
+  EXPECT_TRUE(decode_linear_supports(x, w, torch::randn({16}, o)));
+  EXPECT_TRUE(decode_linear_supports(x, w, {}));
+  EXPECT_FALSE(decode_linear_supports(torch::randn({33, 64}, o), w, {}));                  // rows
+  EXPECT_FALSE(decode_linear_supports(x.narrow(1, 0, 48), w.narrow(1, 0, 48), {}));        // K % 32
+  EXPECT_FALSE(decode_linear_supports(x, torch::randn({12, 64}, o), {}));                  // N % 8
+  EXPECT_FALSE(decode_linear_supports(x.to(torch::kFloat), w.to(torch::kFloat), {}));      // dtype
+  EXPECT_FALSE(decode_linear_supports(x, w, torch::randn({16}, o.dtype(torch::kFloat))));  // bias dtype
+  EXPECT_FALSE(decode_linear_supports(x.t().contiguous().t(), w, {}));                     // strides
+  EXPECT_FALSE(decode_linear_supports(x, torch::randn({16 * 1025 + 8, 64}, o), {}));       // a vocabulary head
+  {
+    const auto wg = w.clone().requires_grad_(true);
+    EXPECT_FALSE(decode_linear_supports(x, wg, {}));  // a gradient asked for
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(decode_linear_supports(x, wg, {}));
+  }
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);
+  EXPECT_FALSE(decode_linear_supports(x, w, {}));  // autocast would compute in half
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  EXPECT_TRUE(decode_linear_supports(x, w, {}));
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+}
+
+struct Shape {
+  int64_t N, K;
+};
+
+TEST(DecodeLinear, CudaKernelMatchesTheExactProductAndCublas) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  if (!decode_linear_enabled()) GTEST_SKIP() << "built without the CUDA kernels, or AOBENCH_DECODE_GEMM=0";
+  torch::NoGradGuard no_grad;
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  // GPT-2 small's c_attn, c_proj, c_fc, mlp c_proj (N / 16 ≥ the SMs of an H100/H200: two column tiles a block),
+  // and shapes with fewer chunks than warps, an odd chunk count and one 8-column tile.
+  const std::vector<Shape> shapes{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {8, 32}, {24, 96}, {4104, 224}};
+  const std::vector<DecodeActivation> acts{DecodeActivation::none, DecodeActivation::gelu, DecodeActivation::gelu_tanh};
+  for (const auto& s : shapes)
+    for (int64_t R : {1, 3, 16, 17, 32})
+      for (bool bias : {false, true})
+        for (auto act : acts) {
+          SCOPED_TRACE(::testing::Message() << "N=" << s.N << " K=" << s.K << " R=" << R << " bias=" << bias
+                                            << " act=" << static_cast<int>(act));
+          torch::manual_seed(s.N + s.K + R);
+          const auto x = torch::randn({R, s.K}, o);
+          const auto w = (torch::randn({s.N, s.K}, o.dtype(torch::kFloat)) / std::sqrt(double(s.K))).to(o);
+          const auto b = bias ? torch::randn({s.N}, o) * 0.5 : Tensor();
+          ASSERT_TRUE(decode_linear_supports(x, w, b));
+          const auto y = decode_linear(x, w, b, act);
+          ASSERT_EQ(y.sizes(), (std::vector<int64_t>{R, s.N}));
+          ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+          // the exact linear in float64, rounded once to bf16 as addmm does, then the activation of the
+          // rounded value, rounded again (torch::gelu of a bf16 tensor)
+          auto exact = torch::mm(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
+          if (bias) exact = exact + b.to(torch::kFloat64);
+          const auto pre = exact.to(torch::kBFloat16);
+          auto want = act == DecodeActivation::none
+                          ? pre.to(torch::kFloat)
+                          : torch::gelu(pre, act == DecodeActivation::gelu_tanh ? "tanh" : "none").to(torch::kFloat);
+          // fp32 accumulation in another order can move a value across a bf16 rounding boundary: one step of
+          // the linear (2⁻⁷ relative at most) times the GELU's slope (< 1.13), plus one step of the GELU's own
+          // rounding.
+          const auto yf = y.to(torch::kFloat), err = (yf - want).abs();
+          const auto bound = exact.abs().to(torch::kFloat) * (1.13 / 128) + want.abs() * (1.0 / 128) + 1e-3;
+          EXPECT_TRUE((err <= bound).all().item<bool>()) << "max error " << err.max().item<double>();
+          // and the same against cuBLAS (the path it replaces)
+          const auto ref = decode_linear_reference(x, w, b, act).to(torch::kFloat);
+          EXPECT_TRUE(((yf - ref).abs() <= bound).all().item<bool>())
+              << "max difference from cuBLAS " << (yf - ref).abs().max().item<double>();
+          // most values round exactly as the float64 product does
+          EXPECT_GE((err == 0).to(torch::kFloat).mean().item<double>(), 0.95);
+        }
+}
+
+TEST(DecodeLinear, CudaFusedGeluIsGeluOfTheKernelsLinear) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  if (!decode_linear_enabled()) GTEST_SKIP() << "built without the CUDA kernels, or AOBENCH_DECODE_GEMM=0";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const auto x = torch::randn({32, 768}, o), w = torch::randn({3072, 768}, o) * 0.04, b = torch::randn({3072}, o);
+  const auto y = decode_linear(x, w, b, DecodeActivation::none);
+  for (auto [act, name] : {std::pair{DecodeActivation::gelu, "none"}, std::pair{DecodeActivation::gelu_tanh, "tanh"}}) {
+    SCOPED_TRACE(name);
+    const auto fused = decode_linear(x, w, b, act).to(torch::kFloat), apart = torch::gelu(y, name).to(torch::kFloat);
+    // torch's GELU kernel and ours evaluate the same float expression; allow one bf16 step for a different erff
+    EXPECT_TRUE(((fused - apart).abs() <= apart.abs() * (1.0 / 128) + 1e-6).all().item<bool>());
+    EXPECT_GE((fused == apart).to(torch::kFloat).mean().item<double>(), 0.999);
+  }
+}
+
+TEST(DecodeLinear, CudaKernelGivesTheSameBitsEveryLaunchAndInAGraph) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  if (!decode_linear_enabled()) GTEST_SKIP() << "built without the CUDA kernels, or AOBENCH_DECODE_GEMM=0";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(12);
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const auto x = torch::randn({32, 3072}, o), w = torch::randn({768, 3072}, o) * 0.02, b = torch::randn({768}, o);
+  const auto first = decode_linear(x, w, b, DecodeActivation::none);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(decode_linear(x, w, b, DecodeActivation::none), first));
+  if (!cuda_graphs_usable(x.device())) GTEST_SKIP() << "CUDA graphs switched off";
+  auto xs = x.clone();
+  StepGraph graph;  // call 1 eager, call 2 captures and replays, call 3 replays
+  auto step = [&] { return decode_linear(xs, w, b, DecodeActivation::gelu); };
+  for (int call = 1; call <= 3; ++call) {
+    SCOPED_TRACE(call);
+    const auto xi = torch::randn({32, 3072}, o);
+    xs.copy_(xi);
+    const auto out = graph.run(x.device(), step);
+    torch::cuda::synchronize();
+    EXPECT_TRUE(torch::equal(out, decode_linear(xi, w, b, DecodeActivation::gelu)));
+  }
+}
+
+}  // namespace
+}  // namespace aobench::common
