@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -117,6 +118,29 @@ double time_on_gpu(benchmark::State& state, torch::Device dev, Fn fn) {
     ++n;
   }
   return n > 0 ? total / double(n) : 0.0;
+}
+
+// Times `calls` calls of fn() captured once in a CUDA graph (as a replayed step launches them: the kernels' time,
+// not the host's), after one uncaptured warm-up; `gen`, when given, is registered with the graph so that its
+// Philox offsets advance at each replay. Sets the counter `per` to the seconds per call.
+void time_captured_calls(benchmark::State& state, torch::Device dev, const std::function<void()>& fn, int calls,
+                         const std::string& per, at::Generator* gen = nullptr) {
+  fn();  // warm-up, uncaptured: cuBLAS's handle and heuristics, the kernels' first launches
+  torch::cuda::synchronize();
+  at::cuda::CUDAGraph graph;
+  {
+    c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool(false, dev.index()));  // captured off the default
+    if (gen) graph.register_generator_state(*gen);
+    graph.capture_begin();
+    fn();
+    graph.capture_end();
+  }
+  graph.replay();
+  torch::cuda::synchronize();
+  time_on_gpu(state, dev, [&] { graph.replay(); });
+  // Seconds per call (the console prints it with a unit prefix, e.g. 75.0us).
+  state.counters[per] =
+      benchmark::Counter(calls, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // AOBENCH_BENCH_RESULTS: merges one benchmark's numbers into that results.json (created when absent).
@@ -444,23 +468,7 @@ void BM_FusedDraw(benchmark::State& state) {
   const auto draws = [&] {
     for (int i = 0; i < kDraws; ++i) common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds);
   };
-  draws();  // warm-up, uncaptured
-  torch::cuda::synchronize();
-  at::cuda::CUDAGraph graph;
-  {
-    // Captured off the default stream; the generator's Philox offsets advance at each replay.
-    c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool(false, dev.index()));
-    graph.register_generator_state(gen);
-    graph.capture_begin();
-    draws();
-    graph.capture_end();
-  }
-  graph.replay();
-  torch::cuda::synchronize();
-  time_on_gpu(state, dev, [&] { graph.replay(); });
-  // Seconds per draw (the console prints it with a unit prefix, e.g. 75.0us).
-  state.counters["per_draw"] =
-      benchmark::Counter(kDraws, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  time_captured_calls(state, dev, draws, kDraws, "per_draw", &gen);
 }
 BENCHMARK(BM_FusedDraw)
     ->ArgNames({"rows", "top_p%", "rounds", "sd%"})
@@ -485,6 +493,7 @@ void BM_DecodeLinear(benchmark::State& state) {
   const bool kernel = state.range(3) != 0;
   constexpr int kCalls = 10;
   torch::NoGradGuard no_grad;
+  const common::DecodeWeightsScope constant_weights;  // as in a sampler: PDL, the weights loaded early
   torch::manual_seed(0);
   const auto o = torch::TensorOptions().device(dev).dtype(torch::kBFloat16);
   const auto x = torch::randn({rows, K}, o), w = torch::randn({N, K}, o) * 0.02, b = torch::randn({N}, o);
@@ -498,20 +507,7 @@ void BM_DecodeLinear(benchmark::State& state) {
       y = kernel ? common::decode_linear(x, w, b, common::DecodeActivation::none)
                  : common::decode_linear_reference(x, w, b, common::DecodeActivation::none);
   };
-  calls();  // warm-up, uncaptured: cuBLAS's handle and heuristics
-  torch::cuda::synchronize();
-  at::cuda::CUDAGraph graph;
-  {
-    c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool(false, dev.index()));
-    graph.capture_begin();
-    calls();
-    graph.capture_end();
-  }
-  graph.replay();
-  torch::cuda::synchronize();
-  time_on_gpu(state, dev, [&] { graph.replay(); });
-  state.counters["per_call"] =
-      benchmark::Counter(kCalls, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  time_captured_calls(state, dev, calls, kCalls, "per_call");
   state.counters["weight_B/s"] =
       benchmark::Counter(double(kCalls) * double(N * K * 2), benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -11,6 +11,7 @@
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/config_checks.h"
 #include "plugins/common/cross_entropy.h"
+#include "plugins/common/decode_linear.h"
 #include "plugins/common/flops.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
@@ -151,6 +152,7 @@ class AoGptPlugin : public ModelPlugin, public Scoring, public Sampling {
     common::AutocastLinearWeights bf16_weights(*net_, r.device, [](const std::string& name) {
       return (name.size() >= 5 && name.compare(name.size() - 5, 5, "adaLN") == 0) || name == "adaLN_final";
     });
+    const common::DecodeWeightsScope constant_weights;  // no kernel writes them until the sample ends
     struct AdaLNTableScope {  // the adaLN tables computed once for the call, dropped however it ends
       AoGptImpl& net;
       explicit AdaLNTableScope(AoGptImpl& n) : net(n) { net.cache_adaln_tables(); }

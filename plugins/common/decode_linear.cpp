@@ -13,7 +13,12 @@ namespace {
 EnvSwitch decode_gemm_switch("AOBENCH_DECODE_GEMM");
 
 bool aligned16(const torch::Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
+thread_local int weights_scopes = 0;  // DecodeWeightsScope objects alive on this thread
 }  // namespace
+
+DecodeWeightsScope::DecodeWeightsScope() { ++weights_scopes; }
+DecodeWeightsScope::~DecodeWeightsScope() { --weights_scopes; }
+bool DecodeWeightsScope::active() { return weights_scopes > 0; }
 
 bool decode_linear_enabled() {
 #ifdef AOBENCH_FUSED_CUDA
@@ -33,7 +38,7 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
   const bool autocast_ok =
       !at::autocast::is_autocast_enabled(at::kCUDA) || at::autocast::get_autocast_dtype(at::kCUDA) == bf16;
   return !grad && autocast_ok && x.scalar_type() == bf16 && w.scalar_type() == bf16 && w.device() == x.device() &&
-         R >= 1 && R <= kDecodeLinearMaxRows && w.size(1) == K && K % 32 == 0 && N % 8 == 0 && N <= 16384 &&
+         R >= 1 && R <= kDecodeLinearMaxRows && w.size(1) == K && K % 32 == 0 && N % 8 == 0 && N >= 8 && N <= 16384 &&
          x.is_contiguous() && w.is_contiguous() && aligned16(x) && aligned16(w) &&
          (!b.defined() ||
           (b.scalar_type() == bf16 && b.dim() == 1 && b.size(0) == N && b.is_contiguous() && b.device() == x.device()));
@@ -56,7 +61,7 @@ torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tenso
 torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                             DecodeActivation act) {
 #ifdef AOBENCH_FUSED_CUDA
-  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act);
+  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act, DecodeWeightsScope::active());
 #endif
   return decode_linear_reference(x, w, b, act);
 }

@@ -24,13 +24,27 @@ torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, cons
 // Whether the kernel is built and not switched off (AOBENCH_DECODE_GEMM=0); tests switch it.
 bool decode_linear_enabled();
 void set_decode_linear_enabled(bool on);
-// Whether the kernel takes these tensors: CUDA bf16, x (R ≤ 32, K) and w (N, K) contiguous, b bf16 (N) or
-// undefined, K a multiple of 32, N a multiple of 8 and at most 16 384 (a vocabulary head stays with cuBLAS), no
-// gradient asked for, and under autocast only when its dtype is bf16 (what autocast would compute).
+// Whether the kernel takes these tensors: CUDA bf16, x (R ≤ 32, K) and w (N, K) contiguous and 16-byte aligned,
+// b bf16 (N) or undefined, K a multiple of 32, N a multiple of 8 in 8 … 16 384 (a vocabulary head stays with
+// cuBLAS), no gradient asked for, and under autocast only when its dtype is bf16 (what autocast would compute).
 bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
-// CUDA entry point (decode_linear_cuda.cu, built with CUDA only).
+// While one lives on this thread (a sampler's scope, from before its first step), the weights given to
+// decode_linear are written by no kernel still running on the stream: the kernel then starts as a programmatic
+// dependent (PDL, sm_90), reading its weights while the kernel before it finishes. Elsewhere it waits as any
+// kernel does. Nests.
+class DecodeWeightsScope {
+ public:
+  DecodeWeightsScope();
+  ~DecodeWeightsScope();
+  DecodeWeightsScope(const DecodeWeightsScope&) = delete;
+  DecodeWeightsScope& operator=(const DecodeWeightsScope&) = delete;
+  static bool active();  // whether one lives on this thread
+};
+
+// CUDA entry point (decode_linear_cuda.cu, built with CUDA only); `early_weights`: launch as a programmatic
+// dependent that loads the weights before waiting (DecodeWeightsScope::active()).
 torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                                 DecodeActivation act);
+                                 DecodeActivation act, bool early_weights);
 
 }  // namespace aobench::common

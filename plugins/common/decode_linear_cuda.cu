@@ -6,10 +6,11 @@
 // applies the activation to the rounded value (what torch::gelu of addmm's output computes). Grid: N / (8·NT)
 // blocks, one wave for the GPT-2 small shapes, so the weight matrix streams once from HBM at full width.
 // A few µs a launch are fixed costs (the launch, the first DRAM round trip, the drain), larger than streaming
-// a few MB, so the kernel is launched as a programmatic dependent (PDL): its blocks start while the kernel before
-// it finishes, load their share of the weight (constant while a sampler runs), and only then wait for that
-// kernel's writes (griddepcontrol.wait) before reading x. Nothing is written before the wait, so a buffer the
-// kernel before still reads is never overwritten. It lets the kernel after it start once its MMAs are done.
+// a few MB, so inside a sampler (DecodeWeightsScope: its weights are constant) the kernel is launched as a
+// programmatic dependent (PDL): its blocks start while the kernel before it finishes, load their share of the
+// weight, and only then wait for that kernel's writes (griddepcontrol.wait) before reading x. Nothing is written
+// before the wait, so a buffer the kernel before still reads is never overwritten. It lets the kernel after it
+// start once its MMAs are done. Launched without PDL, the wait returns at once.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/types.h>
@@ -38,11 +39,19 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
 }
 
 // 16 bytes of a weight, read once a step: not kept in L1, so the rows of x that every block reads stay there.
+// volatile: issued where written, before the wait (the non-coherent path is right for them: no kernel writes the
+// weights while this one runs).
 __device__ __forceinline__ uint4 load_weight(const uint4* p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+// 16 bytes of x, which the kernel before may still be writing until the wait: a coherent load after it.
+__device__ __forceinline__ uint4 load_input(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
 
@@ -51,7 +60,7 @@ __device__ __forceinline__ float activate(float v, DecodeActivation act) {
   if (act == DecodeActivation::gelu) return v * 0.5f * (1.0f + erff(v * static_cast<float>(M_SQRT1_2)));
   if (act == DecodeActivation::gelu_tanh) {
     constexpr float kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715f;
-    return 0.5f * v * (1.0f + tanhf(kBeta * (v + kKappa * v * v * v)));
+    return 0.5f * v * (1.0f + tanhf(kBeta * (v + kKappa * (v * v * v))));
   }
   return v;
 }
@@ -120,7 +129,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) decode_linear_kernel(const Par
 #pragma unroll
       for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) xf[m][h] = __ldg(xr[m][h] + (c + u) * kPerChunk);
+        for (int h = 0; h < 2; ++h) xf[m][h] = load_input(xr[m][h] + (c + u) * kPerChunk);
 #pragma unroll
       for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -160,7 +169,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) decode_linear_kernel(const Par
 }  // namespace
 
 torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                                 DecodeActivation act) {
+                                 DecodeActivation act, bool early_weights) {
   TORCH_CHECK(decode_linear_supports(x, w, b), "decode_linear: unsupported inputs x ", x.sizes(), " ", x.scalar_type(),
               ", w ", w.sizes(), " ", w.scalar_type());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -175,11 +184,16 @@ torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w,
                  static_cast<int>(K),
                  act};
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const auto* props = at::cuda::getCurrentDeviceProperties();
-  const int64_t sms = props->multiProcessorCount;
-  const bool pdl = props->major >= 9;  // programmatic dependent launch: Hopper on
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   auto launch = [&](auto mt, auto nt) {
     constexpr int MT = decltype(mt)::value, NT = decltype(nt)::value;
+    // PDL only where the code that runs has the wait: compiled from sm_90 PTX or later (a build for older
+    // architectures, JIT-compiled on a Hopper, has none: launched early it would read x too soon).
+    static const bool has_wait = [] {
+      cudaFuncAttributes a{};
+      return cudaFuncGetAttributes(&a, decode_linear_kernel<MT, NT>) == cudaSuccess && a.ptxVersion >= 90;
+    }();
+    const bool pdl = early_weights && has_wait;
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(static_cast<unsigned>(N / (8 * NT)));
     config.blockDim = dim3(32 * kWarps);

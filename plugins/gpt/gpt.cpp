@@ -17,6 +17,7 @@
 #include "plugins/common/attention.h"
 #include "plugins/common/cross_entropy.h"
 #include "plugins/common/cuda_graph.h"
+#include "plugins/common/decode_linear.h"
 #include "plugins/common/layer_norm.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
@@ -394,6 +395,7 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   torch::NoGradGuard ng;
   common::EvalMode eval_mode(*net_);
   common::AutocastLinearWeights bf16_weights(*net_, device_);
+  const common::DecodeWeightsScope constant_weights;  // no kernel writes them until the sample ends
   struct HeadCastScope {  // the tied head cast once; back to wte's own weight however the call ends
     GptImpl& net;
     ~HeadCastScope() { net.head_cast = torch::Tensor(); }

@@ -1,8 +1,10 @@
 // Implements: tests of decode_linear (plugins/common/decode_linear.h) and linear2d_gelu (linear.h): on the CPU the
 // reference is the linear then torch::gelu, and what the kernel refuses; on the GPU the kernel against the exact
 // float64 product (within bf16 rounding) and against cuBLAS's addmm (within one bf16 step), for 1 to 32 rows, the
-// GPT-2 small shapes and odd ones, with and without bias, each activation, both column widths a block takes; the
-// fused GELU against torch::gelu of the kernel's own linear; the same bits every launch and inside a CUDA graph.
+// GPT-2 small shapes and odd ones, with and without bias, each activation, both column widths a block takes, more
+// chunks than one batch of loads, launched as a programmatic dependent (DecodeWeightsScope) right after the kernel
+// that writes x and not; the fused GELU against torch::gelu of the kernel's own linear; the same bits every launch
+// and inside a CUDA graph.
 // The CUDA tests skip without a GPU.
 #include <gtest/gtest.h>
 
@@ -37,8 +39,11 @@ TEST(DecodeLinear, CudaKernelTakesOnlyWhatItCovers) {
   const auto w = torch::randn({16, 64}, o), x = torch::randn({4, 64}, o);
   EXPECT_TRUE(decode_linear_supports(x, w, torch::randn({16}, o)));
   EXPECT_TRUE(decode_linear_supports(x, w, {}));
-  EXPECT_FALSE(decode_linear_supports(torch::randn({33, 64}, o), w, {}));                  // rows
-  EXPECT_FALSE(decode_linear_supports(x.narrow(1, 0, 48), w.narrow(1, 0, 48), {}));        // K % 32
+  EXPECT_FALSE(decode_linear_supports(torch::randn({33, 64}, o), w, {}));                         // rows
+  EXPECT_FALSE(decode_linear_supports(torch::randn({4, 48}, o), torch::randn({16, 48}, o), {}));  // K % 32
+  EXPECT_FALSE(decode_linear_supports(x, torch::randn({0, 64}, o), {}));                          // N = 0
+  EXPECT_FALSE(decode_linear_supports(torch::randn({4 * 64 + 1}, o).narrow(0, 1, 4 * 64).view({4, 64}), w, {}));
+  EXPECT_FALSE(decode_linear_supports(x, w, torch::randn({16}, torch::kBFloat16)));        // bias on the CPU
   EXPECT_FALSE(decode_linear_supports(x, torch::randn({12, 64}, o), {}));                  // N % 8
   EXPECT_FALSE(decode_linear_supports(x.to(torch::kFloat), w.to(torch::kFloat), {}));      // dtype
   EXPECT_FALSE(decode_linear_supports(x, w, torch::randn({16}, o.dtype(torch::kFloat))));  // bias dtype
@@ -68,8 +73,10 @@ TEST(DecodeLinear, CudaKernelMatchesTheExactProductAndCublas) {
   torch::NoGradGuard no_grad;
   const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
   // GPT-2 small's c_attn, c_proj, c_fc, mlp c_proj (N / 16 ≥ the SMs of an H100/H200: two column tiles a block),
-  // and shapes with fewer chunks than warps, an odd chunk count and one 8-column tile.
-  const std::vector<Shape> shapes{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {8, 32}, {24, 96}, {4104, 224}};
+  // more chunks per warp than one batch of weight loads at both widths, and shapes with fewer chunks than warps,
+  // an odd chunk count and one 8-column tile.
+  const std::vector<Shape> shapes{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {2304, 3072},
+                                  {768, 4096}, {8, 32},    {24, 96},    {4104, 224}};
   const std::vector<DecodeActivation> acts{DecodeActivation::none, DecodeActivation::gelu, DecodeActivation::gelu_tanh};
   for (const auto& s : shapes)
     for (int64_t R : {1, 3, 16, 17, 32})
@@ -82,7 +89,13 @@ TEST(DecodeLinear, CudaKernelMatchesTheExactProductAndCublas) {
           const auto w = (torch::randn({s.N, s.K}, o.dtype(torch::kFloat)) / std::sqrt(double(s.K))).to(o);
           const auto b = bias ? torch::randn({s.N}, o) * 0.5 : Tensor();
           ASSERT_TRUE(decode_linear_supports(x, w, b));
-          const auto y = decode_linear(x, w, b, act);
+          const auto y = decode_linear(x, w, b, act);  // launched in stream order
+          {
+            // as a programmatic dependent, right after the kernel that writes its input (the clone): the same bits
+            const DecodeWeightsScope constant_weights;
+            const auto x_new = x.clone();
+            EXPECT_TRUE(torch::equal(decode_linear(x_new, w, b, act), y));
+          }
           ASSERT_EQ(y.sizes(), (std::vector<int64_t>{R, s.N}));
           ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
           // the exact linear in float64, rounded once to bf16 as addmm does, then the activation of the
@@ -135,16 +148,22 @@ TEST(DecodeLinear, CudaKernelGivesTheSameBitsEveryLaunchAndInAGraph) {
   const auto first = decode_linear(x, w, b, DecodeActivation::none);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(decode_linear(x, w, b, DecodeActivation::none), first));
   if (!cuda_graphs_usable(x.device())) GTEST_SKIP() << "CUDA graphs switched off";
+  const DecodeWeightsScope constant_weights;  // a sampler's step: programmatic edges inside the graph
   auto xs = x.clone();
   StepGraph graph;  // call 1 eager, call 2 captures and replays, call 3 replays
-  auto step = [&] { return decode_linear(xs, w, b, DecodeActivation::gelu); };
+  // x written by a GEMM right before (a slow kernel the Linear must wait for), the output read by another
+  const auto a = torch::randn({32, 1024}, o), m = torch::randn({1024, 3072}, o) * 0.03;
+  auto step = [&] {
+    const auto xin = torch::mm(a, m) + xs;
+    return decode_linear(xin, w, b, DecodeActivation::gelu) * 2;
+  };
   for (int call = 1; call <= 3; ++call) {
     SCOPED_TRACE(call);
     const auto xi = torch::randn({32, 3072}, o);
     xs.copy_(xi);
     const auto out = graph.run(x.device(), step);
     torch::cuda::synchronize();
-    EXPECT_TRUE(torch::equal(out, decode_linear(xi, w, b, DecodeActivation::gelu)));
+    EXPECT_TRUE(torch::equal(out, decode_linear(torch::mm(a, m) + xi, w, b, DecodeActivation::gelu) * 2));
   }
 }
 
