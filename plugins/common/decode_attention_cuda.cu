@@ -18,6 +18,7 @@
 
 #include "plugins/common/cuda_vec.cuh"
 #include "plugins/common/decode_attention.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
 namespace {
@@ -355,8 +356,6 @@ int64_t partials_for(int64_t tasks, int64_t cap, int64_t h) {
   return g.splits > 1 ? tasks * g.splits * NQ * (h + 2) : 1;
 }
 
-bool aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
-
 }  // namespace
 
 bool decode_attention_cuda_supports(const Tensor& q, const Tensor& k_new, const Tensor& v_new, const Tensor& k_buf,
@@ -367,7 +366,7 @@ bool decode_attention_cuda_supports(const Tensor& q, const Tensor& k_new, const 
   if (!(lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) || h < 32) return false;  // h ∈ {32, …, 256}
   for (const Tensor* t : {&q, &k_new, &v_new, &k_buf, &v_buf})
     if (!t->is_cuda() || t->device() != q.device() || t->scalar_type() != dt || t->dim() != 4 || t->size(3) != h ||
-        t->stride(3) != 1 || !aligned16(*t) || t->size(0) != q.size(0) || t->size(1) != q.size(1))
+        t->stride(3) != 1 || !aligned(*t, 16) || t->size(0) != q.size(0) || t->size(1) != q.size(1))
       return false;
   const int64_t S = q.size(2);
   if (S < 1 || S > kDecodeMaxSlots) return false;

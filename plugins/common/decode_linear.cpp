@@ -3,16 +3,14 @@
 
 #include <ATen/autocast_mode.h>
 
-#include <cstdint>
-
 #include "core/device.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
 
 namespace {
 EnvSwitch decode_gemm_switch("AOBENCH_DECODE_GEMM");
 
-bool aligned16(const torch::Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
 thread_local int weights_scopes = 0;  // DecodeWeightsScope objects alive on this thread
 }  // namespace
 
@@ -33,13 +31,12 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
   if (!decode_linear_enabled() || !x.is_cuda() || x.dim() != 2 || w.dim() != 2) return false;
   const auto bf16 = torch::kBFloat16;
   const int64_t R = x.size(0), K = x.size(1), N = w.size(0);
-  const bool grad =
-      torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()));
   const bool autocast_ok =
       !at::autocast::is_autocast_enabled(at::kCUDA) || at::autocast::get_autocast_dtype(at::kCUDA) == bf16;
-  return !grad && autocast_ok && x.scalar_type() == bf16 && w.scalar_type() == bf16 && w.device() == x.device() &&
-         R >= 1 && R <= kDecodeLinearMaxRows && w.size(1) == K && K % 32 == 0 && N % 8 == 0 && N >= 8 && N <= 16384 &&
-         x.is_contiguous() && w.is_contiguous() && aligned16(x) && aligned16(w) &&
+  return !records_grad({x, w, b}) && autocast_ok && x.scalar_type() == bf16 && w.scalar_type() == bf16 &&
+         w.device() == x.device() && R >= 1 && R <= kDecodeLinearMaxRows && w.size(1) == K && K % 32 == 0 &&
+         N % 8 == 0 && N >= 8 && N <= 16384 && x.is_contiguous() && w.is_contiguous() && aligned(x, 16) &&
+         aligned(w, 16) &&
          (!b.defined() ||
           (b.scalar_type() == bf16 && b.dim() == 1 && b.size(0) == N && b.is_contiguous() && b.device() == x.device()));
 }

@@ -42,7 +42,8 @@ class DecodeWeightsScope {
   static bool active();  // whether one lives on this thread
 };
 
-// CUDA entry point (decode_linear_cuda.cu, built with CUDA only); `early_weights`: launch as a programmatic
+// CUDA entry point (decode_linear_cuda.cu, built with CUDA only) for inputs decode_linear_supports has taken
+// (decode_linear checks; it does not check again); `early_weights`: launch as a programmatic
 // dependent that loads the weights before waiting (DecodeWeightsScope::active()).
 torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                  DecodeActivation act, bool early_weights);

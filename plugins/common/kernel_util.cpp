@@ -2,6 +2,9 @@
 #include "plugins/common/kernel_util.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <cstdint>
 
 namespace aobench::common {
 
@@ -29,6 +32,10 @@ bool fused_inference(const torch::Tensor& x) {
   (void)x;
   return false;
 #endif
+}
+
+bool aligned(const torch::Tensor& t, int64_t bytes) {
+  return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
 }
 
 }  // namespace aobench::common

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/kernel_util.h"
 #include "plugins/common/layer_norm.h"
 
 namespace aobench::common {
@@ -290,9 +291,6 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
   const torch::Tensor& any_mod = gate.defined() ? gate : scale.defined() ? scale : shift;
   const int64_t rows_per_seq = any_mod.defined() ? rows / any_mod.size(0) : rows;
   // The warp kernel needs d = 128·k (k ≤ 8) and 16-byte (fp32) / 4-element aligned rows everywhere.
-  auto aligned = [](const torch::Tensor& t, int64_t bytes) {
-    return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
-  };
   const int64_t pack = 4 * static_cast<int64_t>(h.element_size());
   const bool warp_path = d % 128 == 0 && d <= 1024 && aligned(x, 16) && aligned(weight, 16) && aligned(bias, 16) &&
                          aligned(s, 16) && aligned(y, pack) && aligned(h, pack) && aligned(gate, pack) &&
@@ -340,9 +338,6 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
 
 bool add_layer_norm_backward_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                            const torch::Tensor& bias) {
-  auto aligned = [](const torch::Tensor& t, int64_t bytes) {
-    return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
-  };
   const int64_t d = x.size(-1);
   return y.defined() && add_layer_norm_cuda_supports(x, y, weight, bias) && d % 128 == 0 && d <= 1024 &&
          aligned(x, 16) && aligned(y, 4 * static_cast<int64_t>(y.element_size())) && aligned(weight, 16) &&

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/kernel_util.h"
 #include "plugins/common/rms_norm.h"
 
 namespace aobench::common {
@@ -424,10 +425,6 @@ void dispatch_chunks(int64_t d, Fn&& fn) {
     default:
       TORCH_CHECK(false, "rms_norm: d = ", d, " is not covered");
   }
-}
-
-bool aligned(const Tensor& t, int64_t bytes) {
-  return !t.defined() || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % bytes == 0;
 }
 
 bool float_type(torch::ScalarType t) { return t == torch::kFloat || t == torch::kBFloat16 || t == torch::kHalf; }
