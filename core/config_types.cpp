@@ -294,6 +294,7 @@ const std::pair<const char*, bool PerfConfig::*> kPerfFields[] = {{"fused_ce", &
                                                                   {"fused_adamw", &PerfConfig::fused_adamw},
                                                                   {"fused_decode", &PerfConfig::fused_decode},
                                                                   {"decode_gemm", &PerfConfig::decode_gemm},
+                                                                  {"decode_pdl", &PerfConfig::decode_pdl},
                                                                   {"cuda_graphs", &PerfConfig::cuda_graphs},
                                                                   {"draw_split", &PerfConfig::draw_split},
                                                                   {"draw_candidates", &PerfConfig::draw_candidates},

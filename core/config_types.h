@@ -130,6 +130,7 @@ struct PerfConfig {
   bool fused_adamw = true;      // one multi-tensor AdamW launch per group (harness/train/optim.h)
   bool fused_decode = true;     // the KV-cache decode attention kernel
   bool decode_gemm = true;      // the decode step's Linear kernel (plugins/common/decode_linear.h)
+  bool decode_pdl = true;       // a decode step's kernels as programmatic dependents (plugins/common/decode_scope.h)
   bool cuda_graphs = true;      // whole-step CUDA graphs in training and sampling
   bool draw_split = true;       // the split form of the top-p draw
   bool draw_candidates = true;  // the top-p draw's candidate rounds before its radix select

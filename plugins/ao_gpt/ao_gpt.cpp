@@ -11,7 +11,7 @@
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/config_checks.h"
 #include "plugins/common/cross_entropy.h"
-#include "plugins/common/decode_linear.h"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/flops.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"

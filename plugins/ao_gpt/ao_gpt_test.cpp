@@ -21,6 +21,7 @@
 #include "plugins/ao_gpt/ao_gpt.h"
 #include "plugins/common/any_order_sampler.h"
 #include "plugins/common/cuda_graph.h"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/rms_norm.h"
 #include "plugins/common/sampling.h"
 #include "plugins/common/slots.h"
@@ -526,7 +527,8 @@ TEST(AoGpt, ScheduleCounts) {
 }
 
 // On the GPU the sampler keeps a static cache and replays its one-token steps from CUDA graphs: in float32 it
-// must give the ids of the full recomputation, under bf16 the same ids captured and uncaptured, across the
+// must give the ids of the full recomputation, under bf16 the same ids captured, uncaptured and with the step's
+// kernels in plain stream order (AOBENCH_DECODE_PDL=0), across the
 // 256-slot spans of the cache; parallel steps (several tokens per call) keep their prompt
 // (any_order_sampler_test.cpp checks them against the recomputation).
 TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
@@ -560,6 +562,9 @@ TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
   common::set_cuda_graphs_enabled(false);
   auto eager = m->sample(r);
   common::set_cuda_graphs_enabled(true);
+  common::set_decode_pdl_enabled(false);  // the step's kernels in plain stream order, not as dependents
+  auto in_order = m->sample(r);
+  common::set_decode_pdl_enabled(true);
   r.steps = 37;
   r.prompt = torch::full({3, 300}, -1, torch::kLong);
   r.prompt.narrow(1, 100, 7).fill_(42);
@@ -567,6 +572,7 @@ TEST(AoGpt, CudaGraphSamplerEqualsRecomputationAndUncaptured) {
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
   EXPECT_TRUE(graphed.tokens.equal(eager.tokens)) << graphed.tokens.ne(eager.tokens).sum().item<int64_t>();
+  EXPECT_TRUE(graphed.tokens.equal(in_order.tokens)) << graphed.tokens.ne(in_order.tokens).sum().item<int64_t>();
   EXPECT_EQ(parallel.network_calls, 37);
   EXPECT_TRUE(parallel.tokens.narrow(1, 100, 7).eq(42).all().item<bool>());
   EXPECT_LT(parallel.tokens.max().item<int64_t>(), 257);

@@ -1,12 +1,15 @@
 // Device helpers shared by the CUDA kernels of plugins/common (fused_ops_cuda.cu) and plugins/ao_gpt
 // (fused_norms_cuda.cu): a kV-element pack for one vector load/store, a warp-wide sum, the column sums of a
-// block's per-warp partials, and the host-side dtype and lane-count dispatch of their launches.
+// block's per-warp partials, programmatic dependent launch, and the host-side dtype and lane-count dispatch
+// of their launches.
 #pragma once
 
 #include <c10/core/ScalarType.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -73,8 +76,50 @@ __device__ __forceinline__ void let_dependents_launch() {
 #endif
 }
 
+// Host side: Kernel<<<grid, block, 0, stream>>>(args…), launched as a programmatic dependent (PDL) when
+// `dependent` and the code that runs has the wait: compiled from sm_90 PTX or later (a build for older
+// architectures, JIT-compiled on a Hopper, has none, and launched early it would read its inputs too soon).
+// A dependent's blocks start once every block of the kernel before has let them (let_dependents_launch) or
+// ended, so they never take the place of one of its blocks.
+template <auto Kernel, typename... Args>
+void launch_kernel(dim3 grid, dim3 block, cudaStream_t stream, bool dependent, const Args&... args) {
+  static const bool has_wait = [] {
+    cudaFuncAttributes a{};
+    if (cudaFuncGetAttributes(&a, Kernel) == cudaSuccess) return a.ptxVersion >= 90;
+    (void)cudaGetLastError();  // not this launch's error
+    return false;
+  }();
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attrs[1];
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attrs;
+  config.numAttrs = dependent && has_wait ? 1 : 0;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, Kernel, args...));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Sum of v over the kSplit warps of a block that share one row (kSplit = 1: the warp alone), added in warp
+// order in every thread: the same bits every launch. With kSplit > 1 every thread of the block calls it.
+template <int kSplit>
+__device__ __forceinline__ float row_sum(float v) {
+  v = warp_sum(v);
+  if constexpr (kSplit > 1) {
+    __shared__ float red[kSplit];
+    __syncthreads();  // the previous call's readers are done with red
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = 0.f;
+#pragma unroll
+    for (int w = 0; w < kSplit; ++w) v += red[w];
+  }
   return v;
 }
 

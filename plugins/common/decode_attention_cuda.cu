@@ -18,6 +18,7 @@
 
 #include "plugins/common/cuda_vec.cuh"
 #include "plugins/common/decode_attention.h"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(32 * kWarps, NQ == 1 ? 4 : 3) decode_attention
   constexpr int kV = S::kV, h = S::h, G = S::G, kKeys = S::kKeys, kStep = S::kStep;
   using P = Pack<T, kV>;
   let_dependents_launch();  // the output projection (decode_linear) may start loading its weights
+  wait_for_inputs();        // launched as a decode step's dependent: q, k, v and the slot are the kernels' before it
   const int row = blockIdx.x, split = blockIdx.y, n_split_max = gridDim.y, n_new = p.n_new;
   const int q0 = blockIdx.z * NQ, n_q = min(NQ, n_new - q0), task = row * gridDim.z + blockIdx.z;
   T* out = static_cast<T*>(p.out) + static_cast<int64_t>(row) * n_new * h;
@@ -438,9 +440,9 @@ Tensor decode_attention_cuda(const Tensor& q, const Tensor& k_new, const Tensor&
         p.part = scratch.partials.data_ptr<float>();
         p.counter = scratch.counter.data_ptr<int>();
         p.out = out.data_ptr();
-        decode_attention_kernel<T, L, NQ>
-            <<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(grid.splits), static_cast<unsigned>(groups)),
-               32 * kWarps, 0, stream>>>(p);
+        launch_kernel<decode_attention_kernel<T, L, NQ>>(
+            dim3(static_cast<unsigned>(rows), static_cast<unsigned>(grid.splits), static_cast<unsigned>(groups)),
+            dim3(32 * kWarps), stream, decode_pdl(), p);
       };
       // Four queries a block at most: eight would need more than half the registers an SM has per block.
       if (S == 1) {

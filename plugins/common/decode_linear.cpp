@@ -10,13 +10,7 @@ namespace aobench::common {
 
 namespace {
 EnvSwitch decode_gemm_switch("AOBENCH_DECODE_GEMM");
-
-thread_local int weights_scopes = 0;  // DecodeWeightsScope objects alive on this thread
 }  // namespace
-
-DecodeWeightsScope::DecodeWeightsScope() { ++weights_scopes; }
-DecodeWeightsScope::~DecodeWeightsScope() { --weights_scopes; }
-bool DecodeWeightsScope::active() { return weights_scopes > 0; }
 
 bool decode_linear_enabled() {
 #ifdef AOBENCH_FUSED_CUDA
@@ -58,7 +52,7 @@ torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tenso
 torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                             DecodeActivation act) {
 #ifdef AOBENCH_FUSED_CUDA
-  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act, DecodeWeightsScope::active());
+  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act, decode_pdl());
 #endif
   return decode_linear_reference(x, w, b, act);
 }

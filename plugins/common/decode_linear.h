@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "plugins/common/decode_scope.h"
+
 namespace aobench::common {
 
 // The activation applied to the rounded output: none, GELU with erf (AO-GPT, GPT-2 "gelu") or with tanh.
@@ -29,22 +31,9 @@ void set_decode_linear_enabled(bool on);
 // cuBLAS), no gradient asked for, and under autocast only when its dtype is bf16 (what autocast would compute).
 bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
-// While one lives on this thread (a sampler's scope, from before its first step), the weights given to
-// decode_linear are written by no kernel still running on the stream: the kernel then starts as a programmatic
-// dependent (PDL, sm_90), reading its weights while the kernel before it finishes. Elsewhere it waits as any
-// kernel does. Nests.
-class DecodeWeightsScope {
- public:
-  DecodeWeightsScope();
-  ~DecodeWeightsScope();
-  DecodeWeightsScope(const DecodeWeightsScope&) = delete;
-  DecodeWeightsScope& operator=(const DecodeWeightsScope&) = delete;
-  static bool active();  // whether one lives on this thread
-};
-
 // CUDA entry point (decode_linear_cuda.cu, built with CUDA only) for inputs decode_linear_supports has taken
 // (decode_linear checks; it does not check again); `early_weights`: launch as a programmatic
-// dependent that loads the weights before waiting (DecodeWeightsScope::active()).
+// dependent that loads the weights before waiting (decode_pdl(), decode_scope.h).
 torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                  DecodeActivation act, bool early_weights);
 

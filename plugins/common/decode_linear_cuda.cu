@@ -6,7 +6,7 @@
 // applies the activation to the rounded value (what torch::gelu of addmm's output computes). Grid: N / (8·NT)
 // blocks, one wave for the GPT-2 small shapes, so the weight matrix streams once from HBM at full width.
 // A few µs a launch are fixed costs (the launch, the first DRAM round trip, the drain), larger than streaming
-// a few MB, so inside a sampler (DecodeWeightsScope: its weights are constant) the kernel is launched as a
+// a few MB, so inside a sampler (decode_scope.h: its weights are constant) the kernel is launched as a
 // programmatic dependent (PDL): its blocks start while the kernel before it finishes, load their share of the
 // weight, and only then wait for that kernel's writes (griddepcontrol.wait) before reading x. Nothing is written
 // before the wait, so a buffer the kernel before still reads is never overwritten. It lets the kernel after it
@@ -185,23 +185,8 @@ torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w,
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   auto launch = [&](auto mt, auto nt) {
     constexpr int MT = decltype(mt)::value, NT = decltype(nt)::value;
-    // PDL only where the code that runs has the wait: compiled from sm_90 PTX or later (a build for older
-    // architectures, JIT-compiled on a Hopper, has none: launched early it would read x too soon).
-    static const bool has_wait = [] {
-      cudaFuncAttributes a{};
-      return cudaFuncGetAttributes(&a, decode_linear_kernel<MT, NT>) == cudaSuccess && a.ptxVersion >= 90;
-    }();
-    const bool pdl = early_weights && has_wait;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(N / (8 * NT)));
-    config.blockDim = dim3(32 * kWarps);
-    config.stream = stream;
-    cudaLaunchAttribute attrs[1];
-    attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attrs;
-    config.numAttrs = pdl ? 1 : 0;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, decode_linear_kernel<MT, NT>, p));
+    launch_kernel<decode_linear_kernel<MT, NT>>(dim3(static_cast<unsigned>(N / (8 * NT))), dim3(32 * kWarps), stream,
+                                                early_weights, p);
   };
   using One = std::integral_constant<int, 1>;
   using Two = std::integral_constant<int, 2>;

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/kernel_util.h"
 #include "plugins/common/layer_norm.h"
 
@@ -101,27 +102,40 @@ __device__ __forceinline__ float2 warp_row_stats(const float (&v)[kChunks][4], f
   return make_float2(mean, rsqrtf(warp_sum(sq) / d + eps));
 }
 
-// The same step for d = 128·kChunks: one warp per row, each lane 4 consecutive elements per chunk with
-// 16-byte fp32 and 4-element loads, reductions within the warp only (no block barriers). Eight rows per block.
-template <typename Ty, int kChunks>
+// The same step for d = 128·kChunks, a row over kSplit warps, each lane 4 consecutive elements of each of its
+// chunks (chunk c·kSplit + the warp's part) with 16-byte fp32 and 4-element loads. kSplit = 1: eight rows a
+// block, reductions within the warp only (no block barriers). kSplit = kChunks: a row a block, a chunk a warp,
+// for a decode step's few rows (a warp walking a whole row alone on its SM is latency-bound: ≈ 7 000 cycles).
+template <typename Ty, int kChunks, int kSplit>
 __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
                                            const float* __restrict__ w, const float* __restrict__ b, AdaLN<Ty> mod,
                                            int64_t rows, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
+  static_assert(kChunks % kSplit == 0, "a row's chunks split evenly over its warps");
   using P = Pack<Ty, 4>;
-  constexpr int d = kChunks * 128;
+  constexpr int d = kChunks * 128, kMine = kChunks / kSplit;  // chunks of a lane
   let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
-  const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
+  wait_for_inputs();        // launched as a decode step's dependent: x and y are the kernels' before it
+  const int lane = threadIdx.x % 32, part = threadIdx.x / 32 % kSplit;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32 / kSplit) + threadIdx.x / 32 / kSplit;
+  if (row >= rows) return;  // kSplit > 1 launches a block a row: never taken before row_sum's barriers
   const int64_t base = row * d, seq = row / mod.rows_per_seq;
   const Ty* gate = mod.gate ? mod.gate + seq * mod.gate_stride : nullptr;
   const Ty* scale = mod.scale ? mod.scale + seq * mod.scale_stride : nullptr;
   const Ty* shift = mod.shift ? mod.shift + seq * mod.shift_stride : nullptr;
-  float v[kChunks][4];
+  float v[kMine][4];
+  float4 wv[kMine], bv[kMine];  // with kSplit > 1 loaded before the barriers, so that x's latency hides theirs
+  P sc[kMine], sh[kMine];
+  auto load_affine = [&](int c, int j) {
+    wv[c] = *reinterpret_cast<const float4*>(w + j);
+    bv[c] = b ? *reinterpret_cast<const float4*>(b + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    if (scale) sc[c] = *reinterpret_cast<const P*>(scale + j);
+    if (shift) sh[c] = *reinterpret_cast<const P*>(shift + j);
+  };
   float sum = 0.f;
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int j = c * 128 + lane * 4;
+  for (int c = 0; c < kMine; ++c) {
+    const int j = (c * kSplit + part) * 128 + lane * 4;
+    if constexpr (kSplit > 1) load_affine(c, j);
     const float4 xv = *reinterpret_cast<const float4*>(x + base + j);
     v[c][0] = xv.x, v[c][1] = xv.y, v[c][2] = xv.z, v[c][3] = xv.w;
     if (y) {
@@ -134,23 +148,25 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 #pragma unroll
     for (int k = 0; k < 4; ++k) sum += v[c][k];
   }
-  const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
-  const float mean = stats.x, rstd = stats.y;
+  const float mean = row_sum<kSplit>(sum) / d;  // then the centred second pass, Σ (v − μ)² / d
+  float sq = 0.f;
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int j = c * 128 + lane * 4;
+  for (int c = 0; c < kMine; ++c)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
+  const float rstd = rsqrtf(row_sum<kSplit>(sq) / d + eps);
+#pragma unroll
+  for (int c = 0; c < kMine; ++c) {
+    const int j = (c * kSplit + part) * 128 + lane * 4;
     if (s_out) *reinterpret_cast<float4*>(s_out + base + j) = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
-    const float4 wv = *reinterpret_cast<const float4*>(w + j);
-    const float4 bv = b ? *reinterpret_cast<const float4*>(b + j) : make_float4(0.f, 0.f, 0.f, 0.f);
-    const float wk[4] = {wv.x, wv.y, wv.z, wv.w}, bk[4] = {bv.x, bv.y, bv.z, bv.w};
-    P sc, sh, o;
-    if (scale) sc = *reinterpret_cast<const P*>(scale + j);
-    if (shift) sh = *reinterpret_cast<const P*>(shift + j);
+    if constexpr (kSplit == 1) load_affine(c, j);
+    const float wk[4] = {wv[c].x, wv[c].y, wv[c].z, wv[c].w}, bk[4] = {bv[c].x, bv[c].y, bv[c].z, bv[c].w};
+    P o;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float t = (v[c][k] - mean) * rstd * wk[k] + bk[k];
-      if (scale) t *= static_cast<float>(sc.v[k]);
-      if (shift) t += static_cast<float>(sh.v[k]);
+      if (scale) t *= static_cast<float>(sc[c].v[k]);
+      if (shift) t += static_cast<float>(sh[c].v[k]);
       o.v[k] = static_cast<Ty>(t);
     }
     *reinterpret_cast<P*>(h_out + base + j) = o;
@@ -309,12 +325,18 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
     const scalar_t* yp = y.defined() ? y.data_ptr<scalar_t>() : nullptr;
     float* sp = want_sum ? s.data_ptr<float>() : nullptr;
     if (warp_path) {
+      // Eight rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step).
+      const bool few = rows <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
       auto launch = [&](auto chunks) {
-        constexpr int kRowsPerBlock = 8;
-        add_layer_norm_warp_kernel<scalar_t, decltype(chunks)::value>
-            <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0, stream>>>(
-                x.data_ptr<float>(), yp, weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp,
-                h.data_ptr<scalar_t>());
+        constexpr int C = decltype(chunks)::value;
+        if (few)
+          launch_kernel<add_layer_norm_warp_kernel<scalar_t, C, C>>(
+              dim3(static_cast<unsigned>(rows)), dim3(32 * C), stream, decode_pdl(), x.data_ptr<float>(), yp,
+              weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
+        else
+          launch_kernel<add_layer_norm_warp_kernel<scalar_t, C, 1>>(
+              dim3(static_cast<unsigned>((rows + 7) / 8)), dim3(256), stream, decode_pdl(), x.data_ptr<float>(), yp,
+              weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
       };
       dispatch_chunks(d / 128, launch);
       return;

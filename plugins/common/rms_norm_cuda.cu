@@ -10,10 +10,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/kernel_util.h"
 #include "plugins/common/rms_norm.h"
 
@@ -39,25 +41,40 @@ __device__ __forceinline__ void store(T* p, const float (&o)[kV]) {
   *reinterpret_cast<Pack<T, kV>*>(p) = t;
 }
 
-// s = x + gate[r]·y, h = s·rstd·w·scale[r] + shift[r] with r = idx[row]; mod row = [shift | scale].
-template <typename T, int C>
+// s = x + gate[r]·y, h = s·rstd·w·scale[r] + shift[r] with r = idx[row]; mod row = [shift | scale]. A row over
+// kSplit warps, each lane 4 elements of each of its chunks (chunk c·kSplit + the warp's part): kSplit = 1, kWarps
+// rows a block; kSplit = C, a row a block and a chunk a warp, for a decode step's few rows (a warp walking a
+// whole row alone on its SM is latency-bound).
+template <typename T, int C, int kSplit>
 __global__ void __launch_bounds__(32 * kWarps)
     rms_step_forward_kernel(const float* __restrict__ x, const T* __restrict__ y, const int64_t* __restrict__ idx,
                             const float* __restrict__ gate, int64_t gate_ld, const float* __restrict__ mod,
                             int64_t mod_ld, const float* __restrict__ w, int64_t rows, float eps,
                             float* __restrict__ s_out, float* __restrict__ rstd_out, T* __restrict__ h_out) {
-  constexpr int d = 128 * C;
-  const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-  if (row >= rows) return;
+  static_assert(C % kSplit == 0 && kSplit <= kWarps, "a row's chunks split evenly over its warps");
+  constexpr int d = 128 * C, kMine = C / kSplit;  // chunks of a lane
+  let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
+  wait_for_inputs();        // launched as a decode step's dependent: x, y and the tables are the kernels' before it
+  const int lane = threadIdx.x % 32, part = threadIdx.x / 32 % kSplit;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32 / kSplit) + threadIdx.x / 32 / kSplit;
+  if (row >= rows) return;  // kSplit > 1 launches a block a row: never taken before row_sum's barriers
   const int64_t base = row * d, r = idx ? idx[row] : 0;
   const float* g = gate ? gate + r * gate_ld : nullptr;
   const float* sh = mod ? mod + r * mod_ld : nullptr;
-  float v[C][4];
+  float v[kMine][4], wv[kMine][4], shv[kMine][4], scv[kMine][4];
+  // with kSplit > 1 loaded before the barriers, so that x's latency hides theirs
+  auto load_affine = [&](int c, int j) {
+    load<4>(w + j, wv[c]);
+    if (sh) {
+      load<4>(sh + j, shv[c]);
+      load<4>(sh + d + j, scv[c]);
+    }
+  };
   float sq = 0.f;
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int j = c * 128 + lane * 4;
+  for (int c = 0; c < kMine; ++c) {
+    const int j = (c * kSplit + part) * 128 + lane * 4;
+    if constexpr (kSplit > 1) load_affine(c, j);
     load<4>(x + base + j, v[c]);
     if (y) {
       float yv[4], gv[4] = {1.f, 1.f, 1.f, 1.f};
@@ -69,23 +86,19 @@ __global__ void __launch_bounds__(32 * kWarps)
 #pragma unroll
     for (int k = 0; k < 4; ++k) sq += v[c][k] * v[c][k];
   }
-  const float rstd = rsqrtf(warp_sum(sq) / d + eps);
-  if (rstd_out && lane == 0) rstd_out[row] = rstd;
+  const float rstd = rsqrtf(row_sum<kSplit>(sq) / d + eps);
+  if (rstd_out && lane == 0 && part == 0) rstd_out[row] = rstd;
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int j = c * 128 + lane * 4;
+  for (int c = 0; c < kMine; ++c) {
+    const int j = (c * kSplit + part) * 128 + lane * 4;
     if (s_out) store<4>(s_out + base + j, v[c]);
-    float wv[4], o[4];
-    load<4>(w + j, wv);
+    if constexpr (kSplit == 1) load_affine(c, j);
+    float o[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) o[k] = v[c][k] * rstd * wv[k];
-    if (sh) {
-      float shv[4], scv[4];
-      load<4>(sh + j, shv);
-      load<4>(sh + d + j, scv);
+    for (int k = 0; k < 4; ++k) o[k] = v[c][k] * rstd * wv[c][k];
+    if (sh)
 #pragma unroll
-      for (int k = 0; k < 4; ++k) o[k] = o[k] * scv[k] + shv[k];
-    }
+      for (int k = 0; k < 4; ++k) o[k] = o[k] * scv[c][k] + shv[c][k];
     store<4>(h_out + base + j, o);
   }
 }
@@ -466,6 +479,8 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
   const Tensor order = grouped ? rows.order.to(x.device()).contiguous() : Tensor();
   const Tensor offsets = grouped ? rows.offsets.to(x.device()).contiguous() : Tensor();
   const auto stream = at::cuda::getCurrentCUDAStream();
+  // kWarps rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step).
+  const bool few = N <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
   dispatch_type(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_chunks(d, [&](auto chunks) {
@@ -480,8 +495,14 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
         rms_step_forward_grouped_kernel<T, C><<<static_cast<unsigned>(rows.table_rows), 32 * C, 0, stream>>>(
             x.data_ptr<float>(), yp, order.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(), gate, gate_ld, mod, mod_ld,
             weight.data_ptr<float>(), static_cast<float>(eps), sp, rp, h.data_ptr<T>());
+      else if (few)
+        launch_kernel<rms_step_forward_kernel<T, C, C>>(
+            dim3(static_cast<unsigned>(N)), dim3(32 * C), stream, decode_pdl(), x.data_ptr<float>(), yp,
+            tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld, weight.data_ptr<float>(), N,
+            static_cast<float>(eps), sp, rp, h.data_ptr<T>());
       else
-        rms_step_forward_kernel<T, C><<<static_cast<unsigned>((N + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
+        launch_kernel<rms_step_forward_kernel<T, C, 1>>(
+            dim3(static_cast<unsigned>((N + kWarps - 1) / kWarps)), dim3(32 * kWarps), stream, decode_pdl(),
             x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld,
             weight.data_ptr<float>(), N, static_cast<float>(eps), sp, rp, h.data_ptr<T>());
     });

@@ -17,7 +17,7 @@
 #include "plugins/common/attention.h"
 #include "plugins/common/cross_entropy.h"
 #include "plugins/common/cuda_graph.h"
-#include "plugins/common/decode_linear.h"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/layer_norm.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
@@ -131,7 +131,10 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
   }
   x = drop(x + wpe(pos));  // (B, S, d)
   // The blocks' fused form (BlockImpl::forward_fused): each norm comes out of the add before it.
-  torch::Tensor a = h->size() > 0 ? h[0]->as<BlockImpl>()->ln_1(x) : ln_f(x);  // the first block's ln_1(x)
+  // The first block's ln_1(x), in the autocast dtype like every later norm (so a decode step's first c_attn
+  // takes decode_linear too).
+  const LayerNorm& first = h->size() > 0 ? h[0]->as<BlockImpl>()->ln_1 : ln_f;
+  torch::Tensor a = common::add_layer_norm(x, {}, first->weight, first->bias, first->eps).second;
   for (size_t i = 0; i < h->size(); ++i) {
     const LayerNorm& next = i + 1 < h->size() ? h[i + 1]->as<BlockImpl>()->ln_1 : ln_f;
     std::tie(x, a) = h[i]->as<BlockImpl>()->forward_fused(x, a, next, cache, static_cast<int64_t>(i));

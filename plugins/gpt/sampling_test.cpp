@@ -1,6 +1,6 @@
 // Implements: tests of the GPT's captured decode step: static-cache sampling against recomputation across
-// the 256-slot spans, and CUDA-graph decoding against the same static-cache step uncaptured. GPU tests skip
-// without a GPU.
+// the 256-slot spans, and CUDA-graph decoding against the same static-cache step uncaptured and with its kernels
+// in plain stream order (AOBENCH_DECODE_PDL=0). GPU tests skip without a GPU.
 #include <gtest/gtest.h>
 
 #include <ATen/autocast_mode.h>
@@ -8,6 +8,7 @@
 #include "gpt.h"
 #include "plugins/common/attention.h"
 #include "plugins/common/cuda_graph.h"
+#include "plugins/common/decode_scope.h"
 #include "plugins/common/sampling.h"
 
 namespace aobench::gpt {
@@ -70,11 +71,15 @@ TEST(Gpt, CudaGraphDecodeEqualsUncapturedStep) {
     auto eager = p->sample(r);
     common::set_cuda_graphs_enabled(true);
     auto again = p->sample(r);
+    common::set_decode_pdl_enabled(false);  // the step's kernels in plain stream order, not as dependents
+    auto in_order = p->sample(r);
+    common::set_decode_pdl_enabled(true);
     at::autocast::set_autocast_enabled(at::kCUDA, false);
     at::autocast::clear_cache();
     EXPECT_TRUE(torch::equal(graphed.tokens, eager.tokens))
         << "start_token=" << start << ": " << graphed.tokens.ne(eager.tokens).sum().item<int64_t>() << " ids differ";
     EXPECT_TRUE(torch::equal(graphed.tokens, again.tokens));
+    EXPECT_TRUE(torch::equal(graphed.tokens, in_order.tokens));
     EXPECT_EQ(graphed.tokens.index({2, 300}).item<int64_t>(), 66);
     EXPECT_EQ(graphed.network_calls, eager.network_calls);
   }

@@ -267,21 +267,23 @@ TEST(FusedOps, CudaAddLayerNormMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(13);
   for (auto dt : {torch::kBFloat16, torch::kFloat32}) {
-    for (int64_t d : {64, 384, 768, 1000, 1024, 1600, 4096}) {  // warp kernel: 384, 768, 1024
-      for (bool with_bias : {false, true}) {
-        auto x = torch::randn({300, d}) * 3 + 1, y = torch::randn({300, d}).to(dt);
-        auto w = torch::randn({d}), b = with_bias ? torch::randn({d}) : torch::Tensor();
-        auto s_ref = x + y.to(torch::kFloat32);
-        auto h_ref = torch::layer_norm(s_ref.to(torch::kFloat64), {d}, w.to(torch::kFloat64),
-                                       with_bias ? b.to(torch::kFloat64) : torch::Tensor(), 1e-5);
-        auto [s, h] = add_layer_norm(x.cuda(), y.cuda(), w.cuda(), with_bias ? b.cuda() : torch::Tensor(), 1e-5);
-        ASSERT_EQ(h.scalar_type(), dt);
-        EXPECT_TRUE(torch::equal(s.cpu(), s_ref)) << d;          // the same fp32 add
-        const double tol = dt == torch::kFloat32 ? 1e-4 : 4e-2;  // bf16 output rounding: 2^-8 relative
-        EXPECT_TRUE(torch::allclose(h.cpu().to(torch::kFloat64), h_ref, tol, tol))
-            << dt << " d=" << d << " max err " << (h.cpu().to(torch::kFloat64) - h_ref).abs().max().item<double>();
-      }
-    }
+    // warp kernel: 384, 768, 1024, a block a row up to 8 rows per SM (3, 300), eight rows a block past that (2000)
+    for (int64_t d : {64, 384, 768, 1000, 1024, 1600, 4096})
+      for (int64_t rows : {3, 300, 2000})
+        for (bool with_bias : {false, true}) {
+          auto x = torch::randn({rows, d}) * 3 + 1, y = torch::randn({rows, d}).to(dt);
+          auto w = torch::randn({d}), b = with_bias ? torch::randn({d}) : torch::Tensor();
+          auto s_ref = x + y.to(torch::kFloat32);
+          auto h_ref = torch::layer_norm(s_ref.to(torch::kFloat64), {d}, w.to(torch::kFloat64),
+                                         with_bias ? b.to(torch::kFloat64) : torch::Tensor(), 1e-5);
+          auto [s, h] = add_layer_norm(x.cuda(), y.cuda(), w.cuda(), with_bias ? b.cuda() : torch::Tensor(), 1e-5);
+          ASSERT_EQ(h.scalar_type(), dt);
+          EXPECT_TRUE(torch::equal(s.cpu(), s_ref)) << d;          // the same fp32 add
+          const double tol = dt == torch::kFloat32 ? 1e-4 : 4e-2;  // bf16 output rounding: 2^-8 relative
+          EXPECT_TRUE(torch::allclose(h.cpu().to(torch::kFloat64), h_ref, tol, tol))
+              << dt << " d=" << d << " rows=" << rows << " max err "
+              << (h.cpu().to(torch::kFloat64) - h_ref).abs().max().item<double>();
+        }
   }
 }
 

@@ -55,16 +55,18 @@ TEST(FusedNorms, CudaRmsStepMatchesTheReference) {
   const char* names[] = {"s", "h", "∂x", "∂y", "∂tables", "∂w"};
   for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf})
     for (int64_t d : {128, 384, 768, 1024})
-      for (bool with_y : {true, false})
-        for (bool with_tables : {true, false}) {
-          const StepCase c{203, d, 37, dtype, with_y, with_tables};
-          auto got = run_step(true, c), want = run_step(false, c);
-          // bf16 / half: h and ∂y are rounded (1 ulp ≤ 2⁻⁸ relative); everything else is float32.
-          const double low = dtype == torch::kFloat ? 2e-5 : 1e-2;
-          for (size_t i = 0; i < got.size(); ++i)
-            EXPECT_TRUE(close(got[i], want[i], i == 1 || i == 3 ? low : 2e-5))
-                << names[i] << " d=" << d << " dtype=" << dtype << " y=" << with_y << " tables=" << with_tables;
-        }
+      for (int64_t N : {203, 2000})  // the forward without tables: a block a row up to 8 rows per SM, else 8
+        for (bool with_y : {true, false})
+          for (bool with_tables : {true, false}) {
+            const StepCase c{N, d, 37, dtype, with_y, with_tables};
+            auto got = run_step(true, c), want = run_step(false, c);
+            // bf16 / half: h and ∂y are rounded (1 ulp ≤ 2⁻⁸ relative); everything else is float32.
+            const double low = dtype == torch::kFloat ? 2e-5 : 1e-2;
+            for (size_t i = 0; i < got.size(); ++i)
+              EXPECT_TRUE(close(got[i], want[i], i == 1 || i == 3 ? low : 2e-5))
+                  << names[i] << " N=" << N << " d=" << d << " dtype=" << dtype << " y=" << with_y
+                  << " tables=" << with_tables;
+          }
 }
 
 TEST(FusedNorms, CudaRmsStepBackwardIsDeterministicAndInferenceMatches) {
@@ -82,6 +84,26 @@ TEST(FusedNorms, CudaRmsStepBackwardIsDeterministicAndInferenceMatches) {
   auto inferred = rms_step(x, y, w, {}, none, 1e-5);
   EXPECT_TRUE(trained.first.detach().equal(inferred.first));
   EXPECT_TRUE(trained.second.detach().equal(inferred.second));
+}
+
+// Inference with adaLN rows (a sampler's step: tables indexed per row, not grouped) against the reference, for a
+// decode step's 32 rows (a block a row) and for 2000 (eight a block).
+TEST(FusedNorms, CudaRmsStepInferenceWithTablesMatchesTheReference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(8);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA);
+  const int64_t d = 768, R = 5;
+  for (int64_t N : {32, 2000}) {
+    auto x = torch::randn({N, d}, opt), y = torch::randn({N, d}, opt).to(torch::kBFloat16);
+    auto m = torch::randn({R, 6 * d}, opt) * 0.5 + 1, w = torch::randn({d}, opt) * 0.2 + 1;
+    const StepTables t{m.narrow(1, 2 * d, d), m.narrow(1, 3 * d, 2 * d)};
+    const auto rows = RowIndex::of(torch::randint(0, R, {N}, opt.dtype(torch::kLong)), R, /*grouped=*/false);
+    auto [s, h] = rms_step(x, y, w, t, rows, 1e-5);
+    auto [s_ref, h_ref] = rms_step_reference(x, y, w, t, rows, 1e-5);
+    EXPECT_TRUE(close(s, s_ref, 2e-5)) << "N=" << N;
+    EXPECT_TRUE(close(h, h_ref, 1e-2)) << "N=" << N;  // bf16 rounding of h: 2⁻⁸ relative
+  }
 }
 
 std::vector<Tensor> run_qk(bool fused, int64_t N, int64_t H, int64_t h, torch::ScalarType dtype) {
