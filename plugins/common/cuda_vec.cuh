@@ -106,8 +106,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Sum of v over the kSplit warps of a block that share one row (kSplit = 1: the warp alone), added in warp
-// order in every thread: the same bits every launch. With kSplit > 1 every thread of the block calls it.
+// Sum of v over the kSplit warps of a block that holds one row in exactly kSplit warps (kSplit = 1: the warp
+// alone, any block), added in warp order in every thread: the same bits every launch. With kSplit > 1 every
+// thread of the block calls it.
 template <int kSplit>
 __device__ __forceinline__ float row_sum(float v) {
   v = warp_sum(v);

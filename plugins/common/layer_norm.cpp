@@ -25,7 +25,8 @@ struct AddLayerNormFunction : torch::autograd::Function<AddLayerNormFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& y,
                                const torch::Tensor& weight, const std::optional<torch::Tensor>& bias, double eps) {
     const torch::Tensor b = bias.value_or(torch::Tensor());
-    auto r = add_layer_norm_cuda(x, y, weight, b, eps, {}, {}, {}, y.scalar_type(), /*want_sum=*/true);
+    auto r = add_layer_norm_cuda(x, y, weight, b, eps, {}, {}, {}, y.scalar_type(), /*want_sum=*/true,
+                                 /*training=*/true);
     ctx->set_materialize_grads(false);
     ctx->save_for_backward({r.first, weight});
     ctx->saved_data["eps"] = eps;

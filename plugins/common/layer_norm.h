@@ -39,14 +39,16 @@ bool fused_ln_training_enabled();
 void set_fused_ln_training_enabled(bool on);
 
 // CUDA entry points (layer_norm_cuda.cu, built with CUDA only). x (.., d) fp32; y like x in the output dtype,
-// or undefined (then `out_dtype`); gate / scale / shift (B, d) or undefined.
+// or undefined (then `out_dtype`); gate / scale / shift (B, d) or undefined. `training`: the backward kernel
+// will recompute the statistics, so the forward keeps their summation order (a warp a row at any row count).
 bool add_layer_norm_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                   const torch::Tensor& bias);
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor& x, const torch::Tensor& y,
                                                             const torch::Tensor& weight, const torch::Tensor& bias,
                                                             double eps, const torch::Tensor& gate,
                                                             const torch::Tensor& scale, const torch::Tensor& shift,
-                                                            torch::ScalarType out_dtype, bool want_sum);
+                                                            torch::ScalarType out_dtype, bool want_sum,
+                                                            bool training = false);
 // The training backward without adaLN: from ∂s, ∂h and the saved s → {∂x, ∂y, ∂weight, ∂bias}.
 bool add_layer_norm_backward_cuda_supports(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
                                            const torch::Tensor& bias);

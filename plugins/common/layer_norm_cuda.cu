@@ -110,7 +110,7 @@ template <typename Ty, int kChunks, int kSplit>
 __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty* __restrict__ y,
                                            const float* __restrict__ w, const float* __restrict__ b, AdaLN<Ty> mod,
                                            int64_t rows, float eps, float* __restrict__ s_out, Ty* __restrict__ h_out) {
-  static_assert(kChunks % kSplit == 0, "a row's chunks split evenly over its warps");
+  static_assert(kSplit == 1 || kSplit == kChunks, "a warp a row, or a block of a warp a chunk a row (row_sum)");
   using P = Pack<Ty, 4>;
   constexpr int d = kChunks * 128, kMine = kChunks / kSplit;  // chunks of a lane
   let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
@@ -295,7 +295,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
                                                             const torch::Tensor& weight, const torch::Tensor& bias,
                                                             double eps, const torch::Tensor& gate,
                                                             const torch::Tensor& scale, const torch::Tensor& shift,
-                                                            torch::ScalarType out_dtype, bool want_sum) {
+                                                            torch::ScalarType out_dtype, bool want_sum, bool training) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t d = x.size(-1), rows = x.numel() / std::max<int64_t>(d, 1);
   auto s = want_sum ? torch::empty_like(x) : torch::Tensor();
@@ -325,8 +325,10 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
     const scalar_t* yp = y.defined() ? y.data_ptr<scalar_t>() : nullptr;
     float* sp = want_sum ? s.data_ptr<float>() : nullptr;
     if (warp_path) {
-      // Eight rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step).
-      const bool few = rows <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+      // Eight rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step),
+      // except in training, whose backward recomputes the statistics in the warp's order.
+      const bool few =
+          !training && rows <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
       auto launch = [&](auto chunks) {
         constexpr int C = decltype(chunks)::value;
         if (few)

@@ -51,7 +51,8 @@ __global__ void __launch_bounds__(32 * kWarps)
                             const float* __restrict__ gate, int64_t gate_ld, const float* __restrict__ mod,
                             int64_t mod_ld, const float* __restrict__ w, int64_t rows, float eps,
                             float* __restrict__ s_out, float* __restrict__ rstd_out, T* __restrict__ h_out) {
-  static_assert(C % kSplit == 0 && kSplit <= kWarps, "a row's chunks split evenly over its warps");
+  static_assert((kSplit == 1 || kSplit == C) && C <= kWarps,
+                "a warp a row, or a block of a warp a chunk a row (row_sum)");
   constexpr int d = 128 * C, kMine = C / kSplit;  // chunks of a lane
   let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
   wait_for_inputs();        // launched as a decode step's dependent: x, y and the tables are the kernels' before it

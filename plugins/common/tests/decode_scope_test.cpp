@@ -1,7 +1,8 @@
 // Implements: tests of decode_scope.h: a decode step's kernels launch as programmatic dependents only inside a
-// DecodeWeightsScope on this thread with the switch on; on the GPU, a decode step's chain of them (residual add +
-// LayerNorm, the Linear, the decode attention with its cache write, add + RMSNorm with adaLN rows, the Linear
-// with GELU), each launched right after the kernel that writes its input, gives the bits of plain stream order,
+// DecodeWeightsScope on this thread with the switch on; on the GPU, a decode step's chain of them (a Linear,
+// residual add + LayerNorm, the Linear, the decode attention with its cache write, add + RMSNorm with adaLN rows,
+// the Linear with GELU), each launched right after the kernel that writes its input, gives the bits (and the
+// cache) of plain stream order,
 // for 32 rows (a block a row) and 3, eagerly and replayed from a CUDA graph. The CUDA test skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -47,8 +48,8 @@ TEST(DecodeScope, DependentLaunchesOnlyInsideAScopeWithTheSwitchOn) {
 // One decode step of a small pre-norm block over B sequences, its inputs written by a GEMM right before.
 struct Step {
   int64_t B, H = 12, hd = 64, d = 768, cap = 256;
-  Tensor a, m, x0, y0;                    // x = x0 + a·m (fp32 GEMM), y0 the attention branch before
-  Tensor lnw, lnb, wa, ba, wo, rmsw, wf;  // norms fp32, Linears bf16
+  Tensor a, m, x0, y0;                        // x = x0 + a·m (fp32 GEMM), y = the Linear of y0 (a branch)
+  Tensor lnw, lnb, wy, wa, ba, wo, rmsw, wf;  // norms fp32, Linears bf16
   Tensor gate, mod, idx, kb, vb, slot;
   DecodeScratch scratch;
 
@@ -58,6 +59,7 @@ struct Step {
     a = torch::randn({B, 1024}, f), m = torch::randn({1024, d}, f) * 0.03;
     x0 = torch::randn({B, d}, f), y0 = torch::randn({B, d}, o);
     lnw = 1 + 0.1 * torch::randn({d}, f), lnb = 0.1 * torch::randn({d}, f), rmsw = 1 + 0.1 * torch::randn({d}, f);
+    wy = (torch::randn({d, d}, f) * 0.03).to(o);
     wa = (torch::randn({3 * d, d}, f) * 0.03).to(o), ba = (torch::randn({3 * d}, f) * 0.1).to(o);
     wo = (torch::randn({d, d}, f) * 0.03).to(o), wf = (torch::randn({4 * d, d}, f) * 0.03).to(o);
     gate = torch::randn({4, d}, f), mod = torch::randn({4, 2 * d}, f) * 0.2 + 0.5;
@@ -68,7 +70,9 @@ struct Step {
   // (B, d) fp32 residual, (B, 4d) bf16 MLP hidden, (B, H, 1, hd) attention; writes slot 100 of the cache.
   std::array<Tensor, 3> run() {
     const auto x = x0 + torch::mm(a, m);
-    auto [s, h] = add_layer_norm(x, y0, lnw, lnb, 1e-5);
+    // the norm right after a dependent that lets it start before it writes y, as in a GPT step
+    const auto y_branch = decode_linear(y0, wy, {}, DecodeActivation::none);
+    auto [s, h] = add_layer_norm(x, y_branch, lnw, lnb, 1e-5);
     const auto qkv = decode_linear(h, wa, ba, DecodeActivation::none).view({B, 3, H, 1, hd});  // (B, 3d)
     const auto att = decode_attention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2), kb, vb, slot, 1, 0.125,
                                       scratch);  // (B, H, 1, hd)
@@ -90,11 +94,13 @@ TEST(DecodeScope, CudaChainOfDependentsGivesTheBitsOfStreamOrder) {
     const DecodeWeightsScope constant_weights;
     set_decode_pdl_enabled(false);
     const auto want = step.run();  // plain stream order
+    const auto kb = step.kb.clone(), vb = step.vb.clone();
     set_decode_pdl_enabled(true);
     ASSERT_TRUE(decode_pdl());
     for (int i = 0; i < 3; ++i) {
       const auto got = step.run();
       for (int t = 0; t < 3; ++t) EXPECT_TRUE(torch::equal(got[t], want[t])) << "output " << t << ", run " << i;
+      EXPECT_TRUE(torch::equal(step.kb, kb) && torch::equal(step.vb, vb)) << "the cache's new slot, run " << i;
     }
     if (!cuda_graphs_usable(step.x0.device())) continue;
     StepGraph graph;  // call 1 eager, call 2 captures and replays, call 3 replays: programmatic edges in a graph

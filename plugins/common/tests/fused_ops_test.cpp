@@ -343,26 +343,29 @@ TEST(FusedOps, RotaryQkIsRotateHalfOnQAndK) {
 TEST(FusedOps, CudaAddLayerNormWithAdaLNMatchesCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(23);
-  const int64_t B = 4, T = 33, d = 768;
-  auto x = torch::randn({B, T, d}), y = torch::randn({B, T, d}).to(torch::kBFloat16);
+  const int64_t B = 4, d = 768;
   auto w = torch::randn({d}), b = torch::randn({d});
   AdaLNMod m{torch::randn({B, d}).to(torch::kBFloat16), (torch::randn({B, d}) + 1).to(torch::kBFloat16),
              torch::randn({B, d}).to(torch::kBFloat16)};
   AdaLNMod mc{m.gate.cuda(), m.scale.cuda(), m.shift.cuda()};
-  for (bool with_y : {false, true}) {
-    auto yy = with_y ? y : torch::Tensor();
-    // The kernels' oracle: the LibTorch reference on float64 copies of the inputs.
-    auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat64) : t; };
-    auto [s_ref, h_ref] = add_layer_norm_reference(f(x), f(yy), f(w), f(b), 1e-5, {f(m.gate), f(m.scale), f(m.shift)});
-    at::autocast::set_autocast_enabled(at::kCUDA, true);  // the output dtype without y
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto [s, h] = add_layer_norm(x.cuda(), with_y ? y.cuda() : torch::Tensor(), w.cuda(), b.cuda(), 1e-5, mc);
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    ASSERT_EQ(h.scalar_type(), torch::kBFloat16);
-    EXPECT_TRUE(torch::allclose(s.cpu().to(torch::kFloat64), s_ref, 1e-5, 1e-5)) << with_y;
-    auto err = (h.cpu().to(torch::kFloat64) - h_ref).abs();
-    EXPECT_LT((err / (h_ref.abs() + 1)).max().item<double>(), 1.6e-2) << with_y;  // bf16 output rounding
-  }
+  for (int64_t T : {33, 300})  // 132 rows: a block a row; 1200 (more than 8 a SM): eight rows a block
+    for (bool with_y : {false, true}) {
+      SCOPED_TRACE(T);
+      auto x = torch::randn({B, T, d}), y = torch::randn({B, T, d}).to(torch::kBFloat16);
+      auto yy = with_y ? y : torch::Tensor();
+      // The kernels' oracle: the LibTorch reference on float64 copies of the inputs.
+      auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat64) : t; };
+      auto [s_ref, h_ref] =
+          add_layer_norm_reference(f(x), f(yy), f(w), f(b), 1e-5, {f(m.gate), f(m.scale), f(m.shift)});
+      at::autocast::set_autocast_enabled(at::kCUDA, true);  // the output dtype without y
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto [s, h] = add_layer_norm(x.cuda(), with_y ? y.cuda() : torch::Tensor(), w.cuda(), b.cuda(), 1e-5, mc);
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      ASSERT_EQ(h.scalar_type(), torch::kBFloat16);
+      EXPECT_TRUE(torch::allclose(s.cpu().to(torch::kFloat64), s_ref, 1e-5, 1e-5)) << with_y;
+      auto err = (h.cpu().to(torch::kFloat64) - h_ref).abs();
+      EXPECT_LT((err / (h_ref.abs() + 1)).max().item<double>(), 1.6e-2) << with_y;  // bf16 output rounding
+    }
 }
 
 TEST(FusedOps, CudaRotaryQkMatchesCpu) {

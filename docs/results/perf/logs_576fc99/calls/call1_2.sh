@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Call 1, a fresh machine: the decode step's norms and attention as programmatic dependents, the norms a block a
-# row for few rows, layer 0's ln_1 in bf16: build, the GPU tests of every decode kernel and sampler, whole samples
-# with PDL and in plain stream order (-inorder: AOBENCH_DECODE_PDL=0), the kernel profiles.
+# Calls 1 and 2, each on a fresh machine: build, the GPU tests of every decode kernel, norm and sampler, whole
+# samples with PDL and in plain stream order (-inorder: AOBENCH_DECODE_PDL=0), the kernel profiles, the norms under
+# Nsight Compute. Call 1: the norms and attention as programmatic dependents, the norms' few rows a warp a row in
+# blocks of one warp, layer 0's ln_1 in bf16 (NCU_KERNELS='split_(softmax|first|round)|add_layer_norm_warp|
+# rms_step_forward' NCU_COUNT=10 CALL=call1); call 2: 576fc99's code, a block a row and a warp a chunk
+# (NCU_KERNELS='add_layer_norm_warp|rms_step_forward' NCU_COUNT=4 CALL=call2).
 R=$OUT; export OUT=/tmp/o; mkdir -p $OUT
 export NCCL_NVLS_ENABLE=0
 t0=$SECONDS
@@ -18,10 +21,10 @@ for m in gpt ao_gpt; do (( SECONDS - t0 < 520 )) && timeout 40 scripts/gpu_profi
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1); echo "ncu: ${NCU:-none}"
 if [[ -n $NCU ]] && (( SECONDS - t0 < 500 )); then
   AOBENCH_BENCH_PLUGIN=gpt AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 AOBENCH_BENCH_STEPS=8 AOBENCH_CUDA_GRAPHS=0 \
-    timeout 90 $NCU --kernel-name regex:"split_(softmax|first|round)|add_layer_norm_warp|rms_step_forward" --launch-count 10 \
+    timeout 90 $NCU --kernel-name regex:"$NCU_KERNELS" --launch-count $NCU_COUNT \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     build/aobench_bench --benchmark_filter=PluginSample --benchmark_repetitions=1 > $OUT/ncu.txt 2>&1
   grep -E "^  [a-z_].*\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|Compute \(SM\)|Stall" $OUT/ncu.txt | head -80
 fi
 echo "done at $((SECONDS-t0)) s"
-tar czf $R/call1.tgz -C /tmp o; true
+tar czf $R/$CALL.tgz -C /tmp o; true
