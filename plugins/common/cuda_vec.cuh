@@ -1,9 +1,10 @@
 // Device helpers shared by the CUDA kernels of plugins/common (fused_ops_cuda.cu) and plugins/ao_gpt
-// (fused_norms_cuda.cu): a kV-element pack for one vector load/store, a warp-wide sum, the column sums of a
-// block's per-warp partials, programmatic dependent launch, and the host-side dtype and lane-count dispatch
-// of their launches.
+// (fused_norms_cuda.cu): a kV-element pack for one vector load/store, a warp-wide and a row-wide sum, the column
+// sums of a block's per-warp partials, programmatic dependent launch, and the host-side dtype and lane-count
+// dispatch and row split of their launches.
 #pragma once
 
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/core/ScalarType.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
@@ -122,6 +123,21 @@ __device__ __forceinline__ float row_sum(float v) {
     for (int w = 0; w < kSplit; ++w) v += red[w];
   }
   return v;
+}
+
+// Host side, for the row kernels over C chunks of 128 columns (a lane's 4 elements a chunk): whether `rows` are
+// few enough (at most 8 per SM) to take a block a row, a warp a chunk (row_sum), rather than a warp a row (a
+// decode step's 32 rows, a warp each, were latency-bound); and the launch shape of each, passed to
+// fn(split, grid, block) with split the kernel's warps per row: C, or 1 with kRows rows a block.
+inline bool block_per_row(int64_t rows) {
+  return rows <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+}
+template <int C, int kRows, typename Fn>
+void split_rows(bool per_row, int64_t rows, Fn&& fn) {
+  if (per_row)
+    fn(std::integral_constant<int, C>(), dim3(static_cast<unsigned>(rows)), dim3(32 * C));
+  else
+    fn(std::integral_constant<int, 1>(), dim3(static_cast<unsigned>((rows + kRows - 1) / kRows)), dim3(32 * kRows));
 }
 
 // Sums acc (each lane's 4 columns per 128-column chunk, the warp-per-row layout) over the block's kW warps

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/device.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
 
@@ -11,13 +12,7 @@ namespace {
 EnvSwitch fused_decode_switch("AOBENCH_FUSED_DECODE");
 }  // namespace
 
-bool decode_attention_enabled() {
-#ifdef AOBENCH_FUSED_CUDA
-  return fused_decode_switch.on();
-#else
-  return false;
-#endif
-}
+bool decode_attention_enabled() { return kernel_switch_on(fused_decode_switch); }
 void set_decode_attention_enabled(bool on) { fused_decode_switch.set(on); }
 
 bool decode_attention_supports(const torch::Tensor& q, const torch::Tensor& k_new, const torch::Tensor& v_new,

@@ -12,13 +12,7 @@ namespace {
 EnvSwitch decode_gemm_switch("AOBENCH_DECODE_GEMM");
 }  // namespace
 
-bool decode_linear_enabled() {
-#ifdef AOBENCH_FUSED_CUDA
-  return decode_gemm_switch.on();
-#else
-  return false;
-#endif
-}
+bool decode_linear_enabled() { return kernel_switch_on(decode_gemm_switch); }
 void set_decode_linear_enabled(bool on) { decode_gemm_switch.set(on); }
 
 bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {

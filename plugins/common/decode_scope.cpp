@@ -2,6 +2,7 @@
 #include "plugins/common/decode_scope.h"
 
 #include "core/device.h"
+#include "plugins/common/kernel_util.h"
 
 namespace aobench::common {
 
@@ -15,13 +16,7 @@ DecodeWeightsScope::DecodeWeightsScope() { ++weights_scopes; }
 DecodeWeightsScope::~DecodeWeightsScope() { --weights_scopes; }
 bool DecodeWeightsScope::active() { return weights_scopes > 0; }
 
-bool decode_pdl_enabled() {
-#ifdef AOBENCH_FUSED_CUDA
-  return decode_pdl_switch.on();
-#else
-  return false;
-#endif
-}
+bool decode_pdl_enabled() { return kernel_switch_on(decode_pdl_switch); }
 void set_decode_pdl_enabled(bool on) { decode_pdl_switch.set(on); }
 
 bool decode_pdl() { return DecodeWeightsScope::active() && decode_pdl_enabled(); }

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/device.h"
+
 namespace aobench::common {
 
 bool records_grad(std::initializer_list<torch::Tensor> ts) {
@@ -30,6 +32,15 @@ bool fused_inference(const torch::Tensor& x) {
   return x.is_cuda() && !torch::GradMode::is_enabled();
 #else
   (void)x;
+  return false;
+#endif
+}
+
+bool kernel_switch_on(EnvSwitch& s) {
+#ifdef AOBENCH_FUSED_CUDA
+  return s.on();
+#else
+  (void)s;
   return false;
 #endif
 }

@@ -88,18 +88,19 @@ __global__ void add_layer_norm_kernel(const float* __restrict__ x, const Ty* __r
   }
 }
 
-// (μ, rstd = 1/√(var + eps)) of one row of d = 128·kChunks spread over a warp: v holds this lane's 4 elements
-// per chunk, sum their sum. The variance is the centred second pass, Σ (v − μ)² / d.
-template <int kChunks>
-__device__ __forceinline__ float2 warp_row_stats(const float (&v)[kChunks][4], float sum, float eps) {
+// (μ, rstd = 1/√(var + eps)) of one row of d = 128·kChunks spread over kSplit warps (row_sum; 1: a warp): v holds
+// this lane's 4 elements of each of its kChunks / kSplit chunks, sum their sum. The variance is the centred
+// second pass, Σ (v − μ)² / d.
+template <int kChunks, int kSplit = 1>
+__device__ __forceinline__ float2 row_stats(const float (&v)[kChunks / kSplit][4], float sum, float eps) {
   constexpr int d = kChunks * 128;
-  const float mean = warp_sum(sum) / d;
+  const float mean = row_sum<kSplit>(sum) / d;
   float sq = 0.f;
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c)
+  for (int c = 0; c < kChunks / kSplit; ++c)
 #pragma unroll
     for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-  return make_float2(mean, rsqrtf(warp_sum(sq) / d + eps));
+  return make_float2(mean, rsqrtf(row_sum<kSplit>(sq) / d + eps));
 }
 
 // The same step for d = 128·kChunks, a row over kSplit warps, each lane 4 consecutive elements of each of its
@@ -148,13 +149,8 @@ __global__ void add_layer_norm_warp_kernel(const float* __restrict__ x, const Ty
 #pragma unroll
     for (int k = 0; k < 4; ++k) sum += v[c][k];
   }
-  const float mean = row_sum<kSplit>(sum) / d;  // then the centred second pass, Σ (v − μ)² / d
-  float sq = 0.f;
-#pragma unroll
-  for (int c = 0; c < kMine; ++c)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) sq += (v[c][k] - mean) * (v[c][k] - mean);
-  const float rstd = rsqrtf(row_sum<kSplit>(sq) / d + eps);
+  const float2 stats = row_stats<kChunks, kSplit>(v, sum, eps);
+  const float mean = stats.x, rstd = stats.y;
 #pragma unroll
   for (int c = 0; c < kMine; ++c) {
     const int j = (c * kSplit + part) * 128 + lane * 4;
@@ -203,7 +199,7 @@ __global__ void __launch_bounds__(32 * kLnBackwardWarps)
 #pragma unroll
       for (int k = 0; k < 4; ++k) sum += v[c][k];
     }
-    const float2 stats = warp_row_stats<kChunks>(v, sum, eps);
+    const float2 stats = row_stats<kChunks>(v, sum, eps);
     const float mean = stats.x, rstd = stats.y;
     float s1 = 0.f, s2 = 0.f;  // Σ g, Σ g·x̂
 #pragma unroll
@@ -325,20 +321,16 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm_cuda(const torch::Tensor&
     const scalar_t* yp = y.defined() ? y.data_ptr<scalar_t>() : nullptr;
     float* sp = want_sum ? s.data_ptr<float>() : nullptr;
     if (warp_path) {
-      // Eight rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step),
-      // except in training, whose backward recomputes the statistics in the warp's order.
-      const bool few =
-          !training && rows <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
+      // Eight rows a block, or a decode step's few rows a block each (block_per_row), except in training,
+      // whose backward recomputes the statistics in the warp's order.
+      const bool per_row = !training && block_per_row(rows);
       auto launch = [&](auto chunks) {
         constexpr int C = decltype(chunks)::value;
-        if (few)
-          launch_kernel<add_layer_norm_warp_kernel<scalar_t, C, C>>(
-              dim3(static_cast<unsigned>(rows)), dim3(32 * C), stream, decode_pdl(), x.data_ptr<float>(), yp,
-              weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
-        else
-          launch_kernel<add_layer_norm_warp_kernel<scalar_t, C, 1>>(
-              dim3(static_cast<unsigned>((rows + 7) / 8)), dim3(256), stream, decode_pdl(), x.data_ptr<float>(), yp,
-              weight.data_ptr<float>(), b, mod, rows, static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
+        split_rows<C, 8>(per_row, rows, [&](auto split, dim3 grid, dim3 block) {
+          launch_kernel<add_layer_norm_warp_kernel<scalar_t, C, decltype(split)::value>>(
+              grid, block, stream, decode_pdl(), x.data_ptr<float>(), yp, weight.data_ptr<float>(), b, mod, rows,
+              static_cast<float>(eps), sp, h.data_ptr<scalar_t>());
+        });
       };
       dispatch_chunks(d / 128, launch);
       return;

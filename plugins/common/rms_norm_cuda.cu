@@ -480,8 +480,6 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
   const Tensor order = grouped ? rows.order.to(x.device()).contiguous() : Tensor();
   const Tensor offsets = grouped ? rows.offsets.to(x.device()).contiguous() : Tensor();
   const auto stream = at::cuda::getCurrentCUDAStream();
-  // kWarps rows a block; up to 8 rows per SM, a row a block with a warp per chunk instead (a decode step).
-  const bool few = N <= 8 * static_cast<int64_t>(at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
   dispatch_type(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_chunks(d, [&](auto chunks) {
@@ -496,16 +494,13 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
         rms_step_forward_grouped_kernel<T, C><<<static_cast<unsigned>(rows.table_rows), 32 * C, 0, stream>>>(
             x.data_ptr<float>(), yp, order.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(), gate, gate_ld, mod, mod_ld,
             weight.data_ptr<float>(), static_cast<float>(eps), sp, rp, h.data_ptr<T>());
-      else if (few)
-        launch_kernel<rms_step_forward_kernel<T, C, C>>(
-            dim3(static_cast<unsigned>(N)), dim3(32 * C), stream, decode_pdl(), x.data_ptr<float>(), yp,
-            tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld, weight.data_ptr<float>(), N,
-            static_cast<float>(eps), sp, rp, h.data_ptr<T>());
       else
-        launch_kernel<rms_step_forward_kernel<T, C, 1>>(
-            dim3(static_cast<unsigned>((N + kWarps - 1) / kWarps)), dim3(32 * kWarps), stream, decode_pdl(),
-            x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld,
-            weight.data_ptr<float>(), N, static_cast<float>(eps), sp, rp, h.data_ptr<T>());
+        split_rows<C, kWarps>(block_per_row(N), N, [&](auto split, dim3 grid, dim3 block) {
+          launch_kernel<rms_step_forward_kernel<T, C, decltype(split)::value>>(
+              grid, block, stream, decode_pdl(), x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr,
+              gate, gate_ld, mod, mod_ld, weight.data_ptr<float>(), N, static_cast<float>(eps), sp, rp,
+              h.data_ptr<T>());
+        });
     });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
