@@ -3,6 +3,7 @@
 // includes, so a CPU (Gloo) group cannot be compiled; WORLD_SIZE > 1 on CPU is refused with a ConfigError.
 #include "harness/train/distributed.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "core/device.h"
@@ -151,9 +152,17 @@ void DataParallel::zero_gradients(const std::vector<torch::Tensor>& params) {
   if (!impl_) return;
   if (!impl_->buckets) {
     Impl* impl = impl_.get();
-    impl_->buckets = std::make_unique<GradientBuckets>(params, impl_->bucket_bytes, [impl](torch::Tensor& flat) {
-      impl->bucket_works.push_back(impl->allreduce_mean_async(flat));
-    });
+    // Rank 0's backward order for every rank's re-cut buckets (one broadcast, at the second step's start).
+    auto agree = [impl](std::vector<int64_t>& order) {
+      torch::Tensor t = torch::tensor(order, torch::kLong).to(impl->device);
+      std::vector<torch::Tensor> v{t};
+      impl->pg->broadcast(v)->wait();
+      const torch::Tensor host = t.cpu();
+      std::copy(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel(), order.begin());
+    };
+    impl_->buckets = std::make_unique<GradientBuckets>(
+        params, impl_->bucket_bytes,
+        [impl](torch::Tensor& flat) { impl->bucket_works.push_back(impl->allreduce_mean_async(flat)); }, agree);
   }
   TORCH_CHECK(impl_->buckets->params().size() == params.size(), "DataParallel::zero_gradients: ", params.size(),
               " parameters, the buckets were made for ", impl_->buckets->params().size());

@@ -46,7 +46,8 @@ class DataParallel {
   // In place: every rank ends with rank 0's values (contiguous tensors on this rank's device).
   void broadcast_from_main(const std::vector<torch::Tensor>& tensors);
   // The gradient mean over ranks, overlapped with the backward (harness/train/grad_buckets.h: buckets of ~bucket_bytes whose
-  // all-reduce starts while the backward still runs). Per optimizer step: zero_gradients (instead of the
+  // all-reduce starts while the backward still runs; from the second step on cut in the order rank 0's first
+  // backward reached the parameters). Per optimizer step: zero_gradients (instead of the
   // optimizer's zero_grad: every .grad set to none; a bucket's gradients are copied into it when it is
   // launched, and each .grad is then its view), the micro-step backwards with
   // sync_next_backward() just before the last one, then finish_gradients. No-ops when inactive.

@@ -21,8 +21,12 @@ struct ReachedHook : torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t bucket_bytes, Launch launch)
-    : params_(std::move(params)), launch_(std::move(launch)) {
+GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t bucket_bytes, Launch launch, Agree agree)
+    : params_(std::move(params)),
+      launch_(std::move(launch)),
+      bucket_bytes_(bucket_bytes),
+      agree_(std::move(agree)),
+      recut_(agree_ ? Recut::kRecording : Recut::kDone) {
   const size_t n = params_.size();
   TORCH_CHECK(n > 0, "GradientBuckets: no parameters");
   for (const auto& p : params_) {
@@ -30,22 +34,39 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t buck
     TORCH_CHECK(p.device() == params_[0].device(), "GradientBuckets: parameters on ", p.device(), " and ",
                 params_[0].device());
   }
-  // Reverse parameter order, one open bucket per dtype; offsets run consecutively per dtype, so each
-  // bucket is one contiguous slice [begin, begin + numel) of its dtype's buffer.
+  std::vector<size_t> reverse(n);
+  for (size_t k = 0; k < n; ++k) reverse[k] = n - 1 - k;
+  cut(reverse);
+  for (size_t k = 0; k < n; ++k) {
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[k]));
+    TORCH_CHECK(accumulators_.back(), "GradientBuckets: parameter ", k, " has no gradient accumulator");
+    hook_keys_.push_back(accumulators_.back()->add_post_hook(std::make_unique<ReachedHook>([this, k] { reached(k); })));
+  }
+  used_.assign(n, false);
+  armed_reached_.assign(n, false);
+  observed_seen_.assign(n, false);
+}
+
+void GradientBuckets::cut(const std::vector<size_t>& order) {
+  // One open bucket per dtype; offsets run consecutively per dtype, so each bucket is one contiguous slice
+  // [begin, begin + numel) of its dtype's buffer.
   struct Span {
     c10::ScalarType dtype;
     int64_t begin = 0, numel = 0, bytes = 0;
   };
+  const size_t n = params_.size();
   std::vector<Span> spans;                  // one per bucket
   std::vector<int64_t> offset(n);           // parameter k's first element in its dtype's buffer
   std::map<c10::ScalarType, int64_t> used;  // elements assigned so far, per dtype
   std::map<c10::ScalarType, size_t> open;   // dtype → its open bucket
+  buckets_.clear();
+  buffers_.clear();
   bucket_of_.assign(n, 0);
-  for (size_t k = n; k-- > 0;) {
+  for (size_t k : order) {
     const torch::Tensor& p = params_[k];
     const c10::ScalarType dtype = p.scalar_type();
     auto it = open.find(dtype);
-    if (it == open.end() || spans[it->second].bytes + int64_t(p.nbytes()) > bucket_bytes) {
+    if (it == open.end() || spans[it->second].bytes + int64_t(p.nbytes()) > bucket_bytes_) {
       buckets_.emplace_back();
       spans.push_back({dtype, used[dtype]});
       open[dtype] = buckets_.size() - 1;
@@ -63,18 +84,29 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, int64_t buck
     buffer[dtype] = torch::zeros({numel}, params_[0].options().dtype(dtype).requires_grad(false));
     buffers_.push_back(buffer[dtype]);
   }
-  views_.resize(n);
+  views_.assign(n, {});
   for (size_t k = 0; k < n; ++k)
     views_[k] = buffer[params_[k].scalar_type()].narrow(0, offset[k], params_[k].numel()).view(params_[k].sizes());
   for (size_t b = 0; b < buckets_.size(); ++b)
     buckets_[b].flat = buffer[spans[b].dtype].narrow(0, spans[b].begin, spans[b].numel);
-  for (size_t k = 0; k < n; ++k) {
-    accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[k]));
-    TORCH_CHECK(accumulators_.back(), "GradientBuckets: parameter ", k, " has no gradient accumulator");
-    hook_keys_.push_back(accumulators_.back()->add_post_hook(std::make_unique<ReachedHook>([this, k] { reached(k); })));
+}
+
+void GradientBuckets::recut_locked() {
+  const size_t n = params_.size();
+  // The first step's order, then the parameters it never reached in reverse parameter order.
+  std::vector<int64_t> order(observed_.begin(), observed_.end());
+  for (size_t k = n; k-- > 0;)
+    if (!observed_seen_[k]) order.push_back(int64_t(k));
+  agree_(order);
+  std::vector<bool> seen(n, false);
+  TORCH_CHECK(order.size() == n, "GradientBuckets: the agreed order has ", order.size(), " entries for ", n,
+              " parameters (do all ranks train the same model?)");
+  for (int64_t k : order) {
+    TORCH_CHECK(k >= 0 && size_t(k) < n && !seen[size_t(k)],
+                "GradientBuckets: the agreed order is not a permutation of ", n, " parameters (entry ", k, ")");
+    seen[size_t(k)] = true;
   }
-  used_.assign(n, false);
-  armed_reached_.assign(n, false);
+  cut(std::vector<size_t>(order.begin(), order.end()));
 }
 
 GradientBuckets::~GradientBuckets() {
@@ -83,7 +115,11 @@ GradientBuckets::~GradientBuckets() {
 
 void GradientBuckets::zero() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& p : params_) p.mutable_grad().reset();
+  for (auto& p : params_) p.mutable_grad().reset();  // before a re-cut: the .grads may be views of its buffers
+  if (recut_ == Recut::kRecorded) {
+    recut_locked();
+    recut_ = Recut::kDone;
+  }
   std::fill(used_.begin(), used_.end(), false);
   std::fill(armed_reached_.begin(), armed_reached_.end(), false);
   for (auto& b : buckets_) b.pending = b.params.size();
@@ -99,6 +135,10 @@ void GradientBuckets::arm() {
 void GradientBuckets::reached(size_t k) {
   std::lock_guard<std::mutex> lock(mu_);
   used_[k] = true;
+  if (recut_ == Recut::kRecording && !observed_seen_[k]) {
+    observed_seen_[k] = true;
+    observed_.push_back(k);
+  }
   if (!armed_ || armed_reached_[k]) return;
   armed_reached_[k] = true;
   if (--buckets_[bucket_of_[k]].pending == 0) launch_completed_locked();
@@ -131,6 +171,7 @@ std::vector<bool> GradientBuckets::flush() {
   std::lock_guard<std::mutex> lock(mu_);
   while (next_ < buckets_.size()) fill_and_launch_locked(buckets_[next_++]);
   armed_ = false;
+  if (recut_ == Recut::kRecording) recut_ = Recut::kRecorded;
   return used_;
 }
 

@@ -1,7 +1,7 @@
 // Implements: tests of harness/train/grad_buckets.h on the CPU, the launch callback standing in for the NCCL
 // all-reduce: bucket layout, gradients as views once filled, accumulation over micro-steps equal to plain
 // autograd, buckets launched from the hooks in order and only in the armed backward, complete when launched,
-// unused parameters zero even after a step that reached them.
+// unused parameters zero even after a step that reached them, buckets re-cut in the backward's (agreed) order.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -88,6 +88,7 @@ TEST(GradientBuckets, AccumulatesLikeAutogradAndLaunchesCompleteBucketsInOrderFr
     for (size_t k = 0; k < 4; ++k)
       EXPECT_TRUE(torch::allclose(net.params[k].grad(), ref.params[k].grad() * 0.5, 1e-6, 1e-6)) << k;
   }
+  EXPECT_FALSE(g.recut()) << "without an agree the buckets keep reverse parameter order";
 }
 
 TEST(GradientBuckets, AnUnreachedParameterGetsZerosAndFlushLaunchesTheRestInOrder) {
@@ -138,6 +139,83 @@ TEST(GradientBuckets, UnarmedStepsLaunchNothingAndTheHooksGoWithTheObject) {
   }
   net.loss(torch::randn({10})).backward();  // no hook left to call into the destroyed object
   EXPECT_EQ(launches, 1);
+}
+
+// a scales the product late in the forward, so the backward reaches it before b: reverse parameter order
+// (b, a) puts it behind b, the backward's order (a, b) first.
+struct LateNet {
+  std::vector<torch::Tensor> params;
+  LateNet() {
+    torch::manual_seed(5);
+    for (int i = 0; i < 2; ++i) params.push_back(torch::randn({10}, torch::requires_grad()));
+  }
+  torch::Tensor loss(const torch::Tensor& x) const { return ((params[1] * x).tanh() * params[0]).sum(); }
+};
+
+TEST(GradientBuckets, WithAnAgreeTheSecondStepCutsTheBucketsInTheBackwardsOrder) {
+  LateNet net, ref;
+  const auto x = torch::randn({10});
+  ref.loss(x).backward();
+  std::vector<std::vector<int64_t>> agreed;  // every order agree was called with
+  std::vector<bool> b_reached_at_launch;
+  GradientBuckets g(
+      net.params, /*bucket_bytes=*/4,
+      [&](torch::Tensor& flat) {
+        b_reached_at_launch.push_back(net.params[1].grad().defined());
+        flat.mul_(0.5);
+      },
+      [&](std::vector<int64_t>& order) { agreed.push_back(order); });
+  ASSERT_EQ(g.bucket_params(0), (std::vector<size_t>{1}));  // reverse order until the first step is seen
+  for (int step = 0; step < 3; ++step) {
+    g.zero();
+    EXPECT_EQ(g.recut(), step > 0) << step;
+    g.arm();
+    b_reached_at_launch.clear();
+    net.loss(x).backward();
+    g.flush();
+    for (size_t k = 0; k < 2; ++k)
+      EXPECT_TRUE(torch::allclose(net.params[k].grad(), ref.params[k].grad() * 0.5, 1e-6, 1e-6)) << step << " " << k;
+    ASSERT_EQ(b_reached_at_launch.size(), 2u);
+    // Step 1 waits for b before a's bucket may go; re-cut, a's bucket goes while the backward has yet to reach b.
+    EXPECT_EQ(b_reached_at_launch[0], step == 0) << step;
+  }
+  ASSERT_EQ(agreed.size(), 1u) << "agreed once, at the second zero()";
+  EXPECT_EQ(agreed[0], (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(g.bucket_params(0), (std::vector<size_t>{0}));
+  EXPECT_EQ(g.bucket_params(1), (std::vector<size_t>{1}));
+}
+
+TEST(GradientBuckets, TheAgreedOrderIsTheOneCutAndUnreachedParametersComeLast) {
+  // Rank 0 reached c (2) first, this rank never: every rank cuts rank 0's order.
+  Net net(6);
+  GradientBuckets g(
+      net.params, 100 * 4, [](torch::Tensor&) {},
+      [](std::vector<int64_t>& order) {
+        EXPECT_EQ(order.back(), 2) << "c, never reached in the first step, comes last";
+        order = {2, 0, 1, 3};
+      });
+  g.zero();
+  net.loss(torch::randn({10}), /*skip_c=*/true).backward();
+  g.flush();
+  g.zero();
+  // Cut in that order within the cap of 100 floats: c (20) + a (10), then b (1000), then d (300).
+  ASSERT_EQ(g.bucket_count(), 3u);
+  EXPECT_EQ(g.bucket_params(0), (std::vector<size_t>{2, 0}));
+  EXPECT_EQ(g.bucket_params(1), (std::vector<size_t>{1}));
+  EXPECT_EQ(g.bucket_params(2), (std::vector<size_t>{3}));
+  // An order that is no permutation (ranks with different models) is refused, naming it.
+  Net other(7);
+  GradientBuckets bad(
+      other.params, 100 * 4, [](torch::Tensor&) {}, [](std::vector<int64_t>& order) { order[0] = order[1]; });
+  bad.zero();
+  other.loss(torch::randn({10})).backward();
+  bad.flush();
+  try {
+    bad.zero();
+    ADD_FAILURE() << "a repeated entry was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a permutation of 4 parameters"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
