@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -491,6 +492,13 @@ void BM_DecodeLinear(benchmark::State& state) {
   const torch::Device dev(torch::kCUDA, 0);
   const int64_t rows = state.range(0), N = state.range(1), K = state.range(2);
   const bool kernel = state.range(3) != 0;
+  // col_tiles, k_split: a tile of the kernel's (decode_linear.h), 0: the one decode_linear_tile chooses
+  std::optional<common::DecodeLinearTile> tile;
+  if (state.range(4) != 0) tile = common::DecodeLinearTile{int(state.range(4)), int(state.range(5))};
+  if (tile && (!kernel || !common::decode_linear_tile_fits(*tile, N))) {
+    state.SkipWithError("this tile does not divide N (or is asked of cuBLAS)");
+    return;
+  }
   constexpr int kCalls = 10;
   torch::NoGradGuard no_grad;
   const common::DecodeWeightsScope constant_weights;  // as in a sampler: PDL, the weights loaded early
@@ -504,20 +512,28 @@ void BM_DecodeLinear(benchmark::State& state) {
   torch::Tensor y;
   const auto calls = [&] {
     for (int i = 0; i < kCalls; ++i)
-      y = kernel ? common::decode_linear(x, w, b, common::DecodeActivation::none)
+      y = kernel ? common::decode_linear(x, w, b, common::DecodeActivation::none, tile)
                  : common::decode_linear_reference(x, w, b, common::DecodeActivation::none);
   };
   time_captured_calls(state, dev, calls, kCalls, "per_call");
   state.counters["weight_B/s"] =
       benchmark::Counter(double(kCalls) * double(N * K * 2), benchmark::Counter::kIsIterationInvariantRate);
 }
-// GPT-2 small's c_attn, attention c_proj, c_fc and MLP c_proj at a decode step of 32 rows, and 8 rows.
+// GPT-2 small's c_attn, attention c_proj, c_fc and MLP c_proj at a decode step of 32 rows, and 8 rows, with
+// the chosen tile; then every tile at 32 rows (the sweep decode_linear_tile was chosen from).
 BENCHMARK(BM_DecodeLinear)
-    ->ArgNames({"rows", "N", "K", "kernel"})
-    ->ArgsProduct({{32}, {2304}, {768}, {0, 1}})
-    ->ArgsProduct({{32}, {768}, {768}, {0, 1}})
-    ->ArgsProduct({{32}, {3072}, {768}, {0, 1}})
-    ->ArgsProduct({{32, 8}, {768}, {3072}, {0, 1}})
+    ->ArgNames({"rows", "N", "K", "kernel", "col_tiles", "k_split"})
+    ->ArgsProduct({{32}, {2304}, {768}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{32}, {768}, {768}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{32}, {3072}, {768}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{32, 8}, {768}, {3072}, {0, 1}, {0}, {0}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeLinear)
+    ->Name("BM_DecodeLinearTiles")
+    ->ArgNames({"rows", "N", "K", "kernel", "col_tiles", "k_split"})
+    ->ArgsProduct({{32}, {2304, 3072}, {768}, {1}, {1, 2, 4}, {1, 2, 4, 8}})
+    ->ArgsProduct({{32}, {768}, {768, 3072}, {1}, {1, 2, 4}, {1, 2, 4, 8}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

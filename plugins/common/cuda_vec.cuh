@@ -81,9 +81,11 @@ __device__ __forceinline__ void let_dependents_launch() {
 // `dependent` and the code that runs has the wait: compiled from sm_90 PTX or later (a build for older
 // architectures, JIT-compiled on a Hopper, has none, and launched early it would read its inputs too soon).
 // A dependent's blocks start once every block of the kernel before has let them (let_dependents_launch) or
-// ended, so they never take the place of one of its blocks.
+// ended, so they never take the place of one of its blocks. `cluster` > 1: thread-block clusters of that many
+// consecutive blocks along x (sm_90; grid.x a multiple of it).
 template <auto Kernel, typename... Args>
-void launch_kernel(dim3 grid, dim3 block, cudaStream_t stream, bool dependent, const Args&... args) {
+void launch_cluster_kernel(dim3 grid, dim3 block, unsigned cluster, cudaStream_t stream, bool dependent,
+                           const Args&... args) {
   static const bool has_wait = [] {
     cudaFuncAttributes a{};
     if (cudaFuncGetAttributes(&a, Kernel) == cudaSuccess) return a.ptxVersion >= 90;
@@ -94,12 +96,23 @@ void launch_kernel(dim3 grid, dim3 block, cudaStream_t stream, bool dependent, c
   config.gridDim = grid;
   config.blockDim = block;
   config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attrs[2];
+  int n = 0;
+  if (dependent && has_wait) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n++].val.clusterDim = {cluster, 1, 1};
+  }
   config.attrs = attrs;
-  config.numAttrs = dependent && has_wait ? 1 : 0;
+  config.numAttrs = n;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, Kernel, args...));
+}
+template <auto Kernel, typename... Args>
+void launch_kernel(dim3 grid, dim3 block, cudaStream_t stream, bool dependent, const Args&... args) {
+  launch_cluster_kernel<Kernel>(grid, block, 1u, stream, dependent, args...);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -29,6 +29,24 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
           (b.scalar_type() == bf16 && b.dim() == 1 && b.size(0) == N && b.is_contiguous() && b.device() == x.device()));
 }
 
+DecodeLinearTile decode_linear_tile(int64_t R, int64_t N, int64_t K, int64_t sms) {
+  (void)R;  // 1 to 32 rows take the same tiles (measured at 32: docs/results/perf/)
+  const int64_t chunks = K / 32;
+  // Up to 3 chunks of 32 K a warp (24 a block of 8 warps): one block takes all of K, 2 column tiles while
+  // that still gives every SM a block. Longer K: split over a cluster of S blocks (≤ 3 chunks a warp again),
+  // 4 column tiles a block so that fewer tiles read x; a cluster's add costs more than it saves below that.
+  if (chunks <= 24 || N % 32 != 0) return {N % 16 == 0 && N / 16 >= sms ? 2 : 1, 1};
+  int s = 2;
+  while (s < 8 && chunks > 24 * s) s *= 2;
+  return {4, s};
+}
+
+bool decode_linear_tile_fits(const DecodeLinearTile& tile, int64_t N) {
+  const bool nt_ok = tile.col_tiles == 1 || tile.col_tiles == 2 || tile.col_tiles == 4;
+  const bool s_ok = tile.k_split == 1 || tile.k_split == 2 || tile.k_split == 4 || tile.k_split == 8;
+  return nt_ok && s_ok && N % (8 * tile.col_tiles) == 0;
+}
+
 torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                       DecodeActivation act) {
   auto y = torch::nn::functional::linear(x, w, b);  // (R, N)
@@ -44,9 +62,12 @@ torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tenso
 }
 
 torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                            DecodeActivation act) {
+                            DecodeActivation act, std::optional<DecodeLinearTile> tile) {
+  TORCH_CHECK(!tile || decode_linear_tile_fits(*tile, w.size(0)), "decode_linear: no kernel for ", tile->col_tiles,
+              " column tiles and a ", tile->k_split, "-way K split at N = ", w.size(0),
+              " (column tiles 1, 2 or 4 dividing N / 8; split 1, 2, 4 or 8)");
 #ifdef AOBENCH_FUSED_CUDA
-  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act, decode_pdl());
+  if (decode_linear_supports(x, w, b)) return decode_linear_cuda(x, w, b, act, decode_pdl(), tile);
 #endif
   return decode_linear_reference(x, w, b, act);
 }

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "plugins/common/decode_scope.h"
 
 namespace aobench::common {
@@ -16,13 +18,26 @@ enum class DecodeActivation { none, gelu, gelu_tanh };
 // The most rows the kernel takes: a decode step of up to 32 sequences.
 inline constexpr int64_t kDecodeLinearMaxRows = 32;
 
+// How the kernel splits the work: 8·col_tiles output columns a block (1, 2 or 4 tiles dividing N / 8) and K in
+// k_split shares (1, 2, 4 or 8), one block each of a thread-block cluster that adds them.
+struct DecodeLinearTile {
+  int col_tiles = 1;
+  int k_split = 1;
+  bool operator==(const DecodeLinearTile& o) const { return col_tiles == o.col_tiles && k_split == o.k_split; }
+};
+// The tile decode_linear launches for R rows of (N, K) on a GPU of `sms` SMs.
+DecodeLinearTile decode_linear_tile(int64_t R, int64_t N, int64_t K, int64_t sms);
+// Whether the kernel has `tile` and it divides N.
+bool decode_linear_tile_fits(const DecodeLinearTile& tile, int64_t N);
+
 // x (R, K), w (N, K), b (N) or undefined → (R, N) as addmm in x's dtype (fp32 accumulation, the bias added
 // before the one rounding), then act(y) in fp32 rounded again: torch::gelu of the linear's output.
 torch::Tensor decode_linear_reference(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                       DecodeActivation act);
-// The same, on CUDA through the kernel when decode_linear_supports(x, w, b), else the reference.
+// The same, on CUDA through the kernel when decode_linear_supports(x, w, b), else the reference; `tile` (tests
+// and benchmarks) replaces decode_linear_tile's choice and must fit N.
 torch::Tensor decode_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                            DecodeActivation act);
+                            DecodeActivation act, std::optional<DecodeLinearTile> tile = std::nullopt);
 // Whether the kernel is built and not switched off (AOBENCH_DECODE_GEMM=0); tests switch it.
 bool decode_linear_enabled();
 void set_decode_linear_enabled(bool on);
@@ -33,8 +48,9 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
 
 // CUDA entry point (decode_linear_cuda.cu, built with CUDA only) for inputs decode_linear_supports has taken
 // (decode_linear checks; it does not check again); `early_weights`: launch as a programmatic
-// dependent that loads the weights before waiting (decode_pdl(), decode_scope.h).
+// dependent that loads the weights before waiting (decode_pdl(), decode_scope.h), with `tile` (one that fits) or
+// decode_linear_tile's for this GPU.
 torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                                 DecodeActivation act, bool early_weights);
+                                 DecodeActivation act, bool early_weights, std::optional<DecodeLinearTile> tile);
 
 }  // namespace aobench::common

@@ -1,7 +1,8 @@
 // Implements: tests of decode_linear (plugins/common/decode_linear.h) and linear2d_gelu (linear.h): on the CPU the
 // reference is the linear then torch::gelu, and what the kernel refuses; on the GPU the kernel against the exact
 // float64 product (within bf16 rounding) and against cuBLAS's addmm (within one bf16 step), for 1 to 32 rows, the
-// GPT-2 small shapes and odd ones, with and without bias, each activation, both column widths a block takes, more
+// GPT-2 small shapes and odd ones, with and without bias, each activation, the tile decode_linear_tile chooses and
+// every other tile that fits (1, 2 or 4 column tiles a block, K split over 1 to 8 blocks of a cluster), more
 // chunks than one batch of loads, launched as a programmatic dependent (DecodeWeightsScope) right after the kernel
 // that writes x and not; the fused GELU against torch::gelu of the kernel's own linear; the same bits every launch
 // and inside a CUDA graph.
@@ -67,6 +68,37 @@ struct Shape {
   int64_t N, K;
 };
 
+// Every tile the kernel has, for N.
+std::vector<DecodeLinearTile> tiles_for(int64_t N) {
+  std::vector<DecodeLinearTile> out;
+  for (int nt : {1, 2, 4})
+    for (int s : {1, 2, 4, 8})
+      if (decode_linear_tile_fits({nt, s}, N)) out.push_back({nt, s});
+  return out;
+}
+
+TEST(DecodeLinear, TileChoiceFitsAndABadTileIsRefused) {
+  // decode_linear_tile's choice fits every shape the kernel takes, on GPUs of 1 to 144 SMs
+  for (int64_t sms : {1, 16, 78, 114, 132, 144})
+    for (int64_t R : {1, 8, 32})
+      for (const Shape s : {Shape{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {8, 32}, {24, 96}, {4104, 224}}) {
+        const auto t = decode_linear_tile(R, s.N, s.K, sms);
+        EXPECT_TRUE(decode_linear_tile_fits(t, s.N)) << "N=" << s.N << " K=" << s.K << " sms=" << sms;
+      }
+  EXPECT_EQ(tiles_for(768).size(), 12u);
+  EXPECT_EQ(tiles_for(24).size(), 4u);  // one column tile only (24 / 8 = 3)
+  EXPECT_FALSE(decode_linear_tile_fits({4, 1}, 16));
+  EXPECT_FALSE(decode_linear_tile_fits({3, 1}, 768));
+  EXPECT_FALSE(decode_linear_tile_fits({1, 16}, 768));
+  const auto x = torch::randn({4, 32}, torch::kBFloat16), w = torch::randn({24, 32}, torch::kBFloat16);
+  try {
+    decode_linear(x, w, {}, DecodeActivation::none, DecodeLinearTile{2, 1});
+    ADD_FAILURE() << "a tile that does not divide N was taken";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("2 column tiles"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DecodeLinear, CudaKernelMatchesTheExactProductAndCublas) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   if (!decode_linear_enabled()) GTEST_SKIP() << "built without the CUDA kernels, or AOBENCH_DECODE_GEMM=0";
@@ -89,35 +121,42 @@ TEST(DecodeLinear, CudaKernelMatchesTheExactProductAndCublas) {
           const auto w = (torch::randn({s.N, s.K}, o.dtype(torch::kFloat)) / std::sqrt(double(s.K))).to(o);
           const auto b = bias ? torch::randn({s.N}, o) * 0.5 : Tensor();
           ASSERT_TRUE(decode_linear_supports(x, w, b));
-          const auto y = decode_linear(x, w, b, act);  // launched in stream order
-          {
-            // as a programmatic dependent, right after the kernel that writes its input (the clone): the same bits
-            const DecodeWeightsScope constant_weights;
-            const auto x_new = x.clone();
-            EXPECT_TRUE(torch::equal(decode_linear(x_new, w, b, act), y));
+          // decode_linear_tile's choice, then every tile the kernel has for N
+          std::vector<std::optional<DecodeLinearTile>> tiles{std::nullopt};
+          for (const auto& t : tiles_for(s.N)) tiles.emplace_back(t);
+          for (const auto& tile : tiles) {
+            SCOPED_TRACE(tile ? ::testing::Message() << "tile " << tile->col_tiles << "x" << tile->k_split
+                              : ::testing::Message() << "chosen tile");
+            const auto y = decode_linear(x, w, b, act, tile);  // launched in stream order
+            {
+              // as a programmatic dependent, right after the kernel that writes its input (the clone): the same bits
+              const DecodeWeightsScope constant_weights;
+              const auto x_new = x.clone();
+              EXPECT_TRUE(torch::equal(decode_linear(x_new, w, b, act, tile), y));
+            }
+            ASSERT_EQ(y.sizes(), (std::vector<int64_t>{R, s.N}));
+            ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+            // the exact linear in float64, rounded once to bf16 as addmm does, then the activation of the
+            // rounded value, rounded again (torch::gelu of a bf16 tensor)
+            auto exact = torch::mm(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
+            if (bias) exact = exact + b.to(torch::kFloat64);
+            const auto pre = exact.to(torch::kBFloat16);
+            auto want = act == DecodeActivation::none
+                            ? pre.to(torch::kFloat)
+                            : torch::gelu(pre, act == DecodeActivation::gelu_tanh ? "tanh" : "none").to(torch::kFloat);
+            // fp32 accumulation in another order can move a value across a bf16 rounding boundary: one step of
+            // the linear (2⁻⁷ relative at most) times the GELU's slope (< 1.13), plus one step of the GELU's own
+            // rounding.
+            const auto yf = y.to(torch::kFloat), err = (yf - want).abs();
+            const auto bound = exact.abs().to(torch::kFloat) * (1.13 / 128) + want.abs() * (1.0 / 128) + 1e-3;
+            EXPECT_TRUE((err <= bound).all().item<bool>()) << "max error " << err.max().item<double>();
+            // and the same against cuBLAS (the path it replaces)
+            const auto ref = decode_linear_reference(x, w, b, act).to(torch::kFloat);
+            EXPECT_TRUE(((yf - ref).abs() <= bound).all().item<bool>())
+                << "max difference from cuBLAS " << (yf - ref).abs().max().item<double>();
+            // most values round exactly as the float64 product does
+            EXPECT_GE((err == 0).to(torch::kFloat).mean().item<double>(), 0.95);
           }
-          ASSERT_EQ(y.sizes(), (std::vector<int64_t>{R, s.N}));
-          ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
-          // the exact linear in float64, rounded once to bf16 as addmm does, then the activation of the
-          // rounded value, rounded again (torch::gelu of a bf16 tensor)
-          auto exact = torch::mm(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
-          if (bias) exact = exact + b.to(torch::kFloat64);
-          const auto pre = exact.to(torch::kBFloat16);
-          auto want = act == DecodeActivation::none
-                          ? pre.to(torch::kFloat)
-                          : torch::gelu(pre, act == DecodeActivation::gelu_tanh ? "tanh" : "none").to(torch::kFloat);
-          // fp32 accumulation in another order can move a value across a bf16 rounding boundary: one step of
-          // the linear (2⁻⁷ relative at most) times the GELU's slope (< 1.13), plus one step of the GELU's own
-          // rounding.
-          const auto yf = y.to(torch::kFloat), err = (yf - want).abs();
-          const auto bound = exact.abs().to(torch::kFloat) * (1.13 / 128) + want.abs() * (1.0 / 128) + 1e-3;
-          EXPECT_TRUE((err <= bound).all().item<bool>()) << "max error " << err.max().item<double>();
-          // and the same against cuBLAS (the path it replaces)
-          const auto ref = decode_linear_reference(x, w, b, act).to(torch::kFloat);
-          EXPECT_TRUE(((yf - ref).abs() <= bound).all().item<bool>())
-              << "max difference from cuBLAS " << (yf - ref).abs().max().item<double>();
-          // most values round exactly as the float64 product does
-          EXPECT_GE((err == 0).to(torch::kFloat).mean().item<double>(), 0.95);
         }
 }
 
@@ -147,6 +186,10 @@ TEST(DecodeLinear, CudaKernelGivesTheSameBitsEveryLaunchAndInAGraph) {
   const auto x = torch::randn({32, 3072}, o), w = torch::randn({768, 3072}, o) * 0.02, b = torch::randn({768}, o);
   const auto first = decode_linear(x, w, b, DecodeActivation::none);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(decode_linear(x, w, b, DecodeActivation::none), first));
+  for (const auto& tile : tiles_for(768)) {  // a split's blocks add in a fixed order too
+    const auto y = decode_linear(x, w, b, DecodeActivation::none, tile);
+    EXPECT_TRUE(torch::equal(decode_linear(x, w, b, DecodeActivation::none, tile), y)) << tile.k_split;
+  }
   if (!cuda_graphs_usable(x.device())) GTEST_SKIP() << "CUDA graphs switched off";
   const DecodeWeightsScope constant_weights;  // a sampler's step: programmatic edges inside the graph
   auto xs = x.clone();
