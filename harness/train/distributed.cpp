@@ -82,6 +82,7 @@ struct DataParallel::Impl {
   int64_t gathers = 0;  // numbers the store keys of successive gather_to_main calls
   int64_t bucket_bytes = 0;
   std::unique_ptr<GradientBuckets> buckets;                  // made at the first zero_gradients
+  std::vector<int64_t> resumed_order;                        // a checkpoint's bucket order, for those buckets
   std::vector<c10::intrusive_ptr<c10d::Work>> bucket_works;  // this step's bucket all-reduces, in launch order
 
   void allreduce_sum(torch::Tensor& t) {
@@ -113,7 +114,7 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device device, int64_t buc
   TORCH_CHECK(device.is_cuda() && device.index() == env.local_rank,
               "DataParallel: device must be cuda:LOCAL_RANK, got ", device);
   c10::cuda::set_device(device.index());
-  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0, bucket_bytes, nullptr, {}});
+  impl_ = std::make_unique<Impl>(Impl{nullptr, nullptr, device, env.rank, env.world, 0, bucket_bytes, nullptr, {}, {}});
   c10d::TCPStoreOptions opts;
   opts.port = uint16_t(env.master_port);
   opts.isServer = env.rank == 0 && !env.agent_store;  // torchrun's agent may already serve MASTER_PORT
@@ -163,6 +164,7 @@ void DataParallel::zero_gradients(const std::vector<torch::Tensor>& params) {
     impl_->buckets = std::make_unique<GradientBuckets>(
         params, impl_->bucket_bytes,
         [impl](torch::Tensor& flat) { impl->bucket_works.push_back(impl->allreduce_mean_async(flat)); }, agree);
+    if (!impl_->resumed_order.empty()) impl_->buckets->resume(impl_->resumed_order);
   }
   TORCH_CHECK(impl_->buckets->params().size() == params.size(), "DataParallel::zero_gradients: ", params.size(),
               " parameters, the buckets were made for ", impl_->buckets->params().size());
@@ -172,6 +174,16 @@ void DataParallel::zero_gradients(const std::vector<torch::Tensor>& params) {
 
 void DataParallel::sync_next_backward() {
   if (impl_ && impl_->buckets) impl_->buckets->arm();
+}
+
+std::vector<int64_t> DataParallel::bucket_order() {
+  return impl_ && impl_->buckets ? impl_->buckets->agreed_order() : std::vector<int64_t>{};
+}
+
+void DataParallel::resume_bucket_order(std::vector<int64_t> order) {
+  if (!impl_) return;
+  TORCH_CHECK(!impl_->buckets, "DataParallel::resume_bucket_order after the first zero_gradients");
+  impl_->resumed_order = std::move(order);
 }
 
 std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars) {
@@ -246,6 +258,8 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device, int64_t) : world_(
 DataParallel::~DataParallel() = default;
 void DataParallel::broadcast_from_main(const std::vector<torch::Tensor>&) {}
 void DataParallel::zero_gradients(const std::vector<torch::Tensor>&) {}
+std::vector<int64_t> DataParallel::bucket_order() { return {}; }
+void DataParallel::resume_bucket_order(std::vector<int64_t>) {}
 void DataParallel::sync_next_backward() {}
 torch::Tensor DataParallel::finish_gradients_on_device(const torch::Tensor& loss) { return loss; }
 std::vector<double> DataParallel::finish_gradients(const torch::Tensor& scalars) { return host_values(scalars); }

@@ -53,6 +53,12 @@ class DataParallel {
   // sync_next_backward() just before the last one, then finish_gradients. No-ops when inactive.
   void zero_gradients(const std::vector<torch::Tensor>& params);
   void sync_next_backward();
+  // The buckets' agreed order for a checkpoint (GradientBuckets::agreed_order; collective), and a resumed run's
+  // order from one, applied when the buckets are made, so a resumed run sums its gradients in the same buckets
+  // as the uninterrupted run (with 3 or more ranks the bucket layout changes the bits of the mean). Empty /
+  // no-ops when inactive.
+  std::vector<int64_t> bucket_order();
+  void resume_bucket_order(std::vector<int64_t> order);
   // Waits (on the stream, not the host) for the bucket all-reduces, then returns the rank mean of `scalars`
   // (a float 1-D tensor on this rank's device: the loss and logged metrics) in one more all-reduce, which
   // also tells which parameters no rank's backward reached: those gradients are set undefined (the

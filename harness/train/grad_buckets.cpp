@@ -61,6 +61,7 @@ void GradientBuckets::cut(const std::vector<size_t>& order) {
   std::map<c10::ScalarType, size_t> open;   // dtype → its open bucket
   buckets_.clear();
   buffers_.clear();
+  views_.clear();  // the old buffers are freed before the new ones are made
   bucket_of_.assign(n, 0);
   for (size_t k : order) {
     const torch::Tensor& p = params_[k];
@@ -91,6 +92,18 @@ void GradientBuckets::cut(const std::vector<size_t>& order) {
     buckets_[b].flat = buffer[spans[b].dtype].narrow(0, spans[b].begin, spans[b].numel);
 }
 
+void GradientBuckets::check_permutation(const std::vector<int64_t>& order, const char* what) const {
+  const size_t n = params_.size();
+  TORCH_CHECK(order.size() == n, "GradientBuckets: the ", what, " order has ", order.size(), " entries for ", n,
+              " parameters (do all ranks train the same model?)");
+  std::vector<bool> seen(n, false);
+  for (int64_t k : order) {
+    TORCH_CHECK(k >= 0 && size_t(k) < n && !seen[size_t(k)], "GradientBuckets: the ", what,
+                " order is not a permutation of ", n, " parameters (entry ", k, ")");
+    seen[size_t(k)] = true;
+  }
+}
+
 void GradientBuckets::recut_locked() {
   const size_t n = params_.size();
   // The first step's order, then the parameters it never reached in reverse parameter order.
@@ -98,15 +111,29 @@ void GradientBuckets::recut_locked() {
   for (size_t k = n; k-- > 0;)
     if (!observed_seen_[k]) order.push_back(int64_t(k));
   agree_(order);
-  std::vector<bool> seen(n, false);
-  TORCH_CHECK(order.size() == n, "GradientBuckets: the agreed order has ", order.size(), " entries for ", n,
-              " parameters (do all ranks train the same model?)");
-  for (int64_t k : order) {
-    TORCH_CHECK(k >= 0 && size_t(k) < n && !seen[size_t(k)],
-                "GradientBuckets: the agreed order is not a permutation of ", n, " parameters (entry ", k, ")");
-    seen[size_t(k)] = true;
-  }
+  check_permutation(order, "agreed");
   cut(std::vector<size_t>(order.begin(), order.end()));
+  agreed_ = std::move(order);
+  recut_ = Recut::kDone;
+}
+
+std::vector<int64_t> GradientBuckets::agreed_order() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!agree_) return {};
+  if (recut_ == Recut::kRecorded) {
+    for (auto& p : params_) p.mutable_grad().reset();  // views of the buffers the re-cut replaces
+    recut_locked();
+  }
+  return agreed_;
+}
+
+void GradientBuckets::resume(const std::vector<int64_t>& order) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TORCH_CHECK(!zeroed_, "GradientBuckets::resume after the first zero()");
+  check_permutation(order, "resumed");
+  cut(std::vector<size_t>(order.begin(), order.end()));
+  agreed_ = order;
+  recut_ = Recut::kDone;
 }
 
 GradientBuckets::~GradientBuckets() {
@@ -116,10 +143,8 @@ GradientBuckets::~GradientBuckets() {
 void GradientBuckets::zero() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& p : params_) p.mutable_grad().reset();  // before a re-cut: the .grads may be views of its buffers
-  if (recut_ == Recut::kRecorded) {
-    recut_locked();
-    recut_ = Recut::kDone;
-  }
+  zeroed_ = true;
+  if (recut_ == Recut::kRecorded) recut_locked();
   std::fill(used_.begin(), used_.end(), false);
   std::fill(armed_reached_.begin(), armed_reached_.end(), false);
   for (auto& b : buckets_) b.pending = b.params.size();

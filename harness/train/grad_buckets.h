@@ -60,6 +60,12 @@ class GradientBuckets {
   const std::vector<size_t>& bucket_params(size_t b) const { return buckets_[b].params; }
   // Whether the buckets were re-cut in the backward's order (false while they keep reverse parameter order).
   bool recut() const { return agree_ && recut_ == Recut::kDone; }
+  // The agreed order the buckets are cut in, for a checkpoint: agreed now (agree is called, on every rank) when
+  // the first step's order is recorded but not yet agreed; empty before that or without an agree.
+  std::vector<int64_t> agreed_order();
+  // A resumed run: cut the buckets in `order` (a checkpoint's agreed_order) now, as the uninterrupted run had
+  // them, and never re-cut; only before the first zero(). Refuses an order that is not a permutation.
+  void resume(const std::vector<int64_t>& order);
 
  private:
   struct Bucket {
@@ -72,7 +78,8 @@ class GradientBuckets {
   void fill_and_launch_locked(Bucket& b);
   // Buckets, buffers and views for parameters in `order` (a permutation of 0 … n − 1), ~bucket_bytes each.
   void cut(const std::vector<size_t>& order);
-  void recut_locked();  // the first step's order, agreed, then cut(); in zero()
+  void recut_locked();  // the first step's order, agreed, then cut(); in zero() or agreed_order()
+  void check_permutation(const std::vector<int64_t>& order, const char* what) const;
 
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> views_;    // (param shape) view of a buffer: params_[k].grad() once filled
@@ -93,6 +100,8 @@ class GradientBuckets {
   enum class Recut { kRecording, kRecorded, kDone } recut_;
   std::vector<size_t> observed_;
   std::vector<bool> observed_seen_;
+  std::vector<int64_t> agreed_;  // the order cut once re-cut or resumed
+  bool zeroed_ = false;          // zero() has run
 };
 
 }  // namespace aobench

@@ -387,6 +387,9 @@ void Trainer::resume_from_checkpoint(bool allow_config_changes) {
     std::cout << "note: checkpoint has no RNG state for " << dist_.world << " ranks; ranks > 0 draw fresh streams\n";
   const auto& rng = per_rank ? st.at("rng_ranks").at(size_t(dist_.rank)) : st.at("rng");
   if (per_rank || main_rank_) restore_rng_state(rng, *sampler_, gen_, device_);
+  // The uninterrupted run's gradient buckets (DataParallel::bucket_order); older checkpoints re-cut as at a start.
+  if (dp_.active() && st.contains("ddp_bucket_order"))
+    dp_.resume_bucket_order(st.at("ddp_bucket_order").get<std::vector<int64_t>>());
   dp_.broadcast_from_main(module_tensors(net()));
   if (st.contains("extra_state")) model_->load_extra_state(st["extra_state"]);
   if (step_ >= hp_.max_iters) {  // nothing to train: the checkpoint, config and metrics stay as they are
@@ -462,6 +465,7 @@ ValLoss Trainer::validate() {
 std::string Trainer::checkpoint(double elapsed) {
   const nlohmann::json rng = step_runner_->rng_state();
   const std::vector<std::string> rank_rngs = dp_.active() ? dp_.gather_to_main(rng.dump()) : std::vector<std::string>{};
+  const std::vector<int64_t> bucket_order = dp_.bucket_order();  // collective
   if (!main_rank_) return "";
   CheckpointData data;
   data.model = module_state(net());
@@ -481,6 +485,7 @@ std::string Trainer::checkpoint(double elapsed) {
   if (dp_.active()) {
     data.state["world_size"] = dist_.world;
     for (const auto& r : rank_rngs) data.state["rng_ranks"].push_back(nlohmann::json::parse(r));
+    if (!bucket_order.empty()) data.state["ddp_bucket_order"] = bucket_order;
   }
   const std::string dir = save_checkpoint(run_->path(), step_, std::move(data), hp_.keep_checkpoints);
   // results.json: the run's record (paradigm, params, tokens, FLOPs), so reports need no plugin.

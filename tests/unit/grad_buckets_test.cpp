@@ -1,7 +1,8 @@
 // Implements: tests of harness/train/grad_buckets.h on the CPU, the launch callback standing in for the NCCL
 // all-reduce: bucket layout, gradients as views once filled, accumulation over micro-steps equal to plain
 // autograd, buckets launched from the hooks in order and only in the armed backward, complete when launched,
-// unused parameters zero even after a step that reached them, buckets re-cut in the backward's (agreed) order.
+// unused parameters zero even after a step that reached them, buckets re-cut in the backward's (agreed) order,
+// and a resumed run's buckets cut in its checkpoint's order.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -216,6 +217,54 @@ TEST(GradientBuckets, TheAgreedOrderIsTheOneCutAndUnreachedParametersComeLast) {
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a permutation of 4 parameters"), std::string::npos) << e.what();
   }
+}
+
+TEST(GradientBuckets, AResumedRunCutsTheCheckpointsOrderAndACheckpointAgreesEarly) {
+  // A checkpoint after the first step (recorded, not yet agreed) agrees there; zero() then cuts nothing again.
+  Net net(8);
+  int agrees = 0;
+  GradientBuckets g(
+      net.params, 100 * 4, [](torch::Tensor&) {},
+      [&](std::vector<int64_t>& order) {
+        ++agrees;
+        order = {2, 0, 1, 3};
+      });
+  EXPECT_TRUE(g.agreed_order().empty()) << "nothing recorded before the first step";
+  g.zero();
+  net.loss(torch::randn({10})).backward();
+  g.flush();
+  EXPECT_EQ(g.agreed_order(), (std::vector<int64_t>{2, 0, 1, 3}));
+  EXPECT_TRUE(g.recut());
+  g.zero();
+  EXPECT_EQ(agrees, 1);
+  EXPECT_EQ(g.agreed_order(), (std::vector<int64_t>{2, 0, 1, 3}));
+  // The resumed run's buckets: that order from the start, the same buckets, and agree never called.
+  Net resumed(8);
+  GradientBuckets r(
+      resumed.params, 100 * 4, [](torch::Tensor&) {}, [](std::vector<int64_t>&) { ADD_FAILURE() << "agreed again"; });
+  r.resume(g.agreed_order());
+  ASSERT_EQ(r.bucket_count(), g.bucket_count());
+  for (size_t b = 0; b < r.bucket_count(); ++b) EXPECT_EQ(r.bucket_params(b), g.bucket_params(b)) << b;
+  for (int step = 0; step < 2; ++step) {
+    r.zero();
+    resumed.loss(torch::randn({10})).backward();
+    r.flush();
+  }
+  EXPECT_TRUE(r.recut());
+  EXPECT_EQ(r.bucket_params(0), (std::vector<size_t>{2, 0}));
+  // A damaged order is refused, and resume comes before the first zero().
+  Net other(9);
+  GradientBuckets o(
+      other.params, 100 * 4, [](torch::Tensor&) {}, [](std::vector<int64_t>&) {});
+  EXPECT_THROW(o.resume({0, 1, 2}), c10::Error);
+  try {
+    o.resume({0, 1, 2, 2});
+    ADD_FAILURE() << "a repeated entry was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resumed order is not a permutation"), std::string::npos) << e.what();
+  }
+  o.zero();
+  EXPECT_THROW(o.resume({0, 1, 2, 3}), c10::Error);
 }
 
 }  // namespace
