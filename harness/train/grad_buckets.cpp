@@ -92,7 +92,7 @@ void GradientBuckets::cut(const std::vector<size_t>& order) {
     buckets_[b].flat = buffer[spans[b].dtype].narrow(0, spans[b].begin, spans[b].numel);
 }
 
-void GradientBuckets::check_permutation(const std::vector<int64_t>& order, const char* what) const {
+void GradientBuckets::cut_in_locked(std::vector<int64_t> order, const char* what) {
   const size_t n = params_.size();
   TORCH_CHECK(order.size() == n, "GradientBuckets: the ", what, " order has ", order.size(), " entries for ", n,
               " parameters (do all ranks train the same model?)");
@@ -102,6 +102,9 @@ void GradientBuckets::check_permutation(const std::vector<int64_t>& order, const
                 " order is not a permutation of ", n, " parameters (entry ", k, ")");
     seen[size_t(k)] = true;
   }
+  cut(std::vector<size_t>(order.begin(), order.end()));
+  agreed_ = std::move(order);
+  recut_ = Recut::kDone;
 }
 
 void GradientBuckets::recut_locked() {
@@ -111,10 +114,7 @@ void GradientBuckets::recut_locked() {
   for (size_t k = n; k-- > 0;)
     if (!observed_seen_[k]) order.push_back(int64_t(k));
   agree_(order);
-  check_permutation(order, "agreed");
-  cut(std::vector<size_t>(order.begin(), order.end()));
-  agreed_ = std::move(order);
-  recut_ = Recut::kDone;
+  cut_in_locked(std::move(order), "agreed");
 }
 
 std::vector<int64_t> GradientBuckets::agreed_order() {
@@ -130,10 +130,7 @@ std::vector<int64_t> GradientBuckets::agreed_order() {
 void GradientBuckets::resume(const std::vector<int64_t>& order) {
   std::lock_guard<std::mutex> lock(mu_);
   TORCH_CHECK(!zeroed_, "GradientBuckets::resume after the first zero()");
-  check_permutation(order, "resumed");
-  cut(std::vector<size_t>(order.begin(), order.end()));
-  agreed_ = order;
-  recut_ = Recut::kDone;
+  cut_in_locked(order, "resumed");
 }
 
 GradientBuckets::~GradientBuckets() {

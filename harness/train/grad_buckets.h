@@ -79,7 +79,8 @@ class GradientBuckets {
   // Buckets, buffers and views for parameters in `order` (a permutation of 0 … n − 1), ~bucket_bytes each.
   void cut(const std::vector<size_t>& order);
   void recut_locked();  // the first step's order, agreed, then cut(); in zero() or agreed_order()
-  void check_permutation(const std::vector<int64_t>& order, const char* what) const;
+  // cut() in `order` once it is checked to be a permutation (an error names it `what`), kept as the agreed one.
+  void cut_in_locked(std::vector<int64_t> order, const char* what);
 
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> views_;    // (param shape) view of a buffer: params_[k].grad() once filled

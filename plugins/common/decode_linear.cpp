@@ -29,8 +29,7 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
           (b.scalar_type() == bf16 && b.dim() == 1 && b.size(0) == N && b.is_contiguous() && b.device() == x.device()));
 }
 
-DecodeLinearTile decode_linear_tile(int64_t R, int64_t N, int64_t K, int64_t sms) {
-  (void)R;  // 1 to 32 rows take the same tiles (measured at 32: docs/results/perf/)
+DecodeLinearTile decode_linear_tile(int64_t N, int64_t K, int64_t sms) {
   const int64_t chunks = K / 32;
   // Up to 3 chunks of 32 K a warp (24 a block of 8 warps): one block takes all of K, 2 column tiles while
   // that still gives every SM a block. Longer K: split over a cluster of S blocks (≤ 3 chunks a warp again),

@@ -25,8 +25,9 @@ struct DecodeLinearTile {
   int k_split = 1;
   bool operator==(const DecodeLinearTile& o) const { return col_tiles == o.col_tiles && k_split == o.k_split; }
 };
-// The tile decode_linear launches for R rows of (N, K) on a GPU of `sms` SMs.
-DecodeLinearTile decode_linear_tile(int64_t R, int64_t N, int64_t K, int64_t sms);
+// The tile decode_linear launches for (N, K) on a GPU of `sms` SMs, whatever the rows (1 to 32 take the same
+// tiles: measured at 32 and 8, docs/results/perf/).
+DecodeLinearTile decode_linear_tile(int64_t N, int64_t K, int64_t sms);
 // Whether the kernel has `tile` and it divides N.
 bool decode_linear_tile_fits(const DecodeLinearTile& tile, int64_t N);
 

@@ -166,6 +166,12 @@ __global__ void __launch_bounds__(32 * kWarps, 2) decode_linear_kernel(const Par
 #pragma unroll
       for (int i = 0; i < 4; ++i) part[warp][((m * NT + t) * 4 + i) * 32 + lane] = acc[m][t][i];
   __syncthreads();
+  auto warps_sum = [&](int e) {  // element e of the block's sums, in warp order
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s += part[w][e];
+    return s;
+  };
   // Element e, summed over the warps (and with S > 1 over the cluster's blocks), then written out.
   auto finish = [&](int e, float s) {
     const int slot = e / 32, ln = e % 32, i = slot % 4, m = slot / 4 / NT, t = slot / 4 % NT;
@@ -177,20 +183,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2) decode_linear_kernel(const Par
     p.y[static_cast<int64_t>(row) * p.N + col] = out;
   };
   if constexpr (S == 1) {
-    for (int e = threadIdx.x; e < kSums; e += 32 * kWarps) {
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += part[w][e];
-      finish(e, s);
-    }
+    for (int e = threadIdx.x; e < kSums; e += 32 * kWarps) finish(e, warps_sum(e));
   } else {
     // The block's sums in part[0] (each element is read and written by one thread only).
-    for (int e = threadIdx.x; e < kSums; e += 32 * kWarps) {
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += part[w][e];
-      part[0][e] = s;
-    }
+    for (int e = threadIdx.x; e < kSums; e += 32 * kWarps) part[0][e] = warps_sum(e);
     namespace cg = cooperative_groups;
     const cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every block's sums are written and visible to the cluster
@@ -214,7 +210,7 @@ torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& w,
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t R = x.size(0), K = x.size(1), N = w.size(0);
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const DecodeLinearTile t = tile ? *tile : decode_linear_tile(R, N, K, sms);
+  const DecodeLinearTile t = tile ? *tile : decode_linear_tile(N, K, sms);
   auto y = torch::empty({R, N}, x.options());
   const Params p{reinterpret_cast<const bf16*>(x.data_ptr()),
                  reinterpret_cast<const bf16*>(w.data_ptr()),
