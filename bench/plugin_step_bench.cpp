@@ -462,20 +462,24 @@ void BM_FusedDraw(benchmark::State& state) {
   const int64_t rows = state.range(0);
   const double top_p = double(state.range(1)) / 100, sd = double(state.range(3)) / 100;
   const int rounds = static_cast<int>(state.range(2));
+  const bool resident = state.range(4) != 0;  // the resident form where it fits (fused_draw_is_resident)
   constexpr int kDraws = 10;
   torch::manual_seed(0);
   auto logits = (torch::randn({rows, 50257}, torch::TensorOptions().device(dev)) * sd).to(torch::kBFloat16);
   auto gen = common::make_generator(dev, 0);
   const auto draws = [&] {
-    for (int i = 0; i < kDraws; ++i) common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds);
+    for (int i = 0; i < kDraws; ++i) common::fused_draw(logits, 0.9, top_p, &gen, {}, 0, rounds, resident);
   };
+  state.counters["resident"] = resident && common::fused_draw_is_resident(logits) ? 1 : 0;  // the form timed
   time_captured_calls(state, dev, draws, kDraws, "per_draw", &gen);
 }
 BENCHMARK(BM_FusedDraw)
-    ->ArgNames({"rows", "top_p%", "rounds", "sd%"})
-    ->ArgsProduct({{32, 128, 512}, {95}, {0, aobench::common::kDrawRounds}, {5, 300}})
-    ->Args({32, 100, 0, 5})
-    ->Args({128, 100, 0, 5})
+    ->ArgNames({"rows", "top_p%", "rounds", "sd%", "resident"})
+    ->ArgsProduct({{32}, {95}, {0, aobench::common::kDrawRounds}, {5, 300}, {0, 1}})
+    ->ArgsProduct({{128, 512}, {95}, {0, aobench::common::kDrawRounds}, {5, 300}, {1}})
+    ->Args({32, 100, 0, 5, 0})
+    ->Args({32, 100, 0, 5, 1})
+    ->Args({128, 100, 0, 5, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -109,7 +109,7 @@ cmd_genspeed() {  # one whole sample() of 32 × 1024 (small, bf16), ours and the
     case $name in *-nographs) env=(AOBENCH_CUDA_GRAPHS=0) ;; *-nofused) env=(AOBENCH_FUSED_SAMPLING=0) ;;
                   *-onerow) env=(AOBENCH_DRAW_SPLIT=0) ;; *-nodecode) env=(AOBENCH_FUSED_DECODE=0) ;;
                   *-radix) env=(AOBENCH_DRAW_CANDIDATES=0) ;; *-cublas) env=(AOBENCH_DECODE_GEMM=0) ;;
-                  *-inorder) env=(AOBENCH_DECODE_PDL=0) ;; esac
+                  *-inorder) env=(AOBENCH_DECODE_PDL=0) ;; *-phases) env=(AOBENCH_DRAW_RESIDENT=0) ;; esac
     env "${env[@]}" AOBENCH_BENCH_PLUGIN="$plugin" AOBENCH_BENCH_FLAVOUR=small AOBENCH_BENCH_BATCH=32 \
       AOBENCH_BENCH_STEPS="$steps" timeout 200 build/aobench_bench --benchmark_filter=PluginSample \
       --benchmark_repetitions="$reps" --benchmark_out="$d/bench_sample_$key.json" --benchmark_out_format=json \

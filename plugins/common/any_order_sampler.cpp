@@ -113,14 +113,24 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
   std::map<std::tuple<int64_t, int64_t, int64_t>, Shape> shapes;
   int captured = 0;
   std::map<int64_t, Slots> step_in;
-  auto static_step = [&](const Slots& s, int64_t n_prev, int64_t n_new) {
+  // A step's S = n_prev + n_new − 1 slots into `in` (B, S): the n_prev real slots not yet cached, then n_new − 1
+  // copies of the last one (the duplicates that carry the other queries); their targets: the real slots' next
+  // positions, then the step's queries q_pos (B, n_new). Copied in place, so a one-token step costs three copies.
+  auto fill_slots = [&](Slots& in, int64_t n_prev, int64_t n_new, const torch::Tensor& q_pos) {
+    in.tokens.narrow(1, 0, n_prev).copy_(p_tok);
+    in.positions.narrow(1, 0, n_prev).copy_(p_pos);
+    if (n_new > 1) {
+      in.tokens.narrow(1, n_prev, n_new - 1).copy_(p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1}));
+      in.positions.narrow(1, n_prev, n_new - 1).copy_(p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1}));
+    }
+    if (n_prev > 1) in.targets.narrow(1, 0, n_prev - 1).copy_(p_pos.narrow(1, 1, n_prev - 1));
+    in.targets.narrow(1, n_prev - 1, n_new).copy_(q_pos);
+  };
+  auto static_step = [&](int64_t n_prev, int64_t n_new, const torch::Tensor& q_pos) {
     const int64_t S = n_prev + n_new - 1, old = cache.length(), span = cache.span_for(S);
     auto& in = step_in[S];
-    if (!in.tokens.defined())
-      in = {torch::empty_like(s.tokens), torch::empty_like(s.positions), torch::empty_like(s.targets)};
-    in.tokens.copy_(s.tokens);
-    in.positions.copy_(s.positions);
-    in.targets.copy_(s.targets);
+    if (!in.tokens.defined()) in = {torch::empty({B, S}, lopt), torch::empty({B, S}, lopt), torch::empty({B, S}, lopt)};
+    fill_slots(in, n_prev, n_new, q_pos);
     auto step = [&] {
       cache.begin_step(S, /*seen=*/n_prev - 1);
       auto y = forward(in, &cache, std::nullopt, n_new);
@@ -141,15 +151,13 @@ int64_t run_steps(const SlotForward& forward, const SampleRequest& request, cons
     if (n_cum == prev) continue;  // a Lemma-1 step that unmasks nothing needs no network call
     const int64_t n_new = n_cum - prev, n_prev = p_tok.size(1), old = cache.length();
     auto q_pos = order.narrow(1, done, n_new);  // (B, n_new) targets of this step
-    Slots s;
-    s.tokens = torch::cat({p_tok, p_tok.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
-    s.positions = torch::cat({p_pos, p_pos.narrow(1, n_prev - 1, 1).expand({B, n_new - 1})}, 1);
-    s.targets = torch::cat({p_pos.narrow(1, 1, n_prev - 1), q_pos}, 1);
-    torch::Tensor logits;  // (B, n_new, V)
+    torch::Tensor logits;                       // (B, n_new, V)
     if (cache.is_static()) {
-      logits = static_step(s, n_prev, n_new);
+      logits = static_step(n_prev, n_new, q_pos);
     } else {
       const int64_t S = n_prev + n_new - 1;
+      Slots s{torch::empty({B, S}, lopt), torch::empty({B, S}, lopt), torch::empty({B, S}, lopt)};
+      fill_slots(s, n_prev, n_new, q_pos);
       logits = forward(s, &cache, step_visibility(old + S, torch::full({1}, old, lopt), n_prev - 1, S), n_new);
       cache.truncate(old + n_prev);  // drop the duplicates' keys/values: only real tokens stay
     }

@@ -49,6 +49,7 @@ namespace {
 EnvSwitch fused_sampling_switch("AOBENCH_FUSED_SAMPLING");
 EnvSwitch draw_split_switch("AOBENCH_DRAW_SPLIT");
 EnvSwitch draw_candidates_switch("AOBENCH_DRAW_CANDIDATES");
+EnvSwitch draw_resident_switch("AOBENCH_DRAW_RESIDENT");
 }  // namespace
 
 bool fused_sampling_enabled() { return fused_sampling_switch.on(); }
@@ -84,7 +85,7 @@ bool fused_draw_supported(const torch::Tensor& logits) {
 }
 
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise, int split, int rounds) {
+                         const torch::Tensor& noise, int split, int rounds, bool resident) {
   TORCH_CHECK(temperature > 0.0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(top_p > 0.0 && top_p <= 1.0, "top_p must lie in (0, 1], got ", top_p);
 #ifdef AOBENCH_FUSED_CUDA
@@ -93,10 +94,22 @@ torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double
   if (split == 0 && !draw_split_switch.on()) split = 1;
   // AOBENCH_DRAW_CANDIDATES=0: the exact radix select for every row (the candidate rounds' reference in timings).
   if (!draw_candidates_switch.on()) rounds = 0;
-  return fused_draw_cuda(logits, temperature, top_p, gen, noise, split, rounds);
+  // AOBENCH_DRAW_RESIDENT=0: one kernel per phase of a split row (the resident form's reference in timings).
+  if (!draw_resident_switch.on()) resident = false;
+  return fused_draw_cuda(logits, temperature, top_p, gen, noise, split, rounds, resident);
 #else
-  (void)logits, (void)gen, (void)noise, (void)split, (void)rounds;
+  (void)logits, (void)gen, (void)noise, (void)split, (void)rounds, (void)resident;
   TORCH_CHECK(false, "fused_draw: this build has no CUDA kernels");
+#endif
+}
+
+bool fused_draw_is_resident(const torch::Tensor& logits, int split) {
+#ifdef AOBENCH_FUSED_CUDA
+  return draw_resident_switch.on() &&
+         fused_draw_resident_cuda(logits, split == 0 && !draw_split_switch.on() ? 1 : split);
+#else
+  (void)logits, (void)split;
+  return false;
 #endif
 }
 

@@ -69,16 +69,23 @@ torch::Tensor gumbel_draw_reference(const torch::Tensor& logits, double temperat
 // in tests and timings; AOBENCH_DRAW_CANDIDATES=0 sets it). The rounds read the scores of a (N, V) float64
 // buffer (4× bf16 logits; a captured sampler step keeps its own). Every rounds value gives the same ids; a
 // split sums Z in another order, so its last bits, and with them a nucleus boundary, may move (never seen in
-// the tests). → (N) int64.
+// the tests). `resident`: a split row's phases run in one cooperative kernel instead of one kernel each — its
+// blocks hold their chunks in shared memory and meet at per-row barriers — when a chunk is ≤ 16 sweeps of 1024
+// logits and all N·split blocks fit on the GPU at once (fused_draw_is_resident), with the same ids as the
+// phase kernels; AOBENCH_DRAW_RESIDENT=0 keeps the phase kernels. → (N) int64.
 constexpr int kDrawRounds = 3;
 torch::Tensor fused_draw(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                         const torch::Tensor& noise = {}, int split = 0, int rounds = kDrawRounds);
+                         const torch::Tensor& noise = {}, int split = 0, int rounds = kDrawRounds,
+                         bool resident = true);
+// Whether fused_draw(logits, …, split, …, resident = true) takes the resident form: logits (N, V) on CUDA.
+bool fused_draw_is_resident(const torch::Tensor& logits, int split = 0);
 // True when fused_draw can serve these logits: CUDA kernels built, logits on the GPU in float32/bf16/half,
 // and the kernel not switched off (AOBENCH_FUSED_SAMPLING=0 rules it out; tests switch it directly).
 bool fused_draw_supported(const torch::Tensor& logits);
 // The CUDA entry point of fused_draw (sampling_cuda.cu, built with CUDA only).
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise, int split, int rounds);
+                              const torch::Tensor& noise, int split, int rounds, bool resident);
+bool fused_draw_resident_cuda(const torch::Tensor& logits, int split);
 bool fused_sampling_enabled();
 void set_fused_sampling_enabled(bool on);
 

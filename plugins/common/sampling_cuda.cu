@@ -397,6 +397,9 @@ struct Split {
   Nucleus* state;            // (N)
   Candidate* cand;           // (N)
   unsigned* tickets;         // (N) blocks of the row done with the current phase
+  // The resident form only (null in the split form):
+  unsigned* arrivals;             // (N) the row's blocks' arrivals at its barriers so far
+  unsigned long long* part_mass;  // (2, N, S) each round's mass before the candidate, by phase parity
 };
 
 __device__ Chunk chunk_of(const Split& sp, int64_t V) {
@@ -406,12 +409,13 @@ __device__ Chunk chunk_of(const Split& sp, int64_t V) {
 
 // m and log Z of row n from its chunks' partials, combined in chunk order (the same in every block).
 __device__ LogSoftmax row_log_softmax(const Split& sp, int64_t n, double inv_t) {
+  // Read past L1: in the resident form the partials were written by other blocks of the same kernel.
   float m = -INFINITY;
-  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, sp.part_max[n * sp.S + c]);
+  for (int c = 0; c < sp.S; ++c) m = fmaxf(m, __ldcg(&sp.part_max[n * sp.S + c]));
   double z = 0.0;
   for (int c = 0; c < sp.S; ++c) {
-    const float mc = sp.part_max[n * sp.S + c];
-    if (mc != -INFINITY) z += sp.part_z[n * sp.S + c] * exp((static_cast<double>(mc) - m) * inv_t);
+    const float mc = __ldcg(&sp.part_max[n * sp.S + c]);
+    if (mc != -INFINITY) z += __ldcg(&sp.part_z[n * sp.S + c]) * exp((static_cast<double>(mc) - m) * inv_t);
   }
   return {m, inv_t, log(z)};
 }
@@ -558,6 +562,259 @@ __global__ void __launch_bounds__(kThreads)
   out[n] = id_of(best_i);
 }
 
+// ---- A row split over S blocks that are all on the GPU at once: every phase in one cooperative kernel. ----
+// The split kernels' phases and expressions, so the same ids bit for bit, but each block keeps its chunk (its
+// logits and then its Gumbel scores, ≤ kResidentSweeps sweeps) in shared memory from phase to phase, and the
+// row's blocks meet at per-row barriers in global memory instead of at kernel boundaries: a decode step's draw
+// is one launch instead of ten, with no (N, V) score buffer.
+
+constexpr int kResidentSweeps = 16;  // 16 × 1024 × (8 + 4) bytes = 192 KiB of shared memory a block at most
+
+// Shared memory a block of the resident form needs for chunks of `sweeps` sweeps.
+constexpr size_t resident_smem(int64_t sweeps) { return static_cast<size_t>(sweeps) * kThreads * (8 + 4); }
+
+// Every block of a row arrives, then waits until the row's `target` arrivals are in (the cooperative launch keeps
+// all blocks resident, so the wait ends). Global writes before it are visible to the row's blocks after it when
+// read past L1 (__ldcg): L1 is not coherent between SMs.
+__device__ void row_barrier(unsigned* arrivals, unsigned target) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(arrivals, 1u);
+    unsigned seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrivals) : "memory");
+    } while (seen < target);
+  }
+  __syncthreads();
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+    resident_draw_kernel(const T* __restrict__ logits, int64_t row_stride, int64_t V, double inv_t, bool nucleus,
+                         unsigned long long target, int rounds, Uniforms uniforms, Split sp,
+                         int64_t* __restrict__ out) {
+  using Scan = cub::BlockScan<int, kThreads>;
+  extern __shared__ double held[];  // (sweeps, kThreads) log(−log u), then the scores; then (sweeps, kThreads) logits
+  __shared__ float red_f[kWarps];
+  __shared__ double red_d[kWarps];
+  __shared__ unsigned long long red_u[kWarps];
+  __shared__ unsigned long long hist[kBins];
+  __shared__ unsigned hist_n[kBins];
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ Candidate cand;
+  __shared__ Nucleus st;
+  const int64_t n = blockIdx.x / sp.S, NS = static_cast<int64_t>(gridDim.x);
+  const int c = blockIdx.x % sp.S, t = threadIdx.x;
+  const T* row = logits + n * row_stride;
+  const Chunk ch = chunk_of(sp, V);
+  const int sweeps = static_cast<int>(ch.s1 - ch.s0);
+  double* score = held;
+  float* logit = reinterpret_cast<float*>(held + sp.sweeps_per_chunk * kThreads);
+  auto v_of = [&](int i) { return (ch.s0 + i) * kThreads + t; };  // the logit of sweep i of the chunk
+  unsigned arrived = 0;
+  auto barrier = [&] { row_barrier(&sp.arrivals[n], arrived += sp.S); };
+  int parity = 0;  // the partials of consecutive phases alternate, so a block ahead never overwrites unread ones
+  auto row_best = [&](double& best_d, int64_t& best_i) {  // thread 0 after a barrier: the best of the chunks
+    best_d = -INFINITY;
+    best_i = kNone;
+    for (int e = 0; e < sp.S; ++e) {
+      const int64_t j = parity * NS + n * sp.S + e;
+      keep_best(__ldcg(&sp.part_best_d[j]), __ldcg(&sp.part_best_i[j]), best_d, best_i);
+    }
+  };
+  auto post_best = [&](double best_d, int64_t best_i) {  // thread 0: the chunk's best of this phase
+    sp.part_best_d[parity * NS + blockIdx.x] = best_d;
+    sp.part_best_i[parity * NS + blockIdx.x] = best_i;
+  };
+
+  // The chunk's logits and their uniforms' log(−log u) (chunk_gumbel's stream), loaded once.
+  curandStatePhilox4_32_10_t state;
+  if (!uniforms.noise) {
+    const auto seeds = at::cuda::philox::unpack(uniforms.philox);
+    curand_init(std::get<0>(seeds), static_cast<uint64_t>(n) * kThreads + t,
+                std::get<1>(seeds) + 4 * static_cast<uint64_t>(ch.s0 / 2), &state);
+  }
+#pragma unroll 4
+  for (int i = 0; i < sweeps; ++i) {  // loads only: several in flight
+    const int64_t v = v_of(i);
+    logit[i * kThreads + t] = v < V ? static_cast<float>(row[v]) : -INFINITY;
+  }
+  double2 pair{};
+  for (int i = 0; i < sweeps; ++i) {
+    const int64_t s = ch.s0 + i, v = v_of(i);
+    const bool valid = v < V;
+    double u;
+    if (uniforms.noise) {
+      u = valid ? uniforms.noise[n * V + v] : 0.5;
+    } else {
+      if (s % 2 == 0 || s == ch.s0) pair = curand_uniform2_double(&state);
+      u = s % 2 == 0 ? pair.x : pair.y;
+      if (u == 1.0) u = 0.0;
+    }
+    score[i * kThreads + t] = log(-log(u));
+  }
+
+  // Step 1 (chunk_softmax): the chunk's max and Σ exp((l − max)/T); the row's from its chunks.
+  float m = -INFINITY;
+  for (int i = 0; i < sweeps; ++i)
+    if (v_of(i) < V) m = fmaxf(m, logit[i * kThreads + t]);
+  m = block_reduce(m, red_f, [](float a, float b) { return fmaxf(a, b); });
+  double z = 0.0;
+  for (int i = 0; m != -INFINITY && i < sweeps; ++i)
+    if (v_of(i) < V) z += exp((static_cast<double>(logit[i * kThreads + t]) - m) * inv_t);
+  z = block_reduce(z, red_d, [](double a, double b) { return a + b; });
+  if (t == 0) {
+    sp.part_max[blockIdx.x] = m;
+    sp.part_z[blockIdx.x] = z;
+  }
+  barrier();
+  const LogSoftmax logp = row_log_softmax(sp, n, inv_t);
+
+  // Step 2: every token's Gumbel score (held from here on) and the first candidate.
+  double best_d = -INFINITY;
+  int64_t best_i = kNone;
+  for (int i = 0; i < sweeps; ++i) {
+    const int64_t v = v_of(i);
+    if (v >= V) break;
+    const double d = logp(logit[i * kThreads + t]) - score[i * kThreads + t];  // LogSoftmax::score
+    score[i * kThreads + t] = d;
+    keep_best(d, v, best_d, best_i);
+  }
+  block_argmax(best_d, best_i);
+  if (t == 0) post_best(best_d, best_i);
+  barrier();
+  if (t == 0) {
+    row_best(best_d, best_i);
+    int64_t id = 0;
+    cand = first_candidate(best_i, nucleus, row, &id);
+    if (cand.decided && c == 0) out[n] = id;
+  }
+  __syncthreads();
+  if (cand.decided) return;
+
+  // Step 3 (chunk_round): the mass before the candidate and the best score among those tokens, per round.
+  for (int r = 0; r < rounds; ++r) {
+    const Candidate cd = cand;
+    unsigned long long mass = 0;
+    best_d = -INFINITY;
+    best_i = kNone;
+    for (int i = 0; i < sweeps; ++i) {
+      const int64_t v = v_of(i);
+      if (v >= V) break;
+      const float l = logit[i * kThreads + t];
+      if (!before(order_key(l), v, cd)) continue;
+      mass += logp.mass(l);
+      keep_best(score[i * kThreads + t], v, best_d, best_i);
+    }
+    mass = block_reduce(mass, red_u, [](unsigned long long a, unsigned long long b) { return a + b; });
+    block_argmax(best_d, best_i);
+    parity ^= 1;
+    if (t == 0) {
+      sp.part_mass[parity * NS + blockIdx.x] = mass;
+      post_best(best_d, best_i);
+    }
+    barrier();
+    if (t == 0) {
+      unsigned long long total = 0;  // integers: the same sum in any order
+      for (int e = 0; e < sp.S; ++e) total += __ldcg(&sp.part_mass[parity * NS + n * sp.S + e]);
+      row_best(best_d, best_i);
+      int64_t id = 0;
+      Candidate next = cd;
+      decide(next, total, best_i, target, row, &id);
+      if (next.decided && c == 0) out[n] = id;
+      cand = next;
+    }
+    __syncthreads();
+    if (cand.decided) return;
+  }
+
+  // Step 4 (chunk_histogram, select_bin): the radix select, each pass's row histogram in its own slice of
+  // sp.hist (zeroed), selected by every block alike.
+  if (t == 0) st = Nucleus{0, 0, 0, 0};
+  __syncthreads();
+  for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
+    const Nucleus cur = st;  // read before the barrier below, written after it
+    for (int b = t; b < kBins; b += kThreads) {
+      hist[b] = 0;
+      hist_n[b] = 0;
+    }
+    __syncthreads();
+    for (int i = 0; i < sweeps; ++i) {  // the same trip count in every thread: full warps for __match_any_sync
+      const int64_t v = v_of(i);
+      int b = -1;
+      unsigned long long mass = 0;
+      if (v < V) {
+        const float l = logit[i * kThreads + t];
+        const uint32_t key = order_key(l);
+        if ((key & cur.mask) == cur.prefix) {
+          b = (key >> shift) & 255;
+          mass = logp.mass(l);
+        }
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, b);
+      if (b >= 0) {
+        unsigned long long sum = 0;
+        for (unsigned rest = peers; rest; rest &= rest - 1) sum += __shfl_sync(peers, mass, __ffs(rest) - 1);
+        if (t % 32 == __ffs(peers) - 1) {
+          atomicAdd(&hist[b], sum);
+          atomicAdd(&hist_n[b], static_cast<unsigned>(__popc(peers)));
+        }
+      }
+    }
+    __syncthreads();
+    unsigned long long* row_hist = sp.hist + (pass * (NS / sp.S) + n) * kBins;
+    unsigned* row_hist_n = sp.hist_n + (pass * (NS / sp.S) + n) * kBins;
+    for (int b = t; b < kBins; b += kThreads) {
+      if (hist_n[b] != 0) {
+        atomicAdd(&row_hist[b], hist[b]);
+        atomicAdd(&row_hist_n[b], hist_n[b]);
+      }
+      if (shift == 0) sp.chunk_n[static_cast<int64_t>(blockIdx.x) * kBins + b] = hist_n[b];
+    }
+    barrier();
+    for (int b = t; b < kBins; b += kThreads) {
+      hist[b] = __ldcg(&row_hist[b]);
+      hist_n[b] = __ldcg(&row_hist_n[b]);
+    }
+    __syncthreads();
+    if (t == 0) select_bin(hist, hist_n, shift, target, st);
+    __syncthreads();
+  }
+
+  // Step 4's Gumbel-max over the kept tokens (chunk_gumbel with the nucleus), their scores held.
+  unsigned long long ties_before = 0;  // tokens with the crossing key in the earlier chunks
+  if (!st.keep_all)
+    for (int e = 0; e < c; ++e) ties_before += __ldcg(&sp.chunk_n[(n * sp.S + e) * kBins + (st.prefix & 255)]);
+  const bool keep_all = st.keep_all;
+  const uint32_t crossing = st.prefix;
+  const unsigned long long tie_keep = st.above;
+  best_d = -INFINITY;
+  best_i = kNone;
+  for (int i = 0; i < sweeps; ++i) {
+    const int64_t v = v_of(i);
+    const bool valid = v < V;
+    const uint32_t key = order_key(valid ? logit[i * kThreads + t] : 0.f);
+    const int tie = valid && !keep_all && key == crossing ? 1 : 0;
+    int rank = 0, n_ties = 0;
+    if (!keep_all && __syncthreads_or(tie)) {
+      Scan(scan_tmp).ExclusiveSum(tie, rank, n_ties);
+      __syncthreads();
+    }
+    const bool kept = valid && (keep_all || key > crossing || (tie && ties_before + rank < tie_keep));
+    ties_before += n_ties;
+    if (kept) keep_best(score[i * kThreads + t], v, best_d, best_i);
+  }
+  block_argmax(best_d, best_i);
+  parity ^= 1;
+  if (t == 0) post_best(best_d, best_i);
+  barrier();
+  if (t == 0 && c == 0) {
+    row_best(best_d, best_i);
+    out[n] = id_of(best_i);
+  }
+}
+
 // Chunks per row: enough blocks to cover the SMs when there are fewer rows than SMs.
 int auto_split(int64_t N, int64_t sweeps) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -567,10 +824,50 @@ int auto_split(int64_t N, int64_t sweeps) {
 // Bytes `n` rounded up to 16, for packing the scratch buffers into one allocation.
 int64_t aligned(int64_t n) { return (n + 15) / 16 * 16; }
 
+// Blocks of the resident form the GPU holds at once (every SM, each as many as fit: one), 0 when the kernel
+// cannot take the shared memory.
+template <typename T>
+int64_t resident_capacity() {
+  static const int64_t blocks = [] {
+    const auto kernel = resident_draw_kernel<T>;
+    const size_t smem = resident_smem(kResidentSweeps);
+    int per_sm = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) != cudaSuccess) {
+      (void)cudaGetLastError();  // not a launch's error: the form is left out
+      return int64_t(0);
+    }
+    return static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  }();
+  return blocks;
+}
+
+// The blocks a row is split into (split 0: auto_split) and whether the resident form takes them.
+struct DrawShape {
+  int S;
+  bool resident;
+};
+DrawShape draw_shape(c10::ScalarType dtype, int64_t N, int64_t V, int split, bool resident) {
+  const int64_t sweeps = (V + kThreads - 1) / kThreads;
+  const int S = static_cast<int>(std::min<int64_t>(split > 0 ? split : auto_split(N, sweeps), sweeps));
+  if (S == 1 || !resident || (sweeps + S - 1) / S > kResidentSweeps) return {S, false};
+  int64_t capacity = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "fused_draw",
+                                  [&] { capacity = resident_capacity<scalar_t>(); });
+  return {S, N * S <= capacity};
+}
+
 }  // namespace
 
+bool fused_draw_resident_cuda(const torch::Tensor& logits, int split) {
+  TORCH_CHECK(logits.is_cuda() && logits.dim() == 2, "fused_draw_is_resident: logits must be (N, V) on CUDA");
+  c10::cuda::CUDAGuard guard(logits.device());
+  return draw_shape(logits.scalar_type(), logits.size(0), logits.size(1), split, true).resident;
+}
+
 torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, double top_p, at::Generator* gen,
-                              const torch::Tensor& noise, int split, int rounds) {
+                              const torch::Tensor& noise, int split, int rounds, bool resident) {
   TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && (logits.size(1) <= 1 || logits.stride(1) == 1),
               "fused_draw: logits must be (N, V) on CUDA with unit column stride, got ", logits.sizes(), " strides ",
               logits.strides());
@@ -582,7 +879,8 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   auto out = torch::empty({N}, logits.options().dtype(torch::kLong));
   if (N == 0) return out;
   const int64_t sweeps = (V + kThreads - 1) / kThreads;
-  const int S = static_cast<int>(std::min<int64_t>(split > 0 ? split : auto_split(N, sweeps), sweeps));
+  const DrawShape shape = draw_shape(logits.scalar_type(), N, V, split, resident);
+  const int S = shape.S;
   torch::Tensor u;
   Uniforms uniforms{};
   if (noise.defined()) {
@@ -597,9 +895,9 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   }
   const bool nucleus = top_p < 1.0;
   const double inv_t = 1.0 / temperature;
-  // The rounds read the scores step 2 stores: (N, V) float64, 8 bytes a logit.
+  // The rounds read the scores step 2 stores: (N, V) float64, 8 bytes a logit (the resident form holds them).
   torch::Tensor scores;
-  if (nucleus && rounds > 0) scores = torch::empty({N, V}, logits.options().dtype(torch::kFloat64));
+  if (nucleus && rounds > 0 && !shape.resident) scores = torch::empty({N, V}, logits.options().dtype(torch::kFloat64));
   double* sc = scores.defined() ? scores.data_ptr<double>() : nullptr;
   // The nucleus: tokens whose mass before them is below target (at least 1, so that the top-1 always is).
   const auto target = std::max<unsigned long long>(1, static_cast<unsigned long long>(top_p * kFixed));
@@ -613,16 +911,19 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
   }
-  // Scratch: the zeroed part first (histograms, states, candidates, tickets), then the partials.
-  const int64_t NS = N * S;
-  const int64_t b_hist = aligned(N * kBins * 8), b_hist_n = aligned(N * kBins * 4),
+  // Scratch: the zeroed part first (histograms, states, candidates, tickets, arrivals), then the partials. The
+  // resident form keeps each radix pass's row histograms (4 slices) and two parities of each phase's partials.
+  const int64_t NS = N * S, passes = shape.resident ? 4 : 1, parities = shape.resident ? 2 : 1;
+  const int64_t b_hist = aligned(passes * N * kBins * 8), b_hist_n = aligned(passes * N * kBins * 4),
                 b_state = aligned(N * static_cast<int64_t>(sizeof(Nucleus))),
-                b_cand = aligned(N * static_cast<int64_t>(sizeof(Candidate))), b_tickets = aligned(N * 4);
-  const int64_t zeroed = b_hist + b_hist_n + b_state + b_cand + b_tickets;
+                b_cand = aligned(N * static_cast<int64_t>(sizeof(Candidate))), b_tickets = aligned(N * 4),
+                b_arrivals = shape.resident ? aligned(N * 4) : 0;
+  const int64_t zeroed = b_hist + b_hist_n + b_state + b_cand + b_tickets + b_arrivals;
   const int64_t b_chunk_n = aligned(NS * kBins * 4), b_max = aligned(NS * 4), b_z = aligned(NS * 8),
-                b_best_d = aligned(NS * 8), b_best_i = aligned(NS * 8);
-  auto scratch =
-      torch::empty({zeroed + b_chunk_n + b_max + b_z + b_best_d + b_best_i}, logits.options().dtype(torch::kUInt8));
+                b_best_d = aligned(parities * NS * 8), b_best_i = aligned(parities * NS * 8),
+                b_mass = shape.resident ? aligned(2 * NS * 8) : 0;
+  auto scratch = torch::empty({zeroed + b_chunk_n + b_max + b_z + b_best_d + b_best_i + b_mass},
+                              logits.options().dtype(torch::kUInt8));
   scratch.narrow(0, 0, zeroed).zero_();
   char* p = static_cast<char*>(scratch.data_ptr());
   auto take = [&](int64_t bytes) {
@@ -638,15 +939,33 @@ torch::Tensor fused_draw_cuda(const torch::Tensor& logits, double temperature, d
   sp.state = reinterpret_cast<Nucleus*>(take(b_state));
   sp.cand = reinterpret_cast<Candidate*>(take(b_cand));
   sp.tickets = reinterpret_cast<unsigned*>(take(b_tickets));
+  sp.arrivals = shape.resident ? reinterpret_cast<unsigned*>(take(b_arrivals)) : nullptr;
   sp.chunk_n = reinterpret_cast<unsigned*>(take(b_chunk_n));
   sp.part_max = reinterpret_cast<float*>(take(b_max));
   sp.part_z = reinterpret_cast<double*>(take(b_z));
   sp.part_best_d = reinterpret_cast<double*>(take(b_best_d));
   sp.part_best_i = reinterpret_cast<int64_t*>(take(b_best_i));
+  sp.part_mass = shape.resident ? reinterpret_cast<unsigned long long*>(take(b_mass)) : nullptr;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "fused_draw", [&] {
     const scalar_t* x = logits.data_ptr<scalar_t>();
     const int64_t rs = logits.stride(0);
     int64_t* o = out.data_ptr<int64_t>();
+    if (shape.resident) {
+      // One cooperative launch: its N·S blocks run at once (draw_shape checked they fit), so the row barriers end.
+      cudaLaunchConfig_t config = {};
+      config.gridDim = dim3(static_cast<unsigned>(NS));
+      config.blockDim = dim3(kThreads);
+      config.dynamicSmemBytes = resident_smem(sp.sweeps_per_chunk);
+      config.stream = stream;
+      cudaLaunchAttribute cooperative;
+      cooperative.id = cudaLaunchAttributeCooperative;
+      cooperative.val.cooperative = 1;
+      config.attrs = &cooperative;
+      config.numAttrs = 1;
+      C10_CUDA_CHECK(cudaLaunchKernelEx(&config, resident_draw_kernel<scalar_t>, x, rs, V, inv_t, nucleus, target,
+                                        rounds, uniforms, sp, o));
+      return;
+    }
     split_softmax_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, sp);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     split_first_kernel<scalar_t><<<NS, kThreads, 0, stream>>>(x, rs, V, inv_t, nucleus, uniforms, sc, sp, o);

@@ -412,9 +412,10 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
   // (GPT-2's <|endoftext|>, the byte tokenizer's end id), which is part of the output.
   if (!cfg_.start_token) prompt.select(1, 0).masked_fill_(prompt.select(1, 0) < 0, V - 1);
   // Positions where some row draws, known on the host up front: the loop never waits for the device.
-  const torch::Tensor free_any = (prompt < 0).any(0);  // (L) bool
+  const torch::Tensor free_any = (prompt < 0).any(0), free_all = (prompt < 0).all(0);  // (L) bool
   const auto free_at = free_any.accessor<bool, 1>();
-  torch::Tensor out = prompt.to(dev);  // (B, L) on the model's device; −1 = not drawn yet
+  const auto free_everywhere = free_all.accessor<bool, 1>();  // no row forced: the draw is written as it is
+  torch::Tensor out = prompt.to(dev);                         // (B, L) on the model's device; −1 = not drawn yet
   auto gen = common::make_generator(dev, r.seed);
 
   // Draws one id per row from logits (B, V): greedy, or temperature + HF top-p + Gumbel-max in float64 on
@@ -454,7 +455,9 @@ SampleOutput GptPlugin::sample_impl(const SampleRequest& r, bool use_cache) {
       ++calls;
       last_logits = lg.select(1, lg.size(1) - 1);
     }
-    if (free_at[k]) {
+    if (free_everywhere[k]) {
+      out.select(1, k).copy_(draw(last_logits));
+    } else if (free_at[k]) {
       torch::Tensor forced = out.select(1, k);
       forced.copy_(torch::where(forced >= 0, forced, draw(last_logits)));
     }

@@ -1,6 +1,7 @@
 // Implements: tests of the decoders' token draw (plugins/common/sampling.h): the fused CUDA draw against its
-// LibTorch reference given the same uniforms (identical ids), its own Philox draws against the exact
+// LibTorch reference given the same uniforms (identical ids) in each of its forms, its own Philox draws against the exact
 // filtered distribution (chi-square), top-p edge cases (ties, tiny p, p = 1). GPU tests skip without a GPU.
+#include <ATen/cuda/CUDAContext.h>
 #include <gtest/gtest.h>
 
 #include "plugins/common/sampling.h"
@@ -72,6 +73,39 @@ TEST(FusedDraw, SameIdsAsReferenceGivenTheSameUniforms) {
   }
 }
 
+TEST(FusedDraw, OneCooperativeKernelGivesTheReferenceIds) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  // Decode-step shapes of a GPT-2 vocabulary that the resident form takes on an H100 / H200 (132 SMs): rows ×
+  // blocks a row ≤ 132, chunks of 13, 7 and 4 sweeps; near-uniform rows (nuclei of thousands of tokens, ties
+  // across chunks in bf16), masked tokens and a row half masked.
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  if (sms < 128) GTEST_SKIP() << "the resident shapes below need 128 SMs, this GPU has " << sms;
+  torch::manual_seed(2);
+  const int64_t V = 50257;
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    for (auto [rows, split] : {std::pair{32, 4}, std::pair{16, 8}, std::pair{8, 13}}) {
+      auto full = (torch::randn({rows, V + 47}) * 3.0).to(torch::kCUDA, dtype);
+      full.narrow(0, 0, rows / 2).mul_(0.05);
+      full.select(1, V / 2).fill_(-INFINITY);
+      full.narrow(0, rows - 1, 1).narrow(1, 0, (V + 1) / 2).fill_(-INFINITY);
+      auto logits = full.narrow(1, 0, V);
+      ASSERT_TRUE(fused_draw_is_resident(logits, split)) << rows << " rows, split " << split;
+      auto u = torch::rand({rows, V}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+      for (double temperature : {1.0, 0.7}) {
+        for (double top_p : {1.0, 0.95, 0.5, 1e-6}) {
+          auto ref = gumbel_draw_reference(logits, temperature, top_p, u);
+          for (int rounds : {0, 1, kDrawRounds}) {
+            auto ours = fused_draw(logits, temperature, top_p, nullptr, u, split, rounds, /*resident=*/true);
+            EXPECT_TRUE(torch::equal(ours, ref))
+                << dtype << " rows=" << rows << " split=" << split << " T=" << temperature << " top_p=" << top_p
+                << " rounds=" << rounds << ": " << ours.ne(ref).sum().item<int64_t>() << " rows differ";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedDraw, PhiloxDrawsFollowTheFilteredDistribution) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   // bf16 logits with ties (1.0 twice) straddling the nucleus boundary; 400k rows in one call.
@@ -106,12 +140,17 @@ TEST(FusedDraw, SplitRowsDrawTheSameUniformsAsOneBlockPerRow) {
   for (double top_p : {1.0, 0.95, 0.3}) {
     auto g1 = make_generator(torch::Device(torch::kCUDA, 0), 9);
     auto one = fused_draw(logits, 0.9, top_p, &g1, {}, 1, 0);  // one block, the radix select alone
-    for (int split : {1, 2, 4, 7, 16}) {
+    // Split 4 (and 0, automatic, on 132 SMs) is the resident form's, one cooperative kernel; the others and
+    // resident = false run one kernel per phase.
+    for (int split : {0, 1, 2, 4, 7, 16}) {
       for (int rounds : {0, 1, kDrawRounds}) {  // the rounds' stored scores: the same uniforms
-        auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
-        auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split, rounds);
-        EXPECT_TRUE(torch::equal(ids, one)) << "top_p=" << top_p << " split=" << split << " rounds=" << rounds << ": "
-                                            << ids.ne(one).sum().item<int64_t>() << " of 32 rows differ";
+        for (bool resident : {false, true}) {
+          auto g = make_generator(torch::Device(torch::kCUDA, 0), 9);
+          auto ids = fused_draw(logits, 0.9, top_p, &g, {}, split, rounds, resident);
+          EXPECT_TRUE(torch::equal(ids, one))
+              << "top_p=" << top_p << " split=" << split << " rounds=" << rounds << " resident=" << resident << ": "
+              << ids.ne(one).sum().item<int64_t>() << " of 32 rows differ";
+        }
       }
     }
   }
