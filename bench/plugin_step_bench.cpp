@@ -39,6 +39,7 @@
 #include "harness/registry.h"
 #include "harness/train/graph.h"
 #include "harness/train/optim.h"
+#include "plugins/common/decode_attention.h"
 #include "plugins/common/decode_linear.h"
 #include "plugins/common/sampling.h"
 #include "reports/results.h"
@@ -538,6 +539,56 @@ BENCHMARK(BM_DecodeLinear)
     ->ArgNames({"rows", "N", "K", "kernel", "col_tiles", "k_split"})
     ->ArgsProduct({{32}, {2304, 3072}, {768}, {1}, {1, 2, 4}, {1, 2, 4, 8}})
     ->ArgsProduct({{32}, {768}, {768, 3072}, {1}, {1, 2, 4}, {1, 2, 4, 8}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The attention of a decode step alone: the GPT-2 small shape at batch 32 (32 × 12 rows of h 64, bf16, a cache
+// of 1024 slots), one new slot at `slot` (the slots held before it), through common::decode_attention's kernel;
+// 12 calls on 12 caches (one a layer, as a step reads them: no call finds another's keys in L2) captured in one
+// CUDA graph under a DecodeWeightsScope (PDL, as a sampler launches them). Reports the time per call and the
+// cache bytes it reads over that time: (slot + 1) keys and values a row.
+void BM_DecodeAttention(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("CUDA is not available: this benchmark times a GPU kernel");
+    return;
+  }
+  namespace common = aobench::common;
+  const torch::Device dev(torch::kCUDA, 0);
+  constexpr int64_t B = 32, H = 12, h = 64, cap = 1024, kLayers = 12;
+  const int64_t slot = state.range(0);
+  torch::NoGradGuard no_grad;
+  const common::DecodeWeightsScope constant_weights;
+  torch::manual_seed(0);
+  const auto o = torch::TensorOptions().device(dev).dtype(torch::kBFloat16);
+  const auto q = torch::randn({B, H, 1, h}, o), k = torch::randn({B, H, 1, h}, o), v = torch::randn({B, H, 1, h}, o);
+  std::vector<torch::Tensor> kb, vb;
+  std::vector<common::DecodeScratch> scratch(kLayers);
+  for (int64_t l = 0; l < kLayers; ++l) {
+    kb.push_back(torch::randn({B, H, cap, h}, o));
+    vb.push_back(torch::randn({B, H, cap, h}, o));
+  }
+  const auto at = torch::full({1}, slot, o.dtype(torch::kLong));
+  if (!common::decode_attention_supports(q, k, v, kb[0], vb[0])) {
+    state.SkipWithError("decode_attention's kernel does not take this shape (or AOBENCH_FUSED_DECODE=0)");
+    return;
+  }
+  torch::Tensor y;
+  const auto calls = [&] {
+    for (int64_t l = 0; l < kLayers; ++l) y = common::decode_attention(q, k, v, kb[l], vb[l], at, 1, 0.125, scratch[l]);
+  };
+  time_captured_calls(state, dev, calls, kLayers, "per_call");
+  state.counters["cache_B/s"] = benchmark::Counter(double(kLayers) * double(B * H * (slot + 1) * h * 2 * 2),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DecodeAttention)
+    ->ArgName("slot")
+    ->Arg(0)
+    ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(768)
+    ->Arg(1023)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

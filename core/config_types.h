@@ -134,6 +134,7 @@ struct PerfConfig {
   bool cuda_graphs = true;      // whole-step CUDA graphs in training and sampling
   bool draw_split = true;       // the split form of the top-p draw
   bool draw_candidates = true;  // the top-p draw's candidate rounds before its radix select
+  bool draw_resident = true;    // a split row's draw in one cooperative kernel, not one kernel a phase
   bool fused_sampling = true;   // the fused sampling kernels
   static PerfConfig from_json(const nlohmann::json& resolved, KeysRead* read = nullptr);
   // Sets the process's switches (set_perf_switch) to these values: before a model is built or run.

@@ -31,7 +31,7 @@ double hbm_bandwidth(const std::string& name);
 // variable AOBENCH_<NAME> ("0" off, anything else on) overrides the config, for debugging.
 inline constexpr const char* kPerfSwitches[] = {"fused_ce",     "fused_ln",        "fused_norms",   "fused_adamw",
                                                 "fused_decode", "decode_gemm",     "decode_pdl",    "cuda_graphs",
-                                                "draw_split",   "draw_candidates", "fused_sampling"};
+                                                "draw_split",   "draw_candidates", "draw_resident", "fused_sampling"};
 // Sets the configured value of switch `name` (one of kPerfSwitches); ConfigError for another name.
 void set_perf_switch(const std::string& name, bool on);
 // The value in effect of the switch read from environment variable `env` (AOBENCH_FUSED_CE ↔ "fused_ce"): the
