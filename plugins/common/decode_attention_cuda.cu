@@ -32,9 +32,9 @@ constexpr int kMaxSplits = 64;  // blocks per row at most (the combine keeps the
 // key); a warp holds G = 32 / L keys side by side and each lane group loads kKeys keys per step. A block has
 // kWarps warps and kMinBlocks fit an SM (a thread's registers: at most 65536 / (32 · kWarps · kMinBlocks)).
 // One query (a decode step): 8 warps of 2 keys (≤ 85 registers), so the 384 rows of the small models at batch 32
-// run in one wave of 24 warps an SM; 4 warps of 4 keys (12 warps an SM) left the schedulers idle between a key's
-// shuffles and exponentials: 18.3 µs against 16.7 at 512 held slots, 31.4 against 27.5 at 1023 (H200,
-// BM_DecodeAttention). NQ queries: a lane also holds NQ query vectors and accumulators, so 4 warps.
+// run in one wave of 24 warps an SM, against 12 with 4 warps of 4 keys: 16.7 against 18.3 µs at 512 held slots,
+// 27.5 against 31.4 at 1023 under PDL (H200, BM_DecodeAttention); whole samples 0.5–1.3 % faster, within their
+// noise (docs/results/perf/). NQ queries: a lane also holds NQ query vectors and accumulators, so 4 warps.
 template <typename T, int L, int NQ>
 struct Shape {
   static constexpr int kWarps = NQ == 1 ? 8 : 4, kMinBlocks = 3;
