@@ -545,8 +545,9 @@ BENCHMARK(BM_DecodeLinear)
 // The attention of a decode step alone: the GPT-2 small shape at batch 32 (32 × 12 rows of h 64, bf16, a cache
 // of 1024 slots), one new slot at `slot` (the slots held before it), through common::decode_attention's kernel;
 // 12 calls on 12 caches (one a layer, as a step reads them: no call finds another's keys in L2) captured in one
-// CUDA graph under a DecodeWeightsScope (PDL, as a sampler launches them). Reports the time per call and the
-// cache bytes it reads over that time: (slot + 1) keys and values a row.
+// CUDA graph: `pdl` 1 under a DecodeWeightsScope, as a sampler launches them (each call starts its blocks while
+// the one before finishes; in a sample that one is the c_proj, here another attention), 0 in stream order. Reports
+// the time per call and the cache bytes it reads over that time: (slot + 1) keys and values a row.
 void BM_DecodeAttention(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("CUDA is not available: this benchmark times a GPU kernel");
@@ -557,7 +558,8 @@ void BM_DecodeAttention(benchmark::State& state) {
   constexpr int64_t B = 32, H = 12, h = 64, cap = 1024, kLayers = 12;
   const int64_t slot = state.range(0);
   torch::NoGradGuard no_grad;
-  const common::DecodeWeightsScope constant_weights;
+  std::optional<common::DecodeWeightsScope> programmatic;
+  if (state.range(1) != 0) programmatic.emplace();
   torch::manual_seed(0);
   const auto o = torch::TensorOptions().device(dev).dtype(torch::kBFloat16);
   const auto q = torch::randn({B, H, 1, h}, o), k = torch::randn({B, H, 1, h}, o), v = torch::randn({B, H, 1, h}, o);
@@ -581,14 +583,8 @@ void BM_DecodeAttention(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DecodeAttention)
-    ->ArgName("slot")
-    ->Arg(0)
-    ->Arg(64)
-    ->Arg(128)
-    ->Arg(256)
-    ->Arg(512)
-    ->Arg(768)
-    ->Arg(1023)
+    ->ArgNames({"slot", "pdl"})
+    ->ArgsProduct({{0, 64, 128, 256, 512, 768, 1023}, {1, 0}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
