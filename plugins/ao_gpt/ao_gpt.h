@@ -14,6 +14,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "plugins/common/attention.h"
+#include "plugins/common/embedding.h"
 #include "plugins/common/init.h"
 #include "plugins/common/kv_cache.h"
 #include "plugins/common/linear.h"
@@ -293,9 +294,6 @@ struct AoGptImpl : torch::nn::Module {
     auto drop = [&](const torch::Tensor& t) {
       return cfg.dropout > 0 ? torch::dropout(t, cfg.dropout, is_training()) : t;
     };
-    auto is_none = s.tokens.lt(0).unsqueeze(-1);                           // (B, S, 1)
-    auto tok = torch::where(is_none, wnonee, wte(s.tokens.clamp_min(0)));  // (B, S, d)
-    auto x = tok + wpe(s.positions + 1);                                   // (B, S, d)
     const bool adaln = cfg.injection == Injection::kAdaLN;
     Conditioning cond;
     std::vector<torch::Tensor> mods;  // adaln_pieces: four per block, then the final one
@@ -305,6 +303,10 @@ struct AoGptImpl : torch::nn::Module {
       mods = adaln_tables.empty() ? adaln_pieces(cond.silu_rows) : adaln_tables;
     } else if (cfg.injection != Injection::kPerBlock)
       c = target_embedding(wtpe, s.targets);
+    // [None] or the token's row, plus the position's (row 0 is [None]'s): one kernel on a GPU without gradient.
+    // After the row index, so that a kernel launched in stream order lies between the index's writer and the
+    // first rms_step, which reads it before its wait (decode_scope.h).
+    auto x = common::embed_sum(wte->weight, s.tokens, wnonee, wpe->weight, s.positions, 1);  // (B, S, d)
     if (cfg.injection == Injection::kInput) x = x + c;
     x = drop(x).reshape({N, d});
     torch::Tensor pending, pending_gate;  // the last sub-layer's output (N, d), not yet added; its gate (R, d)

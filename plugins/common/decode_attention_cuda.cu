@@ -111,28 +111,55 @@ __global__ void __launch_bounds__(32 * Shape<T, L, NQ>::kWarps, Shape<T, L, NQ>:
   constexpr int kV = S::kV, h = S::h, G = S::G, kKeys = S::kKeys, kStep = S::kStep;
   using P = Pack<T, kV>;
   let_dependents_launch();  // the output projection (decode_linear) may start loading its weights
-  wait_for_inputs();        // launched as a decode step's dependent: q, k, v and the slot are the kernels' before it
   const int row = blockIdx.x, split = blockIdx.y, n_split_max = gridDim.y, n_new = p.n_new;
   const int q0 = blockIdx.z * NQ, n_q = min(NQ, n_new - q0), task = row * gridDim.z + blockIdx.z;
   T* out = static_cast<T*>(p.out) + static_cast<int64_t>(row) * n_new * h;
+  // The slot counter and the slots before it were written before the step's first kernel (decode_scope.h): read
+  // before the wait, with the block's first step of keys when it holds no new slot.
   const int64_t slot64 = *p.slot;
-  if (slot64 < 0 || slot64 + n_new > p.cap) {  // no slots to write: NaN out rather than memory past the cache
-    if (split == 0 && blockIdx.z == 0)
-      for (int t = threadIdx.x; t < n_new * h; t += blockDim.x) out[t] = static_cast<T>(NAN);
-    return;
-  }
-  const int slot = static_cast<int>(slot64), last = slot + n_new - 1, n_steps = last / kStep + 1;
+  const bool in_cache = slot64 >= 0 && slot64 + n_new <= p.cap;
+  const int slot = in_cache ? static_cast<int>(slot64) : 0, last = slot + n_new - 1, n_steps = last / kStep + 1;
   const int step0 = split * p.steps_per_split, step1 = min(n_steps, step0 + p.steps_per_split);
-  if (step0 >= n_steps) return;
   const int n_split = (n_steps + p.steps_per_split - 1) / p.steps_per_split;  // splits holding slots
   const int b = row / p.H, head = row % p.H;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, grp = lane / L, sub = lane % L;
   T* kc = static_cast<T*>(p.k_cache) + static_cast<int64_t>(row) * p.cap * h + sub * kV;
   T* vc = static_cast<T*>(p.v_cache) + static_cast<int64_t>(row) * p.cap * h + sub * kV;
+  // A step's keys of this lane group: a warp reads G consecutive keys at a time (G·h contiguous elements).
+  auto load = [&](int st, P(&kp)[kKeys], P(&vp)[kKeys]) {
+    const int first = st * kStep + warp * G * kKeys + grp;
+#pragma unroll
+    for (int i = 0; i < kKeys; ++i) {
+      const int j = first + i * G;
+      if (j <= last) {
+        kp[i] = *reinterpret_cast<const P*>(kc + static_cast<int64_t>(j) * h);
+        vp[i] = *reinterpret_cast<const P*>(vc + static_cast<int64_t>(j) * h);
+      }
+    }
+  };
+  P k0[kKeys], v0[kKeys], k1[kKeys], v1[kKeys];
+  const bool early = in_cache && (step0 + 1) * kStep <= slot;  // step0 holds cached slots only
+  if (early) load(step0, k0, v0);
+  wait_for_inputs();  // launched as a decode step's dependent: q, k and v are the kernels' before it
+  if (!in_cache) {    // no slots to write: NaN out rather than memory past the cache
+    if (split == 0 && blockIdx.z == 0)
+      for (int t = threadIdx.x; t < n_new * h; t += blockDim.x) out[t] = static_cast<T>(NAN);
+    return;
+  }
+  if (step0 >= n_steps) return;
   auto row_vec = [&](const void* base, int64_t sb, int64_t sh, int64_t ss, int i) {
     return *reinterpret_cast<const P*>(static_cast<const T*>(base) + b * sb + head * sh + i * ss + sub * kV);
   };
 
+  // The queries first: their loads go out with the new slots' below (the queries past n_q copy query 0 and never
+  // see a key).
+  float qf[NQ][kV];
+#pragma unroll
+  for (int qi = 0; qi < NQ; ++qi) {
+    P qp = row_vec(p.q, p.q_sb, p.q_sh, p.q_ss, qi < n_q ? q0 + qi : 0);
+    if (p.wq) qp = rms_normed<L>(qp, p.wq + sub * kV, p.eps);
+    to_float(qp, qf[qi]);
+  }
   // The new slots this block walks, into the cache first (each group's block writes the same bytes). Every
   // lane runs the loop (the norm's shuffles stay warp-wide); __syncthreads makes the writes visible to the
   // block's other threads.
@@ -148,32 +175,12 @@ __global__ void __launch_bounds__(32 * Shape<T, L, NQ>::kWarps, Shape<T, L, NQ>:
     }
   }
   __syncthreads();
-  float qf[NQ][kV];
-#pragma unroll
-  for (int qi = 0; qi < NQ; ++qi) {  // the queries past n_q copy query 0 and never see a key
-    P qp = row_vec(p.q, p.q_sb, p.q_sh, p.q_ss, qi < n_q ? q0 + qi : 0);
-    if (p.wq) qp = rms_normed<L>(qp, p.wq + sub * kV, p.eps);
-    to_float(qp, qf[qi]);
-  }
   // Query qi sees key j: every cached slot, the step's slots before min(qi, seen), and its own.
   auto sees = [&](int qi, int j) {
     const int g = q0 + qi;
     return qi < n_q && (j < slot + min(g, p.seen) || j == slot + g);
   };
 
-  // A step's keys of this lane group: a warp reads G consecutive keys at a time (G·h contiguous elements).
-  // The next step's keys are loaded before the current ones are used, so a block keeps two steps in flight.
-  auto load = [&](int st, P(&kp)[kKeys], P(&vp)[kKeys]) {
-    const int first = st * kStep + warp * G * kKeys + grp;
-#pragma unroll
-    for (int i = 0; i < kKeys; ++i) {
-      const int j = first + i * G;
-      if (j <= last) {
-        kp[i] = *reinterpret_cast<const P*>(kc + static_cast<int64_t>(j) * h);
-        vp[i] = *reinterpret_cast<const P*>(vc + static_cast<int64_t>(j) * h);
-      }
-    }
-  };
   float m[NQ], l[NQ], a[NQ][kV];
 #pragma unroll
   for (int qi = 0; qi < NQ; ++qi) {
@@ -221,8 +228,8 @@ __global__ void __launch_bounds__(32 * Shape<T, L, NQ>::kWarps, Shape<T, L, NQ>:
       m[qi] = m_new;
     }
   };
-  P k0[kKeys], v0[kKeys], k1[kKeys], v1[kKeys];
-  load(step0, k0, v0);
+  // The next step's keys are loaded before the current ones are used, so a block keeps two steps in flight.
+  if (!early) load(step0, k0, v0);
   for (int st = step0; st < step1; st += 2) {  // two register sets, alternating
     if (st + 1 < step1) load(st + 1, k1, v1);
     consume(st, k0, v0);

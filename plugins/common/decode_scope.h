@@ -1,9 +1,16 @@
 // How the kernels of a decode step launch. Inside a sampler (a DecodeWeightsScope) no kernel still running
 // writes the weights, and the step's kernels (decode_linear, add_layer_norm, rms_step, decode_attention) launch
 // as programmatic dependents (PDL, sm_90): the blocks of each start while the kernel before it finishes and wait
-// (griddepcontrol.wait) before they read its writes or write anything; decode_linear loads its weights first.
-// So the launch and the first memory round trip of each kernel hide behind the one before. AOBENCH_DECODE_PDL=0
-// (perf.decode_pdl) launches them in plain stream order.
+// (griddepcontrol.wait) before they read its writes or write anything. Before the wait each reads only what no
+// kernel of the step writes: decode_linear its weights, rms_step its norm weight, adaLN table rows and row index,
+// decode_attention the slot counter and the keys and values cached before the step. So the launch and the first
+// memory round trips of each kernel hide behind the one before. The rule that keeps this safe: such data is
+// written before the kernel right before the reader started. A kernel's writes are certain to be visible only
+// after a wait on it, and a dependent may start as soon as the blocks of the kernel before it have exited (or let
+// it); but a kernel launched in stream order starts only once everything before it has completed. So AO-GPT
+// computes its row index before the embedding kernel, never right before the first rms_step, and rms_step
+// launches in stream order when it had to copy the index itself. AOBENCH_DECODE_PDL=0 (perf.decode_pdl) launches
+// them in plain stream order.
 #pragma once
 
 namespace aobench::common {

@@ -55,15 +55,15 @@ __global__ void __launch_bounds__(32 * kWarps)
                 "a warp a row, or a block of a warp a chunk a row (row_sum)");
   constexpr int d = 128 * C, kMine = C / kSplit;  // chunks of a lane
   let_dependents_launch();  // a decode step's next Linear (decode_linear) may start loading its weights
-  wait_for_inputs();        // launched as a decode step's dependent: x, y and the tables are the kernels' before it
   const int lane = threadIdx.x % 32, part = threadIdx.x / 32 % kSplit;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32 / kSplit) + threadIdx.x / 32 / kSplit;
   if (row >= rows) return;  // kSplit > 1 launches a block a row: never taken before row_sum's barriers
-  const int64_t base = row * d, r = idx ? idx[row] : 0;
-  const float* g = gate ? gate + r * gate_ld : nullptr;
-  const float* sh = mod ? mod + r * mod_ld : nullptr;
-  float v[kMine][4], wv[kMine][4], shv[kMine][4], scv[kMine][4];
-  // with kSplit > 1 loaded before the barriers, so that x's latency hides theirs
+  float v[kMine][4], wv[kMine][4], shv[kMine][4], scv[kMine][4], gv[kMine][4];
+  // The row's index, the weight and its table rows: with kSplit > 1 (a decode step) loaded before the wait, as
+  // no kernel of the step writes them (decode_scope.h), so the index's round trip and theirs hide behind the
+  // kernel before; with kSplit = 1 after the statistics, to keep the registers of six chunks low.
+  int64_t r = 0;
+  const float *g = nullptr, *sh = nullptr;
   auto load_affine = [&](int c, int j) {
     load<4>(w + j, wv[c]);
     if (sh) {
@@ -71,18 +71,41 @@ __global__ void __launch_bounds__(32 * kWarps)
       load<4>(sh + d + j, scv[c]);
     }
   };
+  auto load_constants = [&] {
+    r = idx ? idx[row] : 0;
+    g = gate ? gate + r * gate_ld : nullptr;
+    sh = mod ? mod + r * mod_ld : nullptr;
+#pragma unroll
+    for (int c = 0; c < kMine; ++c) {
+      const int j = (c * kSplit + part) * 128 + lane * 4;
+      if constexpr (kSplit > 1) {
+        load_affine(c, j);
+        if (y && g) load<4>(g + j, gv[c]);
+      }
+    }
+  };
+  if constexpr (kSplit > 1) load_constants();
+  wait_for_inputs();  // launched as a decode step's dependent: x and y are the kernels' before it
+  if constexpr (kSplit == 1) load_constants();
+  const int64_t base = row * d;
   float sq = 0.f;
 #pragma unroll
   for (int c = 0; c < kMine; ++c) {
     const int j = (c * kSplit + part) * 128 + lane * 4;
-    if constexpr (kSplit > 1) load_affine(c, j);
     load<4>(x + base + j, v[c]);
     if (y) {
-      float yv[4], gv[4] = {1.f, 1.f, 1.f, 1.f};
+      float yv[4], gk[4] = {1.f, 1.f, 1.f, 1.f};
       load<4>(y + base + j, yv);
-      if (g) load<4>(g + j, gv);
+      if (g) {
+        if constexpr (kSplit > 1) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) v[c][k] += yv[k] * gv[k];
+          for (int k = 0; k < 4; ++k) gk[k] = gv[c][k];
+        } else {
+          load<4>(g + j, gk);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[c][k] += yv[k] * gk[k];
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) sq += v[c][k] * v[c][k];
@@ -476,6 +499,9 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
   const bool tables = t.gate.defined() || t.mod.defined();
   const bool grouped = tables && rows.offsets.defined() && rows.table_rows <= 0x7fffffff;
   const Tensor idx_d = tables && !grouped ? rows.idx.to(x.device(), torch::kLong).contiguous() : Tensor();
+  // The block-a-row kernel reads the index before its wait: one just copied or converted by the kernel right
+  // before it may not be visible yet (decode_scope.h), so that launch waits in stream order.
+  const bool early_reads = !idx_d.defined() || idx_d.data_ptr() == rows.idx.data_ptr();
   // A RowIndex may have been built on the CPU: the kernels read its groups on x's device.
   const Tensor order = grouped ? rows.order.to(x.device()).contiguous() : Tensor();
   const Tensor offsets = grouped ? rows.offsets.to(x.device()).contiguous() : Tensor();
@@ -497,9 +523,9 @@ std::array<Tensor, 3> rms_step_forward_cuda(const Tensor& x, const Tensor& y, co
       else
         split_rows<C, kWarps>(block_per_row(N), N, [&](auto split, dim3 grid, dim3 block) {
           launch_kernel<rms_step_forward_kernel<T, C, decltype(split)::value>>(
-              grid, block, stream, decode_pdl(), x.data_ptr<float>(), yp, tables ? idx_d.data_ptr<int64_t>() : nullptr,
-              gate, gate_ld, mod, mod_ld, weight.data_ptr<float>(), N, static_cast<float>(eps), sp, rp,
-              h.data_ptr<T>());
+              grid, block, stream, decode_pdl() && early_reads, x.data_ptr<float>(), yp,
+              tables ? idx_d.data_ptr<int64_t>() : nullptr, gate, gate_ld, mod, mod_ld, weight.data_ptr<float>(), N,
+              static_cast<float>(eps), sp, rp, h.data_ptr<T>());
         });
     });
   });

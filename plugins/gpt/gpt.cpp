@@ -18,6 +18,7 @@
 #include "plugins/common/cross_entropy.h"
 #include "plugins/common/cuda_graph.h"
 #include "plugins/common/decode_scope.h"
+#include "plugins/common/embedding.h"
 #include "plugins/common/layer_norm.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/sampling.h"
@@ -114,9 +115,8 @@ GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
 torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) {
   const int64_t B = ids.size(0);
   const int64_t pos0 = cache ? cache->length() : 0;
-  torch::Tensor x = wte(ids);  // (B, S, d)
-  if (cfg.start_token && pos0 == 0) x = torch::cat({wnonee.unsqueeze(0).expand({B, 1, cfg.n_embd}), x}, 1);
-  const int64_t S = x.size(1);
+  const bool start = cfg.start_token && pos0 == 0;  // the [None] slot before the ids
+  const int64_t S = ids.size(1) + (start ? 1 : 0);
   TORCH_CHECK(pos0 + S <= wpe->weight.size(0), "gpt: ", pos0 + S, " slots exceed the ", wpe->weight.size(0),
               " positions of wpe (block_size ", cfg.block_size, ")");
   const auto lopt = torch::TensorOptions().dtype(torch::kLong).device(ids.device());
@@ -129,7 +129,12 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& ids, common::KVCache* cache) 
   } else {
     pos = torch::arange(pos0, pos0 + S, lopt);
   }
-  x = drop(x + wpe(pos));  // (B, S, d)
+  torch::Tensor x;  // (B, S, d)
+  if (start)
+    x = torch::cat({wnonee.unsqueeze(0).expand({B, 1, cfg.n_embd}), wte(ids)}, 1) + wpe(pos);
+  else
+    x = common::embed_sum(wte->weight, ids, {}, wpe->weight, pos, 0);  // one kernel on a GPU without gradient
+  x = drop(x);
   // The blocks' fused form (BlockImpl::forward_fused): each norm comes out of the add before it.
   // The first block's ln_1(x), in the autocast dtype like every later norm (so a decode step's first c_attn
   // takes decode_linear too).
