@@ -14,16 +14,17 @@ void check_inputs(const torch::Tensor& tok_table, const torch::Tensor& tokens, c
                   (!none.defined() || (none.numel() == d && none.scalar_type() == tok_table.scalar_type())),
               "embed_sum: the tables must be (V, d) and (P, d) of one dtype and none (d), got ", tok_table.sizes(),
               ", ", pos_table.sizes(), " and ", none.defined() ? none.sizes() : torch::IntArrayRef{});
-  TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kLong && positions.scalar_type() == torch::kLong &&
-                  (positions.sizes() == tokens.sizes() ||
-                   (positions.dim() == 1 && positions.size(0) == tokens.size(1))),
-              "embed_sum: tokens must be (B, S) and positions (B, S) or (S), int64, got ", tokens.sizes(), " and ",
-              positions.sizes());
+  TORCH_CHECK(
+      tokens.dim() == 2 && tokens.scalar_type() == torch::kLong && positions.scalar_type() == torch::kLong &&
+          (positions.sizes() == tokens.sizes() || (positions.dim() == 1 && positions.size(0) == tokens.size(1))),
+      "embed_sum: tokens must be (B, S) and positions (B, S) or (S), int64, got ", tokens.sizes(), " and ",
+      positions.sizes());
 }
 }  // namespace
 
-torch::Tensor embed_sum_reference(const torch::Tensor& tok_table, const torch::Tensor& tokens, const torch::Tensor& none,
-                                  const torch::Tensor& pos_table, const torch::Tensor& positions, int64_t pos_offset) {
+torch::Tensor embed_sum_reference(const torch::Tensor& tok_table, const torch::Tensor& tokens,
+                                  const torch::Tensor& none, const torch::Tensor& pos_table,
+                                  const torch::Tensor& positions, int64_t pos_offset) {
   check_inputs(tok_table, tokens, none, pos_table, positions);
   namespace F = torch::nn::functional;
   torch::Tensor tok = F::embedding(none.defined() ? tokens.clamp_min(0) : tokens, tok_table);  // (B, S, d)

@@ -14,8 +14,9 @@ namespace aobench::common {
 // dtype. On CUDA without a gradient an id outside its table gives a NaN row (the reference's gathers raise).
 torch::Tensor embed_sum(const torch::Tensor& tok_table, const torch::Tensor& tokens, const torch::Tensor& none,
                         const torch::Tensor& pos_table, const torch::Tensor& positions, int64_t pos_offset);
-torch::Tensor embed_sum_reference(const torch::Tensor& tok_table, const torch::Tensor& tokens, const torch::Tensor& none,
-                                  const torch::Tensor& pos_table, const torch::Tensor& positions, int64_t pos_offset);
+torch::Tensor embed_sum_reference(const torch::Tensor& tok_table, const torch::Tensor& tokens,
+                                  const torch::Tensor& none, const torch::Tensor& pos_table,
+                                  const torch::Tensor& positions, int64_t pos_offset);
 
 // CUDA entry point (embedding_cuda.cu, built with CUDA only) for what embed_sum has checked: float32 tables with
 // contiguous rows of d % 4 = 0, contiguous int64 ids.

@@ -17,9 +17,9 @@ namespace aobench::common {
 namespace {
 
 struct Params {
-  const float* tok;  // (V, d), row stride tok_ld
-  const float* none;  // (d) or null
-  const float* pos;   // (P, d), row stride pos_ld
+  const float* tok;                   // (V, d), row stride tok_ld
+  const float* none;                  // (d) or null
+  const float* pos;                   // (P, d), row stride pos_ld
   const int64_t *tokens, *positions;  // (B·S); (B·S) or (S)
   int64_t tok_ld, pos_ld, V, P, S, pos_seq_stride, pos_offset, d4;
   float* out;  // (B·S, d)

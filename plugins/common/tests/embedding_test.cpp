@@ -29,12 +29,12 @@ TEST(EmbedSum, ReferenceIsTheGathersAndTheWhere) {
   const auto shared = embed_sum(tok, tokens.abs(), {}, pos, torch::tensor({2, 5}), 0);
   EXPECT_TRUE(torch::equal(shared[1][1], tok[0] + pos[5]));
   EXPECT_TRUE(torch::equal(shared[0][0], tok[1] + pos[2]));
-  EXPECT_THROW(embed_sum(tok, tokens.view({4}), none, pos, positions.view({4}), 0), c10::Error);        // (B, S)
-  EXPECT_THROW(embed_sum(tok, tokens, none, torch::randn({6, 4}), positions, 0), c10::Error);           // widths
-  EXPECT_THROW(embed_sum(tok, tokens, none, pos, torch::tensor({1, 2, 3}), 0), c10::Error);             // (S)
-  EXPECT_THROW(embed_sum(tok, tokens.to(torch::kInt), none, pos, positions, 0), c10::Error);            // int64
-  EXPECT_THROW(embed_sum(tok, tokens, torch::randn({7}), pos, positions, 0), c10::Error);               // none (d)
-  EXPECT_THROW(embed_sum(tok, tokens, none, pos.to(torch::kDouble), positions, 0), c10::Error);         // dtype
+  EXPECT_THROW(embed_sum(tok, tokens.view({4}), none, pos, positions.view({4}), 0), c10::Error);  // (B, S)
+  EXPECT_THROW(embed_sum(tok, tokens, none, torch::randn({6, 4}), positions, 0), c10::Error);     // widths
+  EXPECT_THROW(embed_sum(tok, tokens, none, pos, torch::tensor({1, 2, 3}), 0), c10::Error);       // (S)
+  EXPECT_THROW(embed_sum(tok, tokens.to(torch::kInt), none, pos, positions, 0), c10::Error);      // int64
+  EXPECT_THROW(embed_sum(tok, tokens, torch::randn({7}), pos, positions, 0), c10::Error);         // none (d)
+  EXPECT_THROW(embed_sum(tok, tokens, none, pos.to(torch::kDouble), positions, 0), c10::Error);   // dtype
 }
 
 // Whether embed_sum runs its kernel on this machine (a GPU and a build with the CUDA kernels).
@@ -60,7 +60,7 @@ TEST(EmbedSum, CudaKernelGivesTheReferenceBits) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
   torch::NoGradGuard no_grad;
   const auto o = torch::TensorOptions().device(torch::kCUDA);
-  const Case cases[] = {{32, 1, 768, true, true, Layout::plain, 1},   // an AO-GPT decode step
+  const Case cases[] = {{32, 1, 768, true, true, Layout::plain, 1},    // an AO-GPT decode step
                         {32, 1, 768, false, false, Layout::plain, 0},  // a GPT decode step: one shared position
                         {3, 17, 12, true, true, Layout::sliced, 1},    // fewer columns than a warp, sliced tables
                         {2, 5, 2048, false, true, Layout::sliced, 3},  // more than one block's threads of float4
