@@ -20,16 +20,22 @@ void check_inputs(const torch::Tensor& tok_table, const torch::Tensor& tokens, c
       "embed_sum: tokens must be (B, S) and positions (B, S) or (S), int64, got ", tokens.sizes(), " and ",
       positions.sizes());
 }
+
+// The reference's expressions on checked inputs.
+torch::Tensor sum_of_gathers(const torch::Tensor& tok_table, const torch::Tensor& tokens, const torch::Tensor& none,
+                             const torch::Tensor& pos_table, const torch::Tensor& positions, int64_t pos_offset) {
+  namespace F = torch::nn::functional;
+  torch::Tensor tok = F::embedding(none.defined() ? tokens.clamp_min(0) : tokens, tok_table);  // (B, S, d)
+  if (none.defined()) tok = torch::where(tokens.lt(0).unsqueeze(-1), none.view({-1}), tok);
+  return tok + F::embedding(pos_offset != 0 ? positions + pos_offset : positions, pos_table);
+}
 }  // namespace
 
 torch::Tensor embed_sum_reference(const torch::Tensor& tok_table, const torch::Tensor& tokens,
                                   const torch::Tensor& none, const torch::Tensor& pos_table,
                                   const torch::Tensor& positions, int64_t pos_offset) {
   check_inputs(tok_table, tokens, none, pos_table, positions);
-  namespace F = torch::nn::functional;
-  torch::Tensor tok = F::embedding(none.defined() ? tokens.clamp_min(0) : tokens, tok_table);  // (B, S, d)
-  if (none.defined()) tok = torch::where(tokens.lt(0).unsqueeze(-1), none.view({-1}), tok);
-  return tok + F::embedding(pos_offset != 0 ? positions + pos_offset : positions, pos_table);
+  return sum_of_gathers(tok_table, tokens, none, pos_table, positions, pos_offset);
 }
 
 torch::Tensor embed_sum(const torch::Tensor& tok_table, const torch::Tensor& tokens, const torch::Tensor& none,
@@ -45,7 +51,7 @@ torch::Tensor embed_sum(const torch::Tensor& tok_table, const torch::Tensor& tok
       (!none.defined() || (none.is_contiguous() && aligned(none, 16))) && !records_grad({tok_table, pos_table, none}))
     return embed_sum_cuda(tok_table, tokens.contiguous(), none, pos_table, positions.contiguous(), pos_offset);
 #endif
-  return embed_sum_reference(tok_table, tokens, none, pos_table, positions, pos_offset);
+  return sum_of_gathers(tok_table, tokens, none, pos_table, positions, pos_offset);
 }
 
 }  // namespace aobench::common

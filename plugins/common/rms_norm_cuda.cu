@@ -59,11 +59,17 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32 / kSplit) + threadIdx.x / 32 / kSplit;
   if (row >= rows) return;  // kSplit > 1 launches a block a row: never taken before row_sum's barriers
   float v[kMine][4], wv[kMine][4], shv[kMine][4], scv[kMine][4], gv[kMine][4];
-  // The row's index, the weight and its table rows: with kSplit > 1 (a decode step) loaded before the wait, as
-  // no kernel of the step writes them (decode_scope.h), so the index's round trip and theirs hide behind the
-  // kernel before; with kSplit = 1 after the statistics, to keep the registers of six chunks low.
+  // The row's index, its table rows and the weight: with kSplit > 1 (a decode step) loaded before the wait, as no
+  // kernel of the step writes them (decode_scope.h), so the index's round trip and theirs hide behind the kernel
+  // before; with kSplit = 1 after it, the weight and the modulation after the statistics (the registers of six
+  // chunks).
   int64_t r = 0;
   const float *g = nullptr, *sh = nullptr;
+  auto find_table_rows = [&] {
+    r = idx ? idx[row] : 0;
+    g = gate ? gate + r * gate_ld : nullptr;
+    sh = mod ? mod + r * mod_ld : nullptr;
+  };
   auto load_affine = [&](int c, int j) {
     load<4>(w + j, wv[c]);
     if (sh) {
@@ -71,22 +77,17 @@ __global__ void __launch_bounds__(32 * kWarps)
       load<4>(sh + d + j, scv[c]);
     }
   };
-  auto load_constants = [&] {
-    r = idx ? idx[row] : 0;
-    g = gate ? gate + r * gate_ld : nullptr;
-    sh = mod ? mod + r * mod_ld : nullptr;
+  if constexpr (kSplit > 1) {
+    find_table_rows();
 #pragma unroll
     for (int c = 0; c < kMine; ++c) {
       const int j = (c * kSplit + part) * 128 + lane * 4;
-      if constexpr (kSplit > 1) {
-        load_affine(c, j);
-        if (y && g) load<4>(g + j, gv[c]);
-      }
+      load_affine(c, j);
+      if (y && g) load<4>(g + j, gv[c]);
     }
-  };
-  if constexpr (kSplit > 1) load_constants();
+  }
   wait_for_inputs();  // launched as a decode step's dependent: x and y are the kernels' before it
-  if constexpr (kSplit == 1) load_constants();
+  if constexpr (kSplit == 1) find_table_rows();
   const int64_t base = row * d;
   float sq = 0.f;
 #pragma unroll
@@ -94,18 +95,12 @@ __global__ void __launch_bounds__(32 * kWarps)
     const int j = (c * kSplit + part) * 128 + lane * 4;
     load<4>(x + base + j, v[c]);
     if (y) {
-      float yv[4], gk[4] = {1.f, 1.f, 1.f, 1.f};
+      float yv[4];
       load<4>(y + base + j, yv);
-      if (g) {
-        if constexpr (kSplit > 1) {
+      if constexpr (kSplit == 1)
+        if (g) load<4>(g + j, gv[c]);
 #pragma unroll
-          for (int k = 0; k < 4; ++k) gk[k] = gv[c][k];
-        } else {
-          load<4>(g + j, gk);
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v[c][k] += yv[k] * gk[k];
+      for (int k = 0; k < 4; ++k) v[c][k] += yv[k] * (g ? gv[c][k] : 1.f);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) sq += v[c][k] * v[c][k];
