@@ -61,7 +61,11 @@ void restrict_sdpa(const std::string& backend) {
   ctx.setSDPUseMath(backend == "math");
 }
 
-// Runs `fn` once under the Kineto profiler and prints the 25 CUDA kernels with the most total time.
+// Runs `fn` once under the Kineto profiler and prints the 25 CUDA kernels with the most total time. Beside each
+// kernel's own time, the time it adds to the GPU's timeline: with the kernels in start order, how far its end
+// moves the latest end so far (a dependent launched with PDL overlaps the kernel before it, so its own time
+// overstates what it costs), and the idle time before it starts (the launch gap). Their sums over all kernels are
+// the profiled wall time on the GPU.
 template <typename Fn>
 void print_kernel_profile(const std::string& label, Fn fn) {
   namespace prof = torch::autograd::profiler;
@@ -75,29 +79,49 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   torch::cuda::synchronize();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto result = prof::disableProfiler();
-  std::map<std::string, std::pair<double, int>> per_kernel;  // name → (total µs, calls)
-  double total = 0;
-  int64_t launches = 0;
-  for (const auto& e : result->events()) {
-    if (e.deviceType() != c10::DeviceType::CUDA) continue;
-    auto& k = per_kernel[e.name().substr(0, 90)];
-    k.first += e.durationNs() / 1e3;
-    k.second += 1;
-    total += e.durationNs() / 1e3;
-    ++launches;
+  struct Kernel {
+    double own = 0, added = 0, idle = 0;  // µs: its durations, what it added to the timeline, the gaps before it
+    int calls = 0;
+  };
+  std::map<std::string, Kernel> per_kernel;  // by name
+  std::vector<const torch::autograd::profiler::KinetoEvent*> gpu;
+  for (const auto& e : result->events())
+    if (e.deviceType() == c10::DeviceType::CUDA) gpu.push_back(&e);
+  std::stable_sort(gpu.begin(), gpu.end(), [](auto* a, auto* b) { return a->startNs() < b->startNs(); });
+  double total = 0, added_total = 0, idle_total = 0;
+  uint64_t frontier = gpu.empty() ? 0 : gpu.front()->startNs();  // the latest end so far
+  for (const auto* e : gpu) {
+    auto& k = per_kernel[e->name().substr(0, 90)];
+    const uint64_t start = e->startNs(), end = start + e->durationNs();
+    const double idle = start > frontier ? (start - frontier) / 1e3 : 0.0;
+    const double added = end > std::max(start, frontier) ? (end - std::max(start, frontier)) / 1e3 : 0.0;
+    frontier = std::max(frontier, end);
+    k.own += e->durationNs() / 1e3;
+    k.added += added;
+    k.idle += idle;
+    k.calls += 1;
+    total += e->durationNs() / 1e3;
+    added_total += added;
+    idle_total += idle;
   }
-  std::vector<std::pair<std::string, std::pair<double, int>>> rows(per_kernel.begin(), per_kernel.end());
-  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::vector<std::pair<std::string, Kernel>> rows(per_kernel.begin(), per_kernel.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.own > b.second.own; });
   // GPU time well under the wall time means the GPU waited for the host (launches, synchronisations).
-  std::printf("profile %s: %.2f ms of GPU time in %lld kernels of %zu kinds, %.2f ms wall (profiler on)\n",
-              label.c_str(), total / 1e3, static_cast<long long>(launches), rows.size(), wall_ms);
+  std::printf(
+      "profile %s: %.2f ms of GPU time in %zu kernels of %zu kinds, %.2f ms wall (profiler on); the "
+      "kernels added %.2f ms to the GPU's timeline and it idled %.2f ms between them\n",
+      label.c_str(), total / 1e3, gpu.size(), rows.size(), wall_ms, added_total / 1e3, idle_total / 1e3);
+  std::printf("  %11s %11s %11s %6s\n", "own ms", "added ms", "idle ms", "calls");
   const std::string top_text = env_or("AOBENCH_BENCH_PROFILE_TOP", "25");
   char* end = nullptr;
   const size_t top = std::strtoul(top_text.c_str(), &end, 10);
   if (top_text.empty() || *end != '\0')
     throw std::invalid_argument("AOBENCH_BENCH_PROFILE_TOP='" + top_text + "' is not a count; give e.g. 25 or 200");
-  for (size_t i = 0; i < rows.size() && i < top; ++i)
-    std::printf("  %8.3f ms %5d×  %s\n", rows[i].second.first / 1e3, rows[i].second.second, rows[i].first.c_str());
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const Kernel& k = rows[i].second;
+    std::printf("  %11.3f %11.3f %11.3f %5d×  %s\n", k.own / 1e3, k.added / 1e3, k.idle / 1e3, k.calls,
+                rows[i].first.c_str());
+  }
 }
 
 // Times each benchmark iteration of fn() on the GPU with CUDA events (UseManualTime); returns the mean

@@ -32,12 +32,14 @@ bool decode_linear_supports(const torch::Tensor& x, const torch::Tensor& w, cons
 DecodeLinearTile decode_linear_tile(int64_t N, int64_t K, int64_t sms) {
   const int64_t chunks = K / 32;
   // Up to 3 chunks of 32 K a warp (24 a block of 8 warps): one block takes all of K, 2 column tiles while
-  // that still gives every SM a block. Longer K: split over a cluster of S blocks (≤ 3 chunks a warp again),
-  // 4 column tiles a block so that fewer tiles read x; a cluster's add costs more than it saves below that.
+  // that still gives every SM a block. Longer K: split over a cluster of S blocks (≤ 3 chunks a warp again); a
+  // cluster's add costs more than it saves below that. There 2 column tiles while all the clusters' blocks fit
+  // the GPU at once (two an SM), else 4 so that fewer blocks read x: in whole GPT-2 small samples on an H100
+  // the MLP's c_proj took 74.8 ms at 2 × 4 against 84.7 ms at 4 × 4 (docs/results/perf/).
   if (chunks <= 24 || N % 32 != 0) return {N % 16 == 0 && N / 16 >= sms ? 2 : 1, 1};
   int s = 2;
   while (s < 8 && chunks > 24 * s) s *= 2;
-  return {4, s};
+  return {N / 16 * s <= 2 * sms ? 2 : 4, s};
 }
 
 bool decode_linear_tile_fits(const DecodeLinearTile& tile, int64_t N) {

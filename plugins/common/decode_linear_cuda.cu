@@ -11,7 +11,9 @@
 // weight). Wider column tiles cut that, and the split keeps ≥ one block per SM and few chunks per warp, so a
 // warp's loads of x are all in flight at once. decode_linear_tile chooses NT and S from a sweep on an H200
 // (docs/results/perf/): the cluster's two syncs and DSMEM adds cost more than they save while a warp has ≤ 24
-// chunks (K = 768), so only a longer K is split (MLP c_proj, K 3072: 5.8 → 4.6 µs a launch at NT 4, S 4).
+// chunks (K = 768), so only a longer K is split (MLP c_proj, K 3072: 5.8 → 4.6 µs a launch at NT 4, S 4 in a
+// chain of c_proj launches; NT 2, S 4 in whole samples, where the c_fc before it holds the SMs: 6.1 µs against
+// 6.9 µs on an H100).
 // A few µs a launch are fixed costs (the launch, the first DRAM round trip, the drain), larger than streaming
 // a few MB, so inside a sampler (decode_scope.h: its weights are constant) the kernel is launched as a
 // programmatic dependent (PDL): its blocks start while the kernel before it finishes, load their share of the

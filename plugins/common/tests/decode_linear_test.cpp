@@ -84,6 +84,11 @@ TEST(DecodeLinear, TileChoiceFitsAndABadTileIsRefused) {
       const auto t = decode_linear_tile(s.N, s.K, sms);
       EXPECT_TRUE(decode_linear_tile_fits(t, s.N)) << "N=" << s.N << " K=" << s.K << " sms=" << sms;
     }
+  // GPT-2 small's shapes on an H100's 132 SMs: the tiles whole samples measured fastest (docs/results/perf/).
+  EXPECT_EQ(decode_linear_tile(2304, 768, 132), (DecodeLinearTile{2, 1}));  // c_attn
+  EXPECT_EQ(decode_linear_tile(3072, 768, 132), (DecodeLinearTile{2, 1}));  // c_fc
+  EXPECT_EQ(decode_linear_tile(768, 768, 132), (DecodeLinearTile{1, 1}));   // the attention's c_proj
+  EXPECT_EQ(decode_linear_tile(768, 3072, 132), (DecodeLinearTile{2, 4}));  // the MLP's c_proj
   EXPECT_EQ(tiles_for(768).size(), 12u);
   EXPECT_EQ(tiles_for(24).size(), 4u);  // one column tile only (24 / 8 = 3)
   EXPECT_FALSE(decode_linear_tile_fits({4, 1}, 16));
