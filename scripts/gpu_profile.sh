@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kernel-time profile of one aobench_bench case (the Kineto profiler built into the bench binary:
-# AOBENCH_BENCH_PROFILE=1 runs one call under it and prints the 25 kernels with the most GPU time), on the
-# GPU machine after a build:
+# AOBENCH_BENCH_PROFILE=1 runs one call under it and prints the 25 kernels with the most GPU time, each with the
+# time it added to the GPU's timeline: less than its own under PDL), on the GPU machine after a build:
 #   scripts/gpu_profile.sh NAME PLUGIN FILTER [ENV=VALUE...]   → $OUT/profile_NAME.txt
 # e.g. scripts/gpu_profile.sh gpt_decode gpt PluginSample AOBENCH_BENCH_STEPS=1024 AOBENCH_BENCH_BATCH=32
 set -eo pipefail
