@@ -88,21 +88,21 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   for (const auto& e : result->events())
     if (e.deviceType() == c10::DeviceType::CUDA) gpu.push_back(&e);
   std::stable_sort(gpu.begin(), gpu.end(), [](auto* a, auto* b) { return a->startNs() < b->startNs(); });
-  double total = 0, added_total = 0, idle_total = 0;
   uint64_t frontier = gpu.empty() ? 0 : gpu.front()->startNs();  // the latest end so far
   for (const auto* e : gpu) {
     auto& k = per_kernel[e->name().substr(0, 90)];
-    const uint64_t start = e->startNs(), end = start + e->durationNs();
-    const double idle = start > frontier ? (start - frontier) / 1e3 : 0.0;
-    const double added = end > std::max(start, frontier) ? (end - std::max(start, frontier)) / 1e3 : 0.0;
-    frontier = std::max(frontier, end);
+    const uint64_t start = e->startNs(), end = start + e->durationNs(), from = std::max(start, frontier);
     k.own += e->durationNs() / 1e3;
-    k.added += added;
-    k.idle += idle;
+    k.added += end > from ? (end - from) / 1e3 : 0.0;
+    k.idle += (from - frontier) / 1e3;
     k.calls += 1;
-    total += e->durationNs() / 1e3;
-    added_total += added;
-    idle_total += idle;
+    frontier = std::max(frontier, end);
+  }
+  Kernel sum;  // over every kernel
+  for (const auto& [name, k] : per_kernel) {
+    sum.own += k.own;
+    sum.added += k.added;
+    sum.idle += k.idle;
   }
   std::vector<std::pair<std::string, Kernel>> rows(per_kernel.begin(), per_kernel.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.own > b.second.own; });
@@ -110,7 +110,7 @@ void print_kernel_profile(const std::string& label, Fn fn) {
   std::printf(
       "profile %s: %.2f ms of GPU time in %zu kernels of %zu kinds, %.2f ms wall (profiler on); the "
       "kernels added %.2f ms to the GPU's timeline and it idled %.2f ms between them\n",
-      label.c_str(), total / 1e3, gpu.size(), rows.size(), wall_ms, added_total / 1e3, idle_total / 1e3);
+      label.c_str(), sum.own / 1e3, gpu.size(), rows.size(), wall_ms, sum.added / 1e3, sum.idle / 1e3);
   std::printf("  %11s %11s %11s %6s\n", "own ms", "added ms", "idle ms", "calls");
   const std::string top_text = env_or("AOBENCH_BENCH_PROFILE_TOP", "25");
   char* end = nullptr;
