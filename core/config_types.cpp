@@ -288,13 +288,19 @@ GenpplConfig GenpplConfig::from_json(const nlohmann::json& resolved, KeysRead* r
 }
 
 // Every perf key with its field: what from_json reads and apply() sets.
-const std::pair<const char*, bool PerfConfig::*> kPerfFields[] = {
-    {"fused_ce", &PerfConfig::fused_ce},           {"fused_ln", &PerfConfig::fused_ln},
-    {"fused_norms", &PerfConfig::fused_norms},     {"fused_adamw", &PerfConfig::fused_adamw},
-    {"fused_decode", &PerfConfig::fused_decode},   {"decode_gemm", &PerfConfig::decode_gemm},
-    {"decode_pdl", &PerfConfig::decode_pdl},       {"cuda_graphs", &PerfConfig::cuda_graphs},
-    {"draw_split", &PerfConfig::draw_split},       {"draw_candidates", &PerfConfig::draw_candidates},
-    {"draw_resident", &PerfConfig::draw_resident}, {"fused_sampling", &PerfConfig::fused_sampling}};
+const std::pair<const char*, bool PerfConfig::*> kPerfFields[] = {{"fused_ce", &PerfConfig::fused_ce},
+                                                                  {"fused_ln", &PerfConfig::fused_ln},
+                                                                  {"fused_norms", &PerfConfig::fused_norms},
+                                                                  {"fused_adamw", &PerfConfig::fused_adamw},
+                                                                  {"fused_linear", &PerfConfig::fused_linear},
+                                                                  {"fused_decode", &PerfConfig::fused_decode},
+                                                                  {"decode_gemm", &PerfConfig::decode_gemm},
+                                                                  {"decode_pdl", &PerfConfig::decode_pdl},
+                                                                  {"cuda_graphs", &PerfConfig::cuda_graphs},
+                                                                  {"draw_split", &PerfConfig::draw_split},
+                                                                  {"draw_candidates", &PerfConfig::draw_candidates},
+                                                                  {"draw_resident", &PerfConfig::draw_resident},
+                                                                  {"fused_sampling", &PerfConfig::fused_sampling}};
 
 PerfConfig PerfConfig::from_json(const nlohmann::json& resolved, KeysRead* read) {
   PerfConfig o;

@@ -128,6 +128,7 @@ struct PerfConfig {
   bool fused_ln = true;         // the fused residual-add + LayerNorm with its backward
   bool fused_norms = true;      // the fused q/k norms
   bool fused_adamw = true;      // one multi-tensor AdamW launch per group (harness/train/optim.h)
+  bool fused_linear = true;     // the training Linear's backward (plugins/common/linear.h: linear2d_training)
   bool fused_decode = true;     // the KV-cache decode attention kernel
   bool decode_gemm = true;      // the decode step's Linear kernel (plugins/common/decode_linear.h)
   bool decode_pdl = true;       // a decode step's kernels as programmatic dependents (plugins/common/decode_scope.h)

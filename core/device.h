@@ -29,9 +29,9 @@ double hbm_bandwidth(const std::string& name);
 // The speed switches, each a fast path on by default that can be turned off for comparison or to rule a kernel
 // out: the config's "perf" section (PerfConfig, core/config_types.h) sets them per run, and the environment
 // variable AOBENCH_<NAME> ("0" off, anything else on) overrides the config, for debugging.
-inline constexpr const char* kPerfSwitches[] = {"fused_ce",     "fused_ln",        "fused_norms",   "fused_adamw",
-                                                "fused_decode", "decode_gemm",     "decode_pdl",    "cuda_graphs",
-                                                "draw_split",   "draw_candidates", "draw_resident", "fused_sampling"};
+inline constexpr const char* kPerfSwitches[] = {
+    "fused_ce",   "fused_ln",    "fused_norms", "fused_adamw",     "fused_linear",  "fused_decode",  "decode_gemm",
+    "decode_pdl", "cuda_graphs", "draw_split",  "draw_candidates", "draw_resident", "fused_sampling"};
 // Sets the configured value of switch `name` (one of kPerfSwitches); ConfigError for another name.
 void set_perf_switch(const std::string& name, bool on);
 // The value in effect of the switch read from environment variable `env` (AOBENCH_FUSED_CE ↔ "fused_ce"): the

@@ -1,6 +1,9 @@
 // Implements: plugins/common/linear.h.
 #include "plugins/common/linear.h"
 
+#include <ATen/autocast_mode.h>
+
+#include "core/device.h"
 #include "plugins/common/decode_linear.h"
 #include "plugins/common/kernel_util.h"
 
@@ -10,9 +13,41 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 namespace {
+EnvSwitch fused_linear_switch("AOBENCH_FUSED_LINEAR");
+
+// Inputs x (M, in), w (out, in), b (out)?; saved: x and w in bf16 (what autocast's addmm saved).
+struct TrainingLinear : torch::autograd::Function<TrainingLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const std::optional<torch::Tensor>& b) {
+    const auto x16 = x.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);
+    ctx->save_for_backward({x16, w16});
+    ctx->saved_data["bias"] = b.has_value();
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
+    return b ? at::addmm(b->to(torch::kBFloat16), x16, w16.t()) : at::mm(x16, w16.t());  // (M, out) bf16
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto g = grads[0].to(torch::kBFloat16).contiguous();  // (M, out)
+    const auto w_dtype = static_cast<torch::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    torch::Tensor gx, gw, gb;
+    if (ctx->needs_input_grad(0)) gx = at::mm(g, saved[1]);  // (M, in) bf16
+    if (ctx->needs_input_grad(1))                            // (out, in), fp32 accumulation, one rounding
+      gw = w_dtype == torch::kFloat32 ? at::mm(g.t(), saved[0], torch::kFloat32) : at::mm(g.t(), saved[0]);
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) gb = bias_grad(g);
+    return {gx, gw, gb};
+  }
+};
+
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                        DecodeActivation act) {
-  auto y = decode_linear(x.reshape({-1, x.size(-1)}), weight, bias, act);  // (N, out)
+  const auto x2 = x.reshape({-1, x.size(-1)});
+  torch::Tensor y;  // (M, out)
+  if (linear2d_training_applies(x2, weight, bias)) {
+    y = linear2d_training(x2, weight, bias);
+    if (act != DecodeActivation::none) y = torch::gelu(y, act == DecodeActivation::gelu_tanh ? "tanh" : "none");
+  } else {
+    y = decode_linear(x2, weight, bias, act);
+  }
   auto shape = x.sizes().vec();
   shape.back() = y.size(-1);
   return y.view(shape);
@@ -21,6 +56,29 @@ torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, cons
 
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   return linear2d(x, weight, bias, DecodeActivation::none);
+}
+
+bool fused_linear_enabled() { return kernel_switch_on(fused_linear_switch); }
+void set_fused_linear_enabled(bool on) { fused_linear_switch.set(on); }
+
+bool linear2d_training_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return x.is_cuda() && x.dim() == 2 && records_grad({x, w, b}) && at::autocast::is_autocast_enabled(at::kCUDA) &&
+         at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16 && fused_linear_enabled();
+}
+
+torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && x.is_cuda() && w.device() == x.device() &&
+                  (!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0) && b.device() == x.device())),
+              "linear2d_training: x ", x.sizes(), " (M, in), w ", w.sizes(), " (out, in) and b ",
+              b.defined() ? b.sizes() : torch::IntArrayRef{}, " (out) must match, on one CUDA device");
+  return TrainingLinear::apply(x, w, optional_tensor(b));
+}
+
+torch::Tensor bias_grad(const torch::Tensor& g) {
+#ifdef AOBENCH_FUSED_CUDA
+  if (bias_grad_cuda_supports(g)) return bias_grad_cuda(g);
+#endif
+  return g.sum(0, /*keepdim=*/false, torch::kFloat32);
 }
 
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {

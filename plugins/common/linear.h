@@ -8,13 +8,33 @@ namespace aobench::common {
 
 // x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
 // input was profiled as a GEMM plus a separate, slow broadcast bias kernel). Same numbers on CPU. The few rows
-// of a decode step in bf16 without gradients take decode_linear's kernel instead (decode_linear.h).
+// of a decode step in bf16 without gradients take decode_linear's kernel instead (decode_linear.h). Training
+// under bf16 autocast on a GPU takes linear2d_training (below) while fused_linear_enabled().
 torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 // The same with a Linear's weight; `bias` overrides its own (adaln_bias) when defined.
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias = {});
 // torch::gelu(linear2d(l, x), approximate) ("none" or "tanh"), the GELU in decode_linear's kernel when it
 // takes the call (one launch instead of two).
 torch::Tensor linear2d_gelu(const torch::nn::Linear& l, const torch::Tensor& x, const std::string& approximate);
+
+// The training Linear under bf16 autocast, as an autograd Function: the forward is autocast's addmm of x, w and b
+// cast to bf16 (the same bits); the backward gives ∂x = g·w in bf16 (autocast's), ∂w = gᵀ·x accumulated and
+// written in w's dtype by one GEMM (autocast's addmm rounded it to bf16 and a cast followed), and ∂b = bias_grad
+// (g), fp32 column sums in one read of g (autocast's was a bf16 sum(0) at a third of the bandwidth, then a
+// cast). x (M, in) on CUDA, w (out, in), b (out) or undefined → (M, out) bf16.
+torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+// Whether linear2d takes linear2d_training for these tensors: the kernels are built and switched on
+// (AOBENCH_FUSED_LINEAR, perf.fused_linear), a gradient is recorded, x is a 2-D CUDA tensor and bf16 autocast is on.
+bool linear2d_training_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+bool fused_linear_enabled();
+void set_fused_linear_enabled(bool on);
+// The bias gradient of a Linear from its output's gradient g (M, N): the column sums Σ_m g[m, n] in fp32. On
+// CUDA through bias_grad_cuda when bias_grad_cuda_supports(g) (bf16, contiguous, 16-byte aligned, N a
+// multiple of 8), else g.sum(0) in fp32.
+torch::Tensor bias_grad(const torch::Tensor& g);
+// CUDA entry points (linear_cuda.cu, built with CUDA only).
+bool bias_grad_cuda_supports(const torch::Tensor& g);
+torch::Tensor bias_grad_cuda(const torch::Tensor& g);
 
 // x·wᵀ + b in float32 from x and w rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
 // and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables

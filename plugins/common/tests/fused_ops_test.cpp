@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 
@@ -156,6 +158,86 @@ TEST(FusedOps, CudaLinearBf16OperandsIsTheLinearOfRoundedOperands) {
   const auto near_one = 1 + 1e-3 * b0;
   EXPECT_LT((linear_bf16_operands(x0, w0, near_one) - no_bias - near_one).abs().max().item<double>(), 1e-5);
   EXPECT_THROW(linear_bf16_operands(x0.cpu(), w0.cpu(), torch::Tensor()), c10::Error);
+}
+
+// bias_grad's kernel against the float64 column sums: row counts off the 128-row slices, one row, none, a
+// width that is not a multiple of 256, the widths of GPT-2 small; the same bits on a second call. A width the
+// kernel does not take (12) goes to the fp32 sum.
+TEST(FusedOps, CudaBiasGradIsTheColumnSum) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(17);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 8}, {0, 16}, {129, 24}, {1000, 264}, {4097, 768}, {16384, 3072}, {300, 12}}) {
+    auto g = 3 * torch::randn({M, N}, opt) + 1;  // a mean ≠ 0, so the sums grow with M
+    EXPECT_EQ(bias_grad_cuda_supports(g), N % 8 == 0) << M << " × " << N;
+    const auto got = bias_grad(g);
+    ASSERT_EQ(got.scalar_type(), torch::kFloat32);
+    ASSERT_EQ(got.sizes(), torch::IntArrayRef({N}));
+    const auto want = g.to(torch::kFloat64).sum(0);
+    const double tol = 1e-6 * (M + 1) * 4;  // fp32 additions of terms ≲ 13: far below one term's bf16 step
+    EXPECT_LT((got.to(torch::kFloat64) - want).abs().max().item<double>(), tol) << M << " × " << N;
+    EXPECT_TRUE(torch::equal(got, bias_grad(g))) << "not the same bits twice, " << M << " × " << N;
+  }
+  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 12}, opt)));
+  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 16}, opt).t()));
+  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 16}, opt.dtype(torch::kFloat32))));
+}
+
+// linear2d's training Function under bf16 autocast against autocast's addmm (perf.fused_linear off): the same
+// output bits, ∂x within bf16 GEMM noise, ∂w and ∂b at least as close to the float64 products of the bf16
+// operands as autocast's, and both written in the parameters' fp32. The Function is taken only with a gradient
+// recorded, on CUDA, under bf16 autocast.
+TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(19);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA);
+  const int64_t M = 1000, K = 192, N = 264;
+  const auto x0 = torch::randn({M, K}, opt), w0 = 0.05 * torch::randn({N, K}, opt), b0 = torch::randn({N}, opt);
+  const auto up = torch::randn({M, N}, opt);
+  auto run = [&](bool fused, bool with_bias) {
+    set_fused_linear_enabled(fused);
+    auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    EXPECT_EQ(linear2d_training_applies(x, w, with_bias ? b : torch::Tensor()), fused);
+    auto y = linear2d(x, w, with_bias ? b : torch::Tensor());
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    (y.to(torch::kFloat32) * up).sum().backward();
+    set_fused_linear_enabled(true);
+    return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::Tensor()};
+  };
+  auto f64 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat64); };
+  const auto g64 = f64(up.to(torch::kBFloat16));  // the upstream gradient arrives in y's bf16
+  const auto want_w = g64.t().matmul(f64(x0)), want_b = g64.sum(0);
+  auto err = [](const torch::Tensor& got, const torch::Tensor& want) {
+    return (got.to(torch::kFloat64) - want).abs().max().item<double>();
+  };
+  for (bool with_bias : {true, false}) {
+    const auto fused = run(true, with_bias), plain = run(false, with_bias);
+    ASSERT_EQ(fused[0].scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(torch::equal(fused[0], plain[0]));
+    EXPECT_TRUE(torch::allclose(fused[1], plain[1], 1e-2, 1e-2)) << (fused[1] - plain[1]).abs().max().item<double>();
+    EXPECT_EQ(fused[2].scalar_type(), torch::kFloat32);
+    EXPECT_LT(err(fused[2], want_w), 1e-3) << "fp32 accumulation of 1000 products";
+    EXPECT_LE(err(fused[2], want_w), err(plain[2], want_w));
+    if (!with_bias) continue;
+    EXPECT_EQ(fused[3].scalar_type(), torch::kFloat32);
+    EXPECT_LT(err(fused[3], want_b), 1e-3);
+    EXPECT_LE(err(fused[3], want_b), err(plain[3], want_b));
+  }
+  // Not taken without a gradient, on the CPU, or without autocast.
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  EXPECT_FALSE(linear2d_training_applies(x0, w0, b0));
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(linear2d_training_applies(x0.clone().requires_grad_(), w0, b0));
+  }
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  EXPECT_FALSE(linear2d_training_applies(x0, w0.clone().requires_grad_(), b0));
+  EXPECT_FALSE(linear2d_training_applies(x0.cpu(), w0.cpu().requires_grad_(), b0.cpu()));
 }
 
 // add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the

@@ -1,0 +1,104 @@
+// Implements: the CUDA kernels of linear.h: the bias gradient of a training Linear, the fp32 column sums of its
+// output's gradient g (M, N) in bf16, in two passes with a fixed order (the same bits every launch, on every GPU).
+// Pass 1: a block sums 256 columns over a slice of kSliceRows rows: each lane loads 8 columns (16 bytes) of
+// every 8th row of the slice, so a warp reads 512 contiguous bytes of a row; the 8 warps' sums are added in warp
+// order into partial (P, N), P = ⌈M / kSliceRows⌉. Pass 2: 32 columns a block, 8 warps each adding a run of P /
+// 8 consecutive partials in order, then the runs in order. ATen's bf16 sum(0) (a reduction kernel, then a cast of
+// its bf16 result) read g at about a third of the HBM bandwidth (1.77 ms of a small GPT's step on an H200 for
+// 2.7 GB, docs/results/perf/).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/types.h>
+
+#include <cstdint>
+
+#include "plugins/common/cuda_vec.cuh"
+#include "plugins/common/kernel_util.h"
+#include "plugins/common/linear.h"
+
+namespace aobench::common {
+namespace {
+
+using bf16 = c10::BFloat16;
+
+constexpr int kWarps = 8;            // warps a block
+constexpr int kBlockCols = 32 * 8;   // pass 1: columns a block, 8 a lane
+constexpr int64_t kSliceRows = 128;  // pass 1: rows a block; fixed, so P and the sums' order do not depend on the GPU
+constexpr int kFinishCols = 32;      // pass 2: columns a block, one a lane
+
+__global__ void __launch_bounds__(32 * kWarps)
+    column_partials_kernel(const bf16* __restrict__ g, float* __restrict__ partial, int64_t M, int N) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int col = static_cast<int>(blockIdx.x) * kBlockCols + lane * 8;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kSliceRows, r1 = min(M, r0 + kSliceRows);
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  if (col < N) {
+#pragma unroll 4
+    for (int64_t r = r0 + warp; r < r1; r += kWarps) {
+      const auto v = *reinterpret_cast<const Pack<bf16, 8>*>(g + r * N + col);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[k] += static_cast<float>(v.v[k]);
+    }
+  }
+  __shared__ float4 red[kWarps][kBlockCols / 4];  // (warps, 256 columns)
+  red[warp][lane * 2] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  red[warp][lane * 2 + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  __syncthreads();
+  const int c = static_cast<int>(threadIdx.x), out_col = static_cast<int>(blockIdx.x) * kBlockCols + c;
+  if (out_col >= N) return;
+  const float* sums = reinterpret_cast<const float*>(red);
+  float s = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s += sums[w * kBlockCols + c];
+  partial[static_cast<int64_t>(blockIdx.y) * N + out_col] = s;
+}
+
+__global__ void __launch_bounds__(32 * kWarps)
+    column_finish_kernel(const float* __restrict__ partial, float* __restrict__ out, int P, int N) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int col = static_cast<int>(blockIdx.x) * kFinishCols + lane;
+  const int run = (P + kWarps - 1) / kWarps, p0 = min(P, warp * run), p1 = min(P, p0 + run);
+  float s = 0.f;
+  if (col < N) {
+#pragma unroll 8
+    for (int p = p0; p < p1; ++p) s += partial[static_cast<int64_t>(p) * N + col];
+  }
+  __shared__ float red[kWarps][kFinishCols];
+  red[warp][lane] = s;
+  __syncthreads();
+  if (warp != 0 || col >= N) return;
+  float t = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) t += red[w][lane];
+  out[col] = t;
+}
+
+}  // namespace
+
+bool bias_grad_cuda_supports(const torch::Tensor& g) {
+  return g.is_cuda() && g.scalar_type() == torch::kBFloat16 && g.dim() == 2 && g.is_contiguous() &&
+         g.size(1) % 8 == 0 && g.size(1) > 0 && g.size(1) <= (int64_t{1} << 30) && aligned(g, 16) &&
+         (g.size(0) + kSliceRows - 1) / kSliceRows <= 65535;
+}
+
+torch::Tensor bias_grad_cuda(const torch::Tensor& g) {
+  TORCH_CHECK(bias_grad_cuda_supports(g), "bias_grad_cuda: g must be a contiguous, 16-byte aligned bf16 CUDA (M, N) ",
+              "with N a multiple of 8, got ", g.sizes(), " ", g.scalar_type());
+  const c10::cuda::CUDAGuard guard(g.device());
+  const int64_t M = g.size(0), N = g.size(1);
+  auto out = torch::empty({N}, g.options().dtype(torch::kFloat32));
+  if (M == 0) return out.zero_();
+  const int64_t P = (M + kSliceRows - 1) / kSliceRows;
+  auto partial = torch::empty({P, N}, out.options());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const unsigned col_blocks = static_cast<unsigned>((N + kBlockCols - 1) / kBlockCols);
+  column_partials_kernel<<<dim3(col_blocks, static_cast<unsigned>(P)), 32 * kWarps, 0, stream>>>(
+      reinterpret_cast<const bf16*>(g.data_ptr()), partial.data_ptr<float>(), M, static_cast<int>(N));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  column_finish_kernel<<<static_cast<unsigned>((N + kFinishCols - 1) / kFinishCols), 32 * kWarps, 0, stream>>>(
+      partial.data_ptr<float>(), out.data_ptr<float>(), static_cast<int>(P), static_cast<int>(N));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+
+}  // namespace aobench::common
