@@ -101,7 +101,7 @@ torch::Tensor DDiTBlockImpl::forward(torch::Tensor x, const torch::Tensor& c, co
   // MLP branch.
   auto m = norm2->forward(x);
   if (cfg.time_cond) m = torch::addcmul(mod[3], m, 1 + mod[4]);
-  m = linear2d(mlp_proj, F::gelu(linear2d(mlp_fc, m), F::GELUFuncOptions().approximate("tanh")));
+  m = linear2d(mlp_proj, linear2d_gelu(mlp_fc, m, "tanh"));
   if (drop) m = F::dropout(m, F::DropoutFuncOptions().p(cfg.dropout).training(true));
   return cfg.time_cond ? torch::addcmul(x, mod[5], m) : x + m;
 }

@@ -15,26 +15,45 @@ using torch::autograd::variable_list;
 namespace {
 EnvSwitch fused_linear_switch("AOBENCH_FUSED_LINEAR");
 
-// Inputs x (M, in), w (out, in), b (out)?; saved: x and w in bf16 (what autocast's addmm saved).
+const char* gelu_form(DecodeActivation act) { return act == DecodeActivation::gelu_tanh ? "tanh" : "none"; }
+
+// Inputs x (M, in), w (out, in), b (out)?, act; saved: x and w in bf16 (what autocast's addmm saved) and, with a
+// GELU, its input pre (what torch::gelu saved).
 struct TrainingLinear : torch::autograd::Function<TrainingLinear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const std::optional<torch::Tensor>& b) {
+                               const std::optional<torch::Tensor>& b, int64_t act) {
     const auto x16 = x.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);
-    ctx->save_for_backward({x16, w16});
+    auto y = b ? at::addmm(b->to(torch::kBFloat16), x16, w16.t()) : at::mm(x16, w16.t());  // (M, out) bf16
     ctx->saved_data["bias"] = b.has_value();
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
-    return b ? at::addmm(b->to(torch::kBFloat16), x16, w16.t()) : at::mm(x16, w16.t());  // (M, out) bf16
+    ctx->saved_data["act"] = act;
+    if (static_cast<DecodeActivation>(act) == DecodeActivation::none) {
+      ctx->save_for_backward({x16, w16});
+      return y;
+    }
+    ctx->save_for_backward({x16, w16, y});
+    return torch::gelu(y, gelu_form(static_cast<DecodeActivation>(act)));
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto g = grads[0].to(torch::kBFloat16).contiguous();  // (M, out)
-    const auto w_dtype = static_cast<torch::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    const auto act = static_cast<DecodeActivation>(ctx->saved_data["act"].toInt());
+    const bool bias = ctx->saved_data["bias"].toBool();
+    auto g = grads[0].to(torch::kBFloat16).contiguous();  // (M, out): the addmm's output gradient, below
     torch::Tensor gx, gw, gb;
+    if (act != DecodeActivation::none) {
+      const auto& pre = saved[2];
+#ifdef AOBENCH_FUSED_CUDA
+      if (bias && bias_grad_cuda_supports(g) && bias_grad_cuda_supports(pre))
+        std::tie(g, gb) = gelu_backward_bias_grad_cuda(g, pre, act == DecodeActivation::gelu_tanh);
+#endif
+      if (!gb.defined()) g = at::gelu_backward(g, pre, gelu_form(act));
+    }
+    const auto w_dtype = static_cast<torch::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     if (ctx->needs_input_grad(0)) gx = at::mm(g, saved[1]);  // (M, in) bf16
     if (ctx->needs_input_grad(1))                            // (out, in), fp32 accumulation, one rounding
       gw = w_dtype == torch::kFloat32 ? at::mm(g.t(), saved[0], torch::kFloat32) : at::mm(g.t(), saved[0]);
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) gb = bias_grad(g);
-    return {gx, gw, gb};
+    if (bias && ctx->needs_input_grad(2) && !gb.defined()) gb = bias_grad(g);
+    return {gx, gw, bias && ctx->needs_input_grad(2) ? gb : torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -43,8 +62,7 @@ torch::Tensor linear2d(const torch::Tensor& x, const torch::Tensor& weight, cons
   const auto x2 = x.reshape({-1, x.size(-1)});
   torch::Tensor y;  // (M, out)
   if (linear2d_training_applies(x2, weight, bias)) {
-    y = linear2d_training(x2, weight, bias);
-    if (act != DecodeActivation::none) y = torch::gelu(y, act == DecodeActivation::gelu_tanh ? "tanh" : "none");
+    y = linear2d_training(x2, weight, bias, act);
   } else {
     y = decode_linear(x2, weight, bias, act);
   }
@@ -66,12 +84,13 @@ bool linear2d_training_applies(const torch::Tensor& x, const torch::Tensor& w, c
          at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16 && fused_linear_enabled();
 }
 
-torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                                DecodeActivation act) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && x.is_cuda() && w.device() == x.device() &&
                   (!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0) && b.device() == x.device())),
               "linear2d_training: x ", x.sizes(), " (M, in), w ", w.sizes(), " (out, in) and b ",
               b.defined() ? b.sizes() : torch::IntArrayRef{}, " (out) must match, on one CUDA device");
-  return TrainingLinear::apply(x, w, optional_tensor(b));
+  return TrainingLinear::apply(x, w, optional_tensor(b), static_cast<int64_t>(act));
 }
 
 torch::Tensor bias_grad(const torch::Tensor& g) {

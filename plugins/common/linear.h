@@ -4,6 +4,10 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
+#include "plugins/common/decode_linear.h"
+
 namespace aobench::common {
 
 // x (.., in) → (.., out) as ONE 2-D addmm, so on CUDA cuBLASLt adds the bias in the GEMM epilogue (a 3-D
@@ -18,11 +22,14 @@ torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const
 torch::Tensor linear2d_gelu(const torch::nn::Linear& l, const torch::Tensor& x, const std::string& approximate);
 
 // The training Linear under bf16 autocast, as an autograd Function: the forward is autocast's addmm of x, w and b
-// cast to bf16 (the same bits); the backward gives ∂x = g·w in bf16 (autocast's), ∂w = gᵀ·x accumulated and
-// written in w's dtype by one GEMM (autocast's addmm rounded it to bf16 and a cast followed), and ∂b = bias_grad
-// (g), fp32 column sums in one read of g (autocast's was a bf16 sum(0) at a third of the bandwidth, then a
-// cast). x (M, in) on CUDA, w (out, in), b (out) or undefined → (M, out) bf16.
-torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+// cast to bf16 (the same bits), then act (torch::gelu of it); the backward gives ∂x = g·w in bf16 (autocast's),
+// ∂w = gᵀ·x accumulated and written in w's dtype by one GEMM (autocast's addmm rounded it to bf16 and a cast
+// followed), and ∂b = bias_grad(g), fp32 column sums in one read of g (autocast's was a bf16 sum(0) at a third
+// of the bandwidth, then a cast), where g is the addmm's output gradient: after a GELU, computed together with
+// its column sums by gelu_backward_bias_grad_cuda. x (M, in) on CUDA, w (out, in), b (out) or undefined → (M,
+// out) bf16.
+torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                                DecodeActivation act = DecodeActivation::none);
 // Whether linear2d takes linear2d_training for these tensors: the kernels are built and switched on
 // (AOBENCH_FUSED_LINEAR, perf.fused_linear), a gradient is recorded, x is a 2-D CUDA tensor and bf16 autocast is on.
 bool linear2d_training_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
@@ -35,6 +42,11 @@ torch::Tensor bias_grad(const torch::Tensor& g);
 // CUDA entry points (linear_cuda.cu, built with CUDA only).
 bool bias_grad_cuda_supports(const torch::Tensor& g);
 torch::Tensor bias_grad_cuda(const torch::Tensor& g);
+// GELU's backward and the bias gradient of the Linear before it in one pass: g_pre = gelu'(pre)·g_h rounded to
+// bf16 (at::gelu_backward's float expressions, tanh_approx: GELU's tanh form) and its fp32 column sums, the bits
+// of bias_grad_cuda(g_pre). g_h and pre: the same (M, N) that bias_grad_cuda_supports takes. → (g_pre, sums)
+std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad_cuda(const torch::Tensor& g_h, const torch::Tensor& pre,
+                                                                     bool tanh_approx);
 
 // x·wᵀ + b in float32 from x and w rounded to bf16, accumulated in fp32 (at::mm's out_dtype form), forward
 // and backward: x (R, in), w (out, in), b (out) or undefined, all float32 on CUDA. For the adaLN tables

@@ -11,6 +11,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "plugins/common/cross_entropy.h"
+#include "plugins/common/decode_linear.h"
 #include "plugins/common/layer_norm.h"
 #include "plugins/common/linear.h"
 #include "plugins/common/rotary.h"
@@ -227,6 +228,25 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
     EXPECT_LT(err(fused[3], want_b), 1e-3);
     EXPECT_LE(err(fused[3], want_b), err(plain[3], want_b));
   }
+  // With a GELU (the MLP's c_fc): the output bits of torch::gelu of autocast's addmm; the gradients within bf16
+  // rounding of autocast's (whose ∂w, ∂b were rounded to bf16).
+  for (auto act : {DecodeActivation::gelu, DecodeActivation::gelu_tanh}) {
+    std::vector<torch::Tensor> got[2];
+    for (bool fused : {true, false}) {
+      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      at::autocast::set_autocast_enabled(at::kCUDA, true);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto y = fused ? linear2d_training(x, w, b, act) : decode_linear_reference(x, w, b, act);
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      at::autocast::clear_cache();
+      (y.to(torch::kFloat32) * up).sum().backward();
+      got[fused] = {y.detach(), x.grad(), w.grad(), b.grad()};
+    }
+    EXPECT_TRUE(torch::equal(got[1][0], got[0][0]));
+    for (int i = 1; i < 4; ++i)
+      EXPECT_TRUE(torch::allclose(got[1][i], got[0][i].to(torch::kFloat32), 1e-2, 1e-2))
+          << "gradient " << i << ", " << (got[1][i] - got[0][i]).abs().max().item<double>();
+  }
   // Not taken without a gradient, on the CPU, or without autocast.
   at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
@@ -238,6 +258,29 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   EXPECT_FALSE(linear2d_training_applies(x0, w0.clone().requires_grad_(), b0));
   EXPECT_FALSE(linear2d_training_applies(x0.cpu(), w0.cpu().requires_grad_(), b0.cpu()));
+}
+
+// GELU's backward with the column sums against at::gelu_backward and bias_grad of its result: g_pre within one
+// bf16 rounding of ATen's (the same float expressions; the compilers may contract them differently), the sums
+// the bits of bias_grad_cuda(g_pre), both GELU forms, rows off the 128-row slices.
+TEST(FusedOps, CudaGeluBackwardBiasGradIsAtenGeluBackwardThenBiasGrad) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(23);
+  const auto opt = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {1000, 264}, {4097, 3072}}) {
+    const auto g_h = torch::randn({M, N}, opt), pre = 3 * torch::randn({M, N}, opt);
+    for (bool tanh_approx : {false, true}) {
+      const auto [g_pre, sums] = gelu_backward_bias_grad_cuda(g_h, pre, tanh_approx);
+      const auto want = at::gelu_backward(g_h, pre, tanh_approx ? "tanh" : "none");
+      ASSERT_EQ(g_pre.scalar_type(), torch::kBFloat16);
+      const auto diff = (g_pre.to(torch::kFloat32) - want.to(torch::kFloat32)).abs();
+      EXPECT_TRUE((diff <= want.to(torch::kFloat32).abs() / 128 + 1e-20).all().item<bool>())
+          << M << " × " << N << ": " << diff.max().item<double>();
+      EXPECT_GT(torch::eq(g_pre, want).to(torch::kFloat64).mean().item<double>(), 0.9);
+      EXPECT_TRUE(torch::equal(sums, bias_grad_cuda(g_pre))) << M << " × " << N;
+    }
+  }
+  EXPECT_THROW(gelu_backward_bias_grad_cuda(torch::zeros({4, 16}, opt), torch::zeros({4, 8}, opt), false), c10::Error);
 }
 
 // add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the
