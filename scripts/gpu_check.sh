@@ -78,7 +78,8 @@ cmd_trainspeed() {  # the most important comparisons first (the budget skips the
   speed_run gpt_b16_uncaptured gpt small 16 60 --set perf.cuda_graphs=false
   speed_run gpt_medium_b16 gpt medium 16 30
   speed_run ao_gpt_medium_b16 ao_gpt medium 16 30
-  speed_run gpt_b16_reference gpt small 16 60 --set perf.fused_ce=false --set perf.fused_ln=false --set perf.fused_adamw=false
+  speed_run gpt_b16_reference gpt small 16 60 --set perf.fused_ce=false --set perf.fused_ln=false --set perf.fused_adamw=false \
+    --set perf.fused_linear=false
   for m in sigma_gpt sedd radd; do speed_run "${m}_b16" "$m" small 16 60; done
   peer_run --batch 16
   python3 scripts/trainspeed_table.py "$TS/peers.jsonl" "$TS" 30 | tee "$OUT/trainspeed.md"
