@@ -40,14 +40,10 @@ struct TrainingLinear : torch::autograd::Function<TrainingLinear> {
     const bool bias = ctx->saved_data["bias"].toBool();
     auto g = grads[0].to(torch::kBFloat16).contiguous();  // (M, out): the addmm's output gradient, below
     torch::Tensor gx, gw, gb;
-    if (act != DecodeActivation::none) {
-      const auto& pre = saved[2];
-#ifdef AOBENCH_FUSED_CUDA
-      if (bias && bias_grad_cuda_supports(g) && bias_grad_cuda_supports(pre))
-        std::tie(g, gb) = gelu_backward_bias_grad_cuda(g, pre, act == DecodeActivation::gelu_tanh);
-#endif
-      if (!gb.defined()) g = at::gelu_backward(g, pre, gelu_form(act));
-    }
+    if (act != DecodeActivation::none && bias)
+      std::tie(g, gb) = gelu_backward_bias_grad(g, saved[2], act == DecodeActivation::gelu_tanh);
+    else if (act != DecodeActivation::none)
+      g = at::gelu_backward(g, saved[2], gelu_form(act));
     const auto w_dtype = static_cast<torch::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     if (ctx->needs_input_grad(0)) gx = at::mm(g, saved[1]);  // (M, in) bf16
     if (ctx->needs_input_grad(1))                            // (out, in), fp32 accumulation, one rounding
@@ -93,11 +89,33 @@ torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, 
   return TrainingLinear::apply(x, w, optional_tensor(b), static_cast<int64_t>(act));
 }
 
+bool column_sum_kernel_takes(const torch::Tensor& g) {
+#ifdef AOBENCH_FUSED_CUDA
+  return g.is_cuda() && g.scalar_type() == torch::kBFloat16 && g.dim() == 2 && g.is_contiguous() &&
+         g.size(1) % 8 == 0 && g.size(1) > 0 && g.size(1) <= (int64_t{1} << 30) && aligned(g, 16) &&
+         (g.size(0) + kColumnSumSliceRows - 1) / kColumnSumSliceRows <= 65535;
+#else
+  (void)g;
+  return false;
+#endif
+}
+
 torch::Tensor bias_grad(const torch::Tensor& g) {
 #ifdef AOBENCH_FUSED_CUDA
-  if (bias_grad_cuda_supports(g)) return bias_grad_cuda(g);
+  if (column_sum_kernel_takes(g)) return bias_grad_cuda(g);
 #endif
   return g.sum(0, /*keepdim=*/false, torch::kFloat32);
+}
+
+std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad(const torch::Tensor& g_h, const torch::Tensor& pre,
+                                                                bool tanh_approx) {
+#ifdef AOBENCH_FUSED_CUDA
+  if (column_sum_kernel_takes(g_h) && column_sum_kernel_takes(pre) && g_h.sizes() == pre.sizes() &&
+      g_h.device() == pre.device())
+    return gelu_backward_bias_grad_cuda(g_h, pre, tanh_approx);
+#endif
+  auto g_pre = at::gelu_backward(g_h, pre, tanh_approx ? "tanh" : "none");
+  return {g_pre, bias_grad(g_pre)};
 }
 
 torch::Tensor linear2d(const torch::nn::Linear& l, const torch::Tensor& x, const torch::Tensor& bias) {

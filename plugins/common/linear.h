@@ -26,7 +26,7 @@ torch::Tensor linear2d_gelu(const torch::nn::Linear& l, const torch::Tensor& x, 
 // ∂w = gᵀ·x accumulated and written in w's dtype by one GEMM (autocast's addmm rounded it to bf16 and a cast
 // followed), and ∂b = bias_grad(g), fp32 column sums in one read of g (autocast's was a bf16 sum(0) at a third
 // of the bandwidth, then a cast), where g is the addmm's output gradient: after a GELU, computed together with
-// its column sums by gelu_backward_bias_grad_cuda. x (M, in) on CUDA, w (out, in), b (out) or undefined → (M,
+// its column sums by gelu_backward_bias_grad. x (M, in) on CUDA, w (out, in), b (out) or undefined → (M,
 // out) bf16.
 torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                 DecodeActivation act = DecodeActivation::none);
@@ -35,16 +35,22 @@ torch::Tensor linear2d_training(const torch::Tensor& x, const torch::Tensor& w, 
 bool linear2d_training_applies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 bool fused_linear_enabled();
 void set_fused_linear_enabled(bool on);
-// The bias gradient of a Linear from its output's gradient g (M, N): the column sums Σ_m g[m, n] in fp32. On
-// CUDA through bias_grad_cuda when bias_grad_cuda_supports(g) (bf16, contiguous, 16-byte aligned, N a
-// multiple of 8), else g.sum(0) in fp32.
+// The bias gradient of a Linear from its output's gradient g (M, N): the column sums Σ_m g[m, n] in fp32. Through
+// the column-sum kernel (linear_cuda.cu) when column_sum_kernel_takes(g), else g.sum(0) in fp32.
 torch::Tensor bias_grad(const torch::Tensor& g);
-// CUDA entry points (linear_cuda.cu, built with CUDA only).
-bool bias_grad_cuda_supports(const torch::Tensor& g);
+// GELU's backward and the bias gradient of the Linear before it: g_pre = gelu'(pre)·g_h rounded to bf16
+// (at::gelu_backward's float expressions; tanh_approx: GELU's tanh form) and its fp32 column sums, the bits of
+// bias_grad(g_pre). In one pass of the kernel when it takes both (the same shape), else at::gelu_backward, then
+// bias_grad. → (g_pre, sums)
+std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad(const torch::Tensor& g_h, const torch::Tensor& pre,
+                                                                bool tanh_approx);
+// The rows a block of the column-sum kernel's first pass adds: fixed, so the sums' order is the same on every GPU.
+inline constexpr int64_t kColumnSumSliceRows = 128;
+// Whether the column-sum kernel takes g: the kernels are built and g is a contiguous, 16-byte aligned bf16 CUDA
+// (M, N) with N a multiple of 8 (and ⌈M / 128⌉ ≤ 65 535 blocks).
+bool column_sum_kernel_takes(const torch::Tensor& g);
+// CUDA entry points (linear_cuda.cu, built with CUDA only) for tensors the kernel takes.
 torch::Tensor bias_grad_cuda(const torch::Tensor& g);
-// GELU's backward and the bias gradient of the Linear before it in one pass: g_pre = gelu'(pre)·g_h rounded to
-// bf16 (at::gelu_backward's float expressions, tanh_approx: GELU's tanh form) and its fp32 column sums, the bits
-// of bias_grad_cuda(g_pre). g_h and pre: the same (M, N) that bias_grad_cuda_supports takes. → (g_pre, sums)
 std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad_cuda(const torch::Tensor& g_h, const torch::Tensor& pre,
                                                                      bool tanh_approx);
 

@@ -16,7 +16,6 @@
 #include <utility>
 
 #include "plugins/common/cuda_vec.cuh"
-#include "plugins/common/kernel_util.h"
 #include "plugins/common/linear.h"
 
 namespace aobench::common {
@@ -24,10 +23,10 @@ namespace {
 
 using bf16 = c10::BFloat16;
 
-constexpr int kWarps = 8;            // warps a block
-constexpr int kBlockCols = 32 * 8;   // pass 1: columns a block, 8 a lane
-constexpr int64_t kSliceRows = 128;  // pass 1: rows a block; fixed, so P and the sums' order do not depend on the GPU
-constexpr int kFinishCols = 32;      // pass 2: columns a block, one a lane
+constexpr int kWarps = 8;                            // warps a block
+constexpr int kBlockCols = 32 * 8;                   // pass 1: columns a block, 8 a lane
+constexpr int64_t kSliceRows = kColumnSumSliceRows;  // pass 1: rows a block (linear.h)
+constexpr int kFinishCols = 32;                      // pass 2: columns a block, one a lane
 
 // 8 consecutive elements of g, at offset i of a row-major (M, N) tensor.
 struct LoadGradient {
@@ -135,14 +134,8 @@ const bf16* bf16_data(const torch::Tensor& t) { return reinterpret_cast<const bf
 
 }  // namespace
 
-bool bias_grad_cuda_supports(const torch::Tensor& g) {
-  return g.is_cuda() && g.scalar_type() == torch::kBFloat16 && g.dim() == 2 && g.is_contiguous() &&
-         g.size(1) % 8 == 0 && g.size(1) > 0 && g.size(1) <= (int64_t{1} << 30) && aligned(g, 16) &&
-         (g.size(0) + kSliceRows - 1) / kSliceRows <= 65535;
-}
-
 torch::Tensor bias_grad_cuda(const torch::Tensor& g) {
-  TORCH_CHECK(bias_grad_cuda_supports(g), "bias_grad_cuda: g must be a contiguous, 16-byte aligned bf16 CUDA (M, N) ",
+  TORCH_CHECK(column_sum_kernel_takes(g), "bias_grad_cuda: g must be a contiguous, 16-byte aligned bf16 CUDA (M, N) ",
               "with N a multiple of 8, got ", g.sizes(), " ", g.scalar_type());
   const c10::cuda::CUDAGuard guard(g.device());
   if (g.size(0) == 0) return torch::zeros({g.size(1)}, g.options().dtype(torch::kFloat32));
@@ -151,7 +144,7 @@ torch::Tensor bias_grad_cuda(const torch::Tensor& g) {
 
 std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad_cuda(const torch::Tensor& g_h, const torch::Tensor& pre,
                                                                      bool tanh_approx) {
-  TORCH_CHECK(bias_grad_cuda_supports(g_h) && bias_grad_cuda_supports(pre) && g_h.sizes() == pre.sizes() &&
+  TORCH_CHECK(column_sum_kernel_takes(g_h) && column_sum_kernel_takes(pre) && g_h.sizes() == pre.sizes() &&
                   g_h.device() == pre.device(),
               "gelu_backward_bias_grad_cuda: g_h ", g_h.sizes(), " and pre ", pre.sizes(),
               " must be the same contiguous, 16-byte aligned bf16 CUDA (M, N), N a multiple of 8");

@@ -171,7 +171,7 @@ TEST(FusedOps, CudaBiasGradIsTheColumnSum) {
   for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 8}, {0, 16}, {129, 24}, {1000, 264}, {4097, 768}, {16384, 3072}, {300, 12}}) {
     auto g = 3 * torch::randn({M, N}, opt) + 1;  // a mean ≠ 0, so the sums grow with M
-    EXPECT_EQ(bias_grad_cuda_supports(g), N % 8 == 0) << M << " × " << N;
+    EXPECT_EQ(column_sum_kernel_takes(g), N % 8 == 0) << M << " × " << N;
     const auto got = bias_grad(g);
     ASSERT_EQ(got.scalar_type(), torch::kFloat32);
     ASSERT_EQ(got.sizes(), torch::IntArrayRef({N}));
@@ -180,9 +180,9 @@ TEST(FusedOps, CudaBiasGradIsTheColumnSum) {
     EXPECT_LT((got.to(torch::kFloat64) - want).abs().max().item<double>(), tol) << M << " × " << N;
     EXPECT_TRUE(torch::equal(got, bias_grad(g))) << "not the same bits twice, " << M << " × " << N;
   }
-  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 12}, opt)));
-  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 16}, opt).t()));
-  EXPECT_FALSE(bias_grad_cuda_supports(torch::zeros({4, 16}, opt.dtype(torch::kFloat32))));
+  EXPECT_FALSE(column_sum_kernel_takes(torch::zeros({4, 12}, opt)));
+  EXPECT_FALSE(column_sum_kernel_takes(torch::zeros({4, 16}, opt).t()));
+  EXPECT_FALSE(column_sum_kernel_takes(torch::zeros({4, 16}, opt.dtype(torch::kFloat32))));
 }
 
 // linear2d's training Function under bf16 autocast against autocast's addmm (perf.fused_linear off): the same
@@ -262,7 +262,7 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
 
 // GELU's backward with the column sums against at::gelu_backward and bias_grad of its result: g_pre within one
 // bf16 rounding of ATen's (the same float expressions; the compilers may contract them differently), the sums
-// the bits of bias_grad_cuda(g_pre), both GELU forms, rows off the 128-row slices.
+// the bits of bias_grad(g_pre), both GELU forms, rows off the 128-row slices.
 TEST(FusedOps, CudaGeluBackwardBiasGradIsAtenGeluBackwardThenBiasGrad) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(23);
@@ -270,17 +270,17 @@ TEST(FusedOps, CudaGeluBackwardBiasGradIsAtenGeluBackwardThenBiasGrad) {
   for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {1000, 264}, {4097, 3072}}) {
     const auto g_h = torch::randn({M, N}, opt), pre = 3 * torch::randn({M, N}, opt);
     for (bool tanh_approx : {false, true}) {
-      const auto [g_pre, sums] = gelu_backward_bias_grad_cuda(g_h, pre, tanh_approx);
+      const auto [g_pre, sums] = gelu_backward_bias_grad(g_h, pre, tanh_approx);
       const auto want = at::gelu_backward(g_h, pre, tanh_approx ? "tanh" : "none");
       ASSERT_EQ(g_pre.scalar_type(), torch::kBFloat16);
       const auto diff = (g_pre.to(torch::kFloat32) - want.to(torch::kFloat32)).abs();
       EXPECT_TRUE((diff <= want.to(torch::kFloat32).abs() / 128 + 1e-20).all().item<bool>())
           << M << " × " << N << ": " << diff.max().item<double>();
       EXPECT_GT(torch::eq(g_pre, want).to(torch::kFloat64).mean().item<double>(), 0.9);
-      EXPECT_TRUE(torch::equal(sums, bias_grad_cuda(g_pre))) << M << " × " << N;
+      EXPECT_TRUE(torch::equal(sums, bias_grad(g_pre))) << M << " × " << N;
     }
   }
-  EXPECT_THROW(gelu_backward_bias_grad_cuda(torch::zeros({4, 16}, opt), torch::zeros({4, 8}, opt), false), c10::Error);
+  EXPECT_THROW(gelu_backward_bias_grad(torch::zeros({4, 16}, opt), torch::zeros({4, 8}, opt), false), c10::Error);
 }
 
 // add_layer_norm's training form (autograd Function, backward kernel) against the LibTorch expressions on the
