@@ -114,9 +114,10 @@ __global__ void __launch_bounds__(32 * kWarps)
   out[col] = t;
 }
 
-// The column sums (N) in fp32 of the (M, N) rows `rows` yields, M > 0.
+// The column sums (N) in fp32 of the (M, N) rows `rows` yields (zeros for M = 0, no launch).
 template <typename Rows>
 torch::Tensor column_sums(const Rows& rows, int64_t M, int64_t N, const torch::TensorOptions& options) {
+  if (M == 0) return torch::zeros({N}, options.dtype(torch::kFloat32));
   auto out = torch::empty({N}, options.dtype(torch::kFloat32));
   const int64_t P = (M + kSliceRows - 1) / kSliceRows;
   auto partial = torch::empty({P, N}, out.options());
@@ -138,7 +139,6 @@ torch::Tensor bias_grad_cuda(const torch::Tensor& g) {
   TORCH_CHECK(column_sum_kernel_takes(g), "bias_grad_cuda: g must be a contiguous, 16-byte aligned bf16 CUDA (M, N) ",
               "with N a multiple of 8, got ", g.sizes(), " ", g.scalar_type());
   const c10::cuda::CUDAGuard guard(g.device());
-  if (g.size(0) == 0) return torch::zeros({g.size(1)}, g.options().dtype(torch::kFloat32));
   return column_sums(LoadGradient{bf16_data(g)}, g.size(0), g.size(1), g.options());
 }
 
@@ -150,7 +150,6 @@ std::pair<torch::Tensor, torch::Tensor> gelu_backward_bias_grad_cuda(const torch
               " must be the same contiguous, 16-byte aligned bf16 CUDA (M, N), N a multiple of 8");
   const c10::cuda::CUDAGuard guard(g_h.device());
   auto g_pre = torch::empty_like(g_h);
-  if (g_h.size(0) == 0) return {g_pre, torch::zeros({g_h.size(1)}, g_h.options().dtype(torch::kFloat32))};
   const GeluBackward rows{bf16_data(g_h), bf16_data(pre), reinterpret_cast<bf16*>(g_pre.data_ptr()), tanh_approx};
   return {g_pre, column_sums(rows, g_h.size(0), g_h.size(1), g_h.options())};
 }
