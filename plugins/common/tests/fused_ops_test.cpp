@@ -10,6 +10,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "core/device.h"
 #include "plugins/common/cross_entropy.h"
 #include "plugins/common/decode_linear.h"
 #include "plugins/common/layer_norm.h"
@@ -196,18 +197,25 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
   const int64_t M = 1000, K = 192, N = 264;
   const auto x0 = torch::randn({M, K}, opt), w0 = 0.05 * torch::randn({N, K}, opt), b0 = torch::randn({N}, opt);
   const auto up = torch::randn({M, N}, opt);
-  auto run = [&](bool fused, bool with_bias) {
-    set_fused_linear_enabled(fused);
+  // forward(x, w, b) under bf16 autocast on fresh leaves, then the backward of Σ up·y: {y, ∂x, ∂w, ∂b}.
+  auto run = [&](bool with_bias, const auto& forward) {
     auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    EXPECT_EQ(linear2d_training_applies(x, w, with_bias ? b : torch::Tensor()), fused);
-    auto y = linear2d(x, w, with_bias ? b : torch::Tensor());
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
+    torch::Tensor y;
+    {
+      AutocastScope autocast(true);
+      y = forward(x, w, with_bias ? b : torch::Tensor());
+    }
     (y.to(torch::kFloat32) * up).sum().backward();
-    set_fused_linear_enabled(true);
     return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::Tensor()};
+  };
+  auto through_linear2d = [](bool fused) {  // linear2d with perf.fused_linear set to `fused`
+    return [fused](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+      set_fused_linear_enabled(fused);
+      EXPECT_EQ(linear2d_training_applies(x, w, b), fused);
+      auto y = linear2d(x, w, b);
+      set_fused_linear_enabled(true);
+      return y;
+    };
   };
   auto f64 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat64); };
   const auto g64 = f64(up.to(torch::kBFloat16));  // the upstream gradient arrives in y's bf16
@@ -216,7 +224,7 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
     return (got.to(torch::kFloat64) - want).abs().max().item<double>();
   };
   for (bool with_bias : {true, false}) {
-    const auto fused = run(true, with_bias), plain = run(false, with_bias);
+    const auto fused = run(with_bias, through_linear2d(true)), plain = run(with_bias, through_linear2d(false));
     ASSERT_EQ(fused[0].scalar_type(), torch::kBFloat16);
     EXPECT_TRUE(torch::equal(fused[0], plain[0]));
     EXPECT_TRUE(torch::allclose(fused[1], plain[1], 1e-2, 1e-2)) << (fused[1] - plain[1]).abs().max().item<double>();
@@ -231,31 +239,22 @@ TEST(FusedOps, CudaTrainingLinearMatchesAutocastAddmm) {
   // With a GELU (the MLP's c_fc): the output bits of torch::gelu of autocast's addmm; the gradients within bf16
   // rounding of autocast's (whose ∂w, ∂b were rounded to bf16).
   for (auto act : {DecodeActivation::gelu, DecodeActivation::gelu_tanh}) {
-    std::vector<torch::Tensor> got[2];
-    for (bool fused : {true, false}) {
-      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-      at::autocast::set_autocast_enabled(at::kCUDA, true);
-      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-      auto y = fused ? linear2d_training(x, w, b, act) : decode_linear_reference(x, w, b, act);
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      at::autocast::clear_cache();
-      (y.to(torch::kFloat32) * up).sum().backward();
-      got[fused] = {y.detach(), x.grad(), w.grad(), b.grad()};
-    }
-    EXPECT_TRUE(torch::equal(got[1][0], got[0][0]));
+    const auto fused =
+        run(true, [act](const auto& x, const auto& w, const auto& b) { return linear2d_training(x, w, b, act); });
+    const auto plain =
+        run(true, [act](const auto& x, const auto& w, const auto& b) { return decode_linear_reference(x, w, b, act); });
+    EXPECT_TRUE(torch::equal(fused[0], plain[0]));
     for (int i = 1; i < 4; ++i)
-      EXPECT_TRUE(torch::allclose(got[1][i], got[0][i].to(torch::kFloat32), 1e-2, 1e-2))
-          << "gradient " << i << ", " << (got[1][i] - got[0][i]).abs().max().item<double>();
+      EXPECT_TRUE(torch::allclose(fused[i], plain[i].to(torch::kFloat32), 1e-2, 1e-2))
+          << "gradient " << i << ", " << (fused[i] - plain[i]).abs().max().item<double>();
   }
   // Not taken without a gradient, on the CPU, or without autocast.
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  EXPECT_FALSE(linear2d_training_applies(x0, w0, b0));
   {
+    AutocastScope autocast(true);
+    EXPECT_FALSE(linear2d_training_applies(x0, w0, b0));
     torch::NoGradGuard no_grad;
     EXPECT_FALSE(linear2d_training_applies(x0.clone().requires_grad_(), w0, b0));
   }
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
   EXPECT_FALSE(linear2d_training_applies(x0, w0.clone().requires_grad_(), b0));
   EXPECT_FALSE(linear2d_training_applies(x0.cpu(), w0.cpu().requires_grad_(), b0.cpu()));
 }
